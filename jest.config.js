@@ -1,0 +1,25 @@
+/** @type {import('jest').Config} */
+const swcOptions = {
+  jsc: {
+    target: 'es2023',
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+    keepClassNames: true,
+  },
+  module: { type: 'es6' },
+  sourceMaps: 'inline',
+};
+
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', swcOptions] },
+  moduleNameMapper: {
+    '^@reliable-mail/nestjs$': '<rootDir>/libs/reliable-mail/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/apps/**/*.spec.ts'],
+  testTimeout: 120_000,
+  // Each file works in its own database; two workers keep the 2-core machine responsive for the SMTP servers.
+  maxWorkers: 2,
+};

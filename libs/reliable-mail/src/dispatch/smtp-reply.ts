@@ -1,0 +1,113 @@
+import type { RejectedRecipient } from '../outbox/mail.types.js';
+import type { DeliveryReport, SmtpFailure } from '../transport/mail-transport.interface.js';
+
+/** The outcome of one SMTP attempt, as the outbox must act on it. */
+export type SmtpVerdict =
+  | {
+      kind: 'sent';
+      replyCode: number | null;
+      enhancedStatus: string | null;
+      reply: string;
+      providerMessageId: string | null;
+      accepted: string[];
+      rejected: RejectedRecipient[];
+    }
+  | {
+      /** Try again later with the same Message-ID. */
+      kind: 'transient';
+      replyCode: number | null;
+      enhancedStatus: string | null;
+      reply: string;
+      /** The server may have taken the message (the connection was lost after it was established). */
+      outcomeUnknown: boolean;
+      /** The server asks the sender to slow down (421, 454, 4.7.x, rate limits). */
+      slowDown: boolean;
+    }
+  | {
+      /** The recipient cannot get this message; do not repeat it. */
+      kind: 'permanent';
+      replyCode: number | null;
+      enhancedStatus: string | null;
+      reply: string;
+      /** The address does not exist (X.1.1, X.1.2, X.1.3, X.1.6): it belongs on a suppression list. */
+      hardBounce: boolean;
+    }
+  | {
+      /** The sender's side is wrong (authentication, configuration, sender refused): no fault of this message. */
+      kind: 'sender';
+      replyCode: number | null;
+      enhancedStatus: string | null;
+      reply: string;
+    };
+
+const ENHANCED_STATUS_PATTERN = /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})\b/;
+const QUEUE_ID_PATTERNS = [/\bqueued as ([\w.@<>-]+)/i, /\bid=([\w.@<>-]+)/i, /^\d{3}[ -](?:\d\.\d\.\d )?(?:ok|accepted)?[: ]*([0-9A-F]{8,})\b/i];
+const HARD_BOUNCE_STATUSES = new Set(['5.1.1', '5.1.2', '5.1.3', '5.1.6']);
+const NO_CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const SENDER_COMMANDS = /^(AUTH|MAIL FROM|EHLO|HELO|STARTTLS)\b/i;
+const SENDER_CODES = new Set(['EAUTH', 'ENOAUTH', 'EOAUTH2', 'ECONFIG', 'EREQUIRETLS']);
+const RATE_LIMIT_TEXT = /rate.?limit|too many|throttl|slow down|try (again )?later/i;
+
+/** The RFC 3463 enhanced status code at the start of a reply line, such as `5.1.1`. */
+export function enhancedStatusOf(reply: string | undefined): string | null {
+  return reply ? (ENHANCED_STATUS_PATTERN.exec(reply.trim())?.[1] ?? null) : null;
+}
+
+/** The provider's queue id if the 250 reply carries one (`250 2.0.0 Ok: queued as 4BZ1x2`). */
+export function providerMessageIdOf(reply: string): string | null {
+  for (const pattern of QUEUE_ID_PATTERNS) {
+    const match = pattern.exec(reply.trim());
+    if (match) return match[1];
+  }
+  return null;
+}
+
+function replyCodeOf(reply: string): number | null {
+  const code = Number(reply.trim().slice(0, 3));
+  return Number.isInteger(code) && code >= 200 && code < 600 ? code : null;
+}
+
+export function classifyDelivery(report: DeliveryReport): SmtpVerdict {
+  return {
+    kind: 'sent',
+    replyCode: replyCodeOf(report.response),
+    enhancedStatus: enhancedStatusOf(report.response),
+    reply: report.response,
+    providerMessageId: providerMessageIdOf(report.response),
+    accepted: report.accepted,
+    rejected: report.rejected,
+  };
+}
+
+/** Classifies a failed send by RFC 5321 reply class and RFC 3463 enhanced status (see FAILURE-MODES in the README). */
+export function classifyFailure(failure: SmtpFailure & { errno?: string | number; syscall?: string }): SmtpVerdict {
+  const replyCode = typeof failure.responseCode === 'number' ? failure.responseCode : null;
+  const reply = (failure.response ?? failure.message ?? '').trim();
+  const enhancedStatus = enhancedStatusOf(failure.response);
+  const base = { replyCode, enhancedStatus, reply };
+
+  if (SENDER_CODES.has(failure.code ?? '') || replyCode === 530 || replyCode === 535) {
+    return { kind: 'sender', ...base };
+  }
+  if (replyCode !== null && replyCode >= 500) {
+    // RFC 3463: X.2.2 (mailbox full) is transient even when a server sends it with a 5yz code.
+    if (enhancedStatus?.endsWith('.2.2')) {
+      return { kind: 'transient', ...base, outcomeUnknown: false, slowDown: false };
+    }
+    if (SENDER_COMMANDS.test(failure.command ?? '') || enhancedStatus?.startsWith('5.7.') && failure.command !== 'RCPT TO') {
+      return { kind: 'sender', ...base };
+    }
+    return { kind: 'permanent', ...base, hardBounce: HARD_BOUNCE_STATUSES.has(enhancedStatus ?? '') };
+  }
+  if (replyCode !== null && replyCode >= 400) {
+    const slowDown = replyCode === 421 || replyCode === 454 || !!enhancedStatus?.startsWith('4.7.') || RATE_LIMIT_TEXT.test(reply);
+    return { kind: 'transient', ...base, outcomeUnknown: false, slowDown };
+  }
+  // No reply code: the connection failed. Before it was established nothing was sent; after, a drop or a timeout
+  // cannot be told apart from one after the final dot, so the server may hold the message (RFC 1047).
+  const neverConnected =
+    failure.code === 'EDNS' ||
+    NO_CONNECTION_ERRNOS.has(String(failure.errno ?? '')) ||
+    /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH/.test(failure.message ?? '');
+  return { kind: 'transient', ...base, outcomeUnknown: !neverConnected, slowDown: false };
+}

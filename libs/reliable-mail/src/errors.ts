@@ -1,0 +1,47 @@
+/** Base class of every error reliable-mail throws on purpose, so a caller can catch them as one family. */
+export class ReliableMailError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** The mail given to `enqueue` cannot be sent as it is; nothing was written. */
+export class MailValidationError extends ReliableMailError {
+  constructor(
+    /** The path of the offending field, such as `to[1]` or `subject`. */
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(`Invalid mail: ${field} ${reason}`);
+  }
+}
+
+/** An idempotency key was reused with different content; the existing row is left as it was. */
+export class IdempotencyConflictError extends ReliableMailError {
+  constructor(
+    readonly idempotencyKey: string,
+    readonly existingId: string,
+  ) {
+    super(
+      `Idempotency key "${idempotencyKey}" is already used by outbox row ${existingId} with different content`,
+    );
+  }
+}
+
+/** The module was configured with an option it cannot work with; raised at start-up. */
+export class InvalidOptionsError extends ReliableMailError {
+  constructor(
+    readonly option: string,
+    readonly reason: string,
+  ) {
+    super(`Invalid ReliableMailModule option "${option}": ${reason}`);
+  }
+}
+
+/** No outbox row has the given id. */
+export class OutboxRowNotFoundError extends ReliableMailError {
+  constructor(readonly id: string) {
+    super(`No outbox row with id ${id}`);
+  }
+}

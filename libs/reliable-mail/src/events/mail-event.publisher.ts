@@ -1,0 +1,64 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { OutboxRepository, type StoredEvent } from '../outbox/outbox.repository.js';
+import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
+import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { EMAIL_FAILED_EVENT, EmailFailedEvent } from './email-failed.event.js';
+import { EMAIL_SENT_EVENT, EmailSentEvent } from './email-sent.event.js';
+
+const EVENT_CLASSES: Record<string, { fromJSON(json: Record<string, unknown>): object }> = {
+  [EMAIL_SENT_EVENT]: EmailSentEvent,
+  [EMAIL_FAILED_EVENT]: EmailFailedEvent,
+};
+
+const REDELIVERY_BATCH = 100;
+
+/**
+ * Emits the events that settles recorded in `mail_outbox_event`, and deletes each once its listeners have run.
+ * An event whose emitter died first stays in the table; after its lease any instance emits it again.
+ */
+@Injectable()
+export class MailEventPublisher {
+  private readonly logger = new Logger('ReliableMail');
+  private readonly em: EntityManager;
+
+  constructor(
+    em: EntityManager,
+    private readonly repository: OutboxRepository,
+    private readonly emitter: EventEmitter2,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+  ) {
+    this.em = em.fork();
+  }
+
+  /** Emits events whose status changes have committed, then confirms them. */
+  async publish(events: StoredEvent[]): Promise<void> {
+    const emitted: string[] = [];
+    for (const event of events) {
+      const eventClass = EVENT_CLASSES[event.name];
+      if (!eventClass) {
+        this.logger.error({ msg: 'unknown stored event, left in place', eventId: event.id, name: event.name });
+        continue;
+      }
+      try {
+        await this.emitter.emitAsync(event.name, eventClass.fromJSON(event.payload));
+        emitted.push(event.id);
+      } catch (error) {
+        // A throwing listener gets the event again after the lease, like any unconfirmed event.
+        this.logger.error({ msg: 'event listener failed; the event will be emitted again', eventId: event.id, name: event.name, error: String(error) });
+      }
+    }
+    await this.repository.deleteEvents(this.em, emitted);
+  }
+
+  /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener threw. */
+  async redeliverUnconfirmed(): Promise<number> {
+    const events = await this.repository.claimUnconfirmedEvents(this.em, REDELIVERY_BATCH, this.options.dispatcher.eventLeaseMs);
+    if (events.length > 0) {
+      this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
+      await this.publish(events);
+    }
+    return events.length;
+  }
+}

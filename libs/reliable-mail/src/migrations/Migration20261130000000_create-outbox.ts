@@ -1,0 +1,73 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration20261130000000_CreateOutbox extends Migration {
+  override up(): void {
+    this.addSql(`
+      create table "mail_outbox" (
+        "id" uuid primary key,
+        "idempotency_key" text null,
+        "content_hash" text not null,
+        "message_id" text not null,
+        "status" text not null default 'pending'
+          check ("status" in ('pending', 'sending', 'sent', 'failed', 'dead')),
+        "payload" jsonb not null,
+        "metadata" jsonb null,
+        "attempts" int not null default 0,
+        "max_attempts" int not null,
+        "next_attempt_at" timestamptz not null default now(),
+        "locked_until" timestamptz null,
+        "lock_token" uuid null,
+        "locked_by" text null,
+        "last_error" text null,
+        "last_reply_code" int null,
+        "last_enhanced_status" text null,
+        "provider_reply" text null,
+        "provider_message_id" text null,
+        "rejected_recipients" jsonb null,
+        "created_at" timestamptz not null default now(),
+        "sent_at" timestamptz null,
+        "updated_at" timestamptz not null default now(),
+        constraint "mail_outbox_message_id_unique" unique ("message_id")
+      )`);
+    this.addSql(`create unique index "mail_outbox_idempotency_key_unique" on "mail_outbox" ("idempotency_key") where "idempotency_key" is not null`);
+    // The claim reads only these two partial indexes, so its cost does not grow with the number of settled rows.
+    this.addSql(`create index "mail_outbox_due_index" on "mail_outbox" ("next_attempt_at") where "status" = 'pending'`);
+    this.addSql(`create index "mail_outbox_lease_index" on "mail_outbox" ("locked_until") where "status" = 'sending'`);
+
+    this.addSql(`
+      create table "mail_outbox_attempt" (
+        "id" uuid primary key,
+        "outbox_id" uuid not null references "mail_outbox" ("id") on delete cascade,
+        "attempt" int not null,
+        "worker_id" text not null,
+        "lock_token" uuid not null,
+        "started_at" timestamptz not null default now(),
+        "finished_at" timestamptz null,
+        "outcome" text not null default 'started'
+          check ("outcome" in ('started', 'sent', 'transient', 'permanent', 'sender', 'unknown')),
+        "reply_code" int null,
+        "enhanced_status" text null,
+        "reply" text null,
+        "duration_ms" int null
+      )`);
+    this.addSql(`create index "mail_outbox_attempt_outbox_id_index" on "mail_outbox_attempt" ("outbox_id", "attempt")`);
+
+    // Events recorded in the settle's transaction and deleted once emitted: a crash between the two re-emits them.
+    this.addSql(`
+      create table "mail_outbox_event" (
+        "id" bigint generated always as identity primary key,
+        "outbox_id" uuid not null references "mail_outbox" ("id") on delete cascade,
+        "name" text not null,
+        "payload" jsonb not null,
+        "locked_until" timestamptz not null,
+        "created_at" timestamptz not null default now()
+      )`);
+    this.addSql(`create index "mail_outbox_event_locked_until_index" on "mail_outbox_event" ("locked_until")`);
+  }
+
+  override down(): void {
+    this.addSql(`drop table if exists "mail_outbox_event"`);
+    this.addSql(`drop table if exists "mail_outbox_attempt"`);
+    this.addSql(`drop table if exists "mail_outbox"`);
+  }
+}

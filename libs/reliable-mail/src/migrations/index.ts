@@ -1,0 +1,6 @@
+import { Migration20261130000000_CreateOutbox } from './Migration20261130000000_create-outbox.js';
+
+/** reliable-mail's migrations, in order; add them to the app's `migrations.migrationsList`. */
+export const reliableMailMigrations = [
+  { name: 'Migration20261130000000_reliable-mail_create-outbox', class: Migration20261130000000_CreateOutbox },
+];

@@ -1,0 +1,308 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable } from '@nestjs/common';
+import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
+import type {
+  AttemptOutcome,
+  MailPayload,
+  OutboxAttempt,
+  OutboxRow,
+  OutboxRowWithAttempts,
+  OutboxStatus,
+  RejectedRecipient,
+} from './mail.types.js';
+
+// Every statement of the outbox lives in this file. MikroORM's `execute` interpolates `?` placeholders itself,
+// so the SQL below has no other question marks and passes JSON as text with an explicit cast.
+
+export interface NewOutboxRow {
+  id: string;
+  idempotencyKey: string | null;
+  contentHash: string;
+  messageId: string;
+  payload: MailPayload;
+  metadata: Record<string, unknown> | null;
+  maxAttempts: number;
+}
+
+export interface InsertedRow {
+  id: string;
+  messageId: string;
+  status: OutboxStatus;
+  contentHash: string;
+  created: boolean;
+}
+
+export interface ClaimedRow {
+  id: string;
+  messageId: string;
+  idempotencyKey: string | null;
+  payload: MailPayload;
+  metadata: Record<string, unknown> | null;
+  attempts: number;
+  maxAttempts: number;
+  createdAt: Date;
+  lockToken: string;
+  attemptId: string;
+}
+
+/** The final word on one claimed row: its new state, the attempt's record and the event to emit. */
+export interface Settlement {
+  id: string;
+  lockToken: string;
+  attemptId: string;
+  status: Exclude<OutboxStatus, 'sending'>;
+  /** 1 when this attempt must not count against the row (the sender's fault). */
+  refundAttempt: 0 | 1;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string | null;
+  providerMessageId: string | null;
+  rejectedRecipients: RejectedRecipient[] | null;
+  sentAt: Date | null;
+  outcome: Exclude<AttemptOutcome, 'started'>;
+  durationMs: number;
+  eventName: string;
+  eventPayload: Record<string, unknown>;
+}
+
+export interface SettleResult {
+  /** Rows whose lock token still matched: their new state and event are committed. */
+  applied: Map<string, { eventId: string }>;
+}
+
+export interface StoredEvent {
+  id: string;
+  name: string;
+  payload: Record<string, unknown>;
+}
+
+type Row = Record<string, any>;
+
+const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)));
+const toDateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
+
+function mapOutboxRow(row: Row): OutboxRow {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    messageId: row.message_id,
+    status: row.status,
+    payload: row.payload,
+    metadata: row.metadata,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    nextAttemptAt: toDate(row.next_attempt_at),
+    lockedUntil: toDateOrNull(row.locked_until),
+    lockedBy: row.locked_by,
+    lastError: row.last_error,
+    lastReplyCode: row.last_reply_code,
+    lastEnhancedStatus: row.last_enhanced_status,
+    providerReply: row.provider_reply,
+    providerMessageId: row.provider_message_id,
+    rejectedRecipients: row.rejected_recipients,
+    createdAt: toDate(row.created_at),
+    sentAt: toDateOrNull(row.sent_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+function mapAttempt(row: Row): OutboxAttempt {
+  return {
+    id: row.id,
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    startedAt: toDate(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    outcome: row.outcome,
+    replyCode: row.reply_code,
+    enhancedStatus: row.enhanced_status,
+    reply: row.reply,
+    durationMs: row.duration_ms,
+  };
+}
+
+@Injectable()
+export class OutboxRepository {
+  /**
+   * Inserts a row unless its idempotency key is taken; in the same statement it notifies the dispatchers, which
+   * PostgreSQL delivers only when the surrounding transaction commits.
+   */
+  async insert(em: EntityManager, row: NewOutboxRow): Promise<InsertedRow | null> {
+    const [inserted] = await em.execute<Row[]>(
+      `with inserted as (
+         insert into mail_outbox (id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts)
+         values (?, ?, ?, ?, cast(? as jsonb), cast(? as jsonb), ?)
+         on conflict (idempotency_key) where idempotency_key is not null do nothing
+         returning id, message_id, status, content_hash
+       )
+       select inserted.*, pg_notify('${WAKE_UP_CHANNEL}', '') is null as notified from inserted`,
+      [
+        row.id,
+        row.idempotencyKey,
+        row.contentHash,
+        row.messageId,
+        JSON.stringify(row.payload),
+        row.metadata === null ? null : JSON.stringify(row.metadata),
+        row.maxAttempts,
+      ],
+    );
+    return inserted
+      ? { id: inserted.id, messageId: inserted.message_id, status: inserted.status, contentHash: inserted.content_hash, created: true }
+      : null;
+  }
+
+  async findByIdempotencyKey(em: EntityManager, idempotencyKey: string): Promise<InsertedRow | null> {
+    const [row] = await em.execute<Row[]>(
+      `select id, message_id, status, content_hash from mail_outbox where idempotency_key = ?`,
+      [idempotencyKey],
+    );
+    return row ? { id: row.id, messageId: row.message_id, status: row.status, contentHash: row.content_hash, created: false } : null;
+  }
+
+  async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
+    const [row] = await em.execute<Row[]>(
+      `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.attempt, a.started_at)
+                             from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
+       from mail_outbox o where o.id = ?`,
+      [id],
+    );
+    return row ? { ...mapOutboxRow(row), attemptLog: (row.attempt_log as Row[]).map(mapAttempt) } : null;
+  }
+
+  /**
+   * Claims up to `limit` due rows in one statement: pending rows whose time has come and `sending` rows whose
+   * lease ran out (their worker died). Each claimed row gets the new lock token, a lease, one more attempt and an
+   * attempt record that exists before the SMTP conversation starts; the attempt a dead worker left open is marked
+   * `unknown`, since the server may or may not have taken that message.
+   */
+  async claim(em: EntityManager, limit: number, leaseMs: number, workerId: string, lockToken: string): Promise<ClaimedRow[]> {
+    const rows = await em.execute<Row[]>(
+      `with expired as (
+         select id from mail_outbox
+         where status = 'sending' and locked_until <= now()
+         order by locked_until limit ? for update skip locked
+       ), pending as (
+         select id from mail_outbox
+         where status = 'pending' and next_attempt_at <= now()
+         order by next_attempt_at limit ? for update skip locked
+       ), due as (
+         select id from (select id from expired union all select id from pending) candidates limit ?
+       ), abandoned as (
+         update mail_outbox_attempt set outcome = 'unknown', finished_at = now()
+         where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
+       ), claimed as (
+         update mail_outbox o
+         set status = 'sending', lock_token = ?, locked_by = ?, locked_until = now() + ? * interval '1 millisecond',
+             attempts = o.attempts + 1, updated_at = now()
+         from due where o.id = due.id
+         returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts, o.created_at
+       ), attempts as (
+         insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
+         select gen_random_uuid(), claimed.id, claimed.attempts, ?, ? from claimed
+         returning id, outbox_id
+       )
+       select claimed.*, attempts.id as attempt_id from claimed join attempts on attempts.outbox_id = claimed.id`,
+      [limit, limit, limit, lockToken, workerId, leaseMs, workerId, lockToken],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      messageId: row.message_id,
+      idempotencyKey: row.idempotency_key,
+      payload: row.payload,
+      metadata: row.metadata,
+      attempts: row.attempts,
+      maxAttempts: row.max_attempts,
+      createdAt: toDate(row.created_at),
+      lockToken,
+      attemptId: row.attempt_id,
+    }));
+  }
+
+  /**
+   * Applies settlements in one statement. A row changes only while it is still `sending` under the settling
+   * worker's lock token, so a worker whose lease ran out cannot overwrite what another worker did; its attempt
+   * record is completed either way, as it tells what really happened on the wire.
+   */
+  async settle(em: EntityManager, settlements: Settlement[], eventLeaseMs: number): Promise<SettleResult> {
+    if (settlements.length === 0) {
+      return { applied: new Map() };
+    }
+    const input = settlements.map((s) => ({
+      id: s.id,
+      lock_token: s.lockToken,
+      attempt_id: s.attemptId,
+      status: s.status,
+      refund: s.refundAttempt,
+      next_attempt_at: s.nextAttemptAt?.toISOString() ?? null,
+      last_error: s.lastError,
+      reply_code: s.replyCode,
+      enhanced_status: s.enhancedStatus,
+      reply: s.reply,
+      provider_message_id: s.providerMessageId,
+      rejected: s.rejectedRecipients,
+      sent_at: s.sentAt?.toISOString() ?? null,
+      outcome: s.outcome,
+      duration_ms: s.durationMs,
+      event_name: s.eventName,
+      event_payload: s.eventPayload,
+    }));
+    const rows = await em.execute<Row[]>(
+      `with input as (
+         select * from jsonb_to_recordset(cast(? as jsonb)) as x(
+           id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
+           last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
+           rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, event_name text, event_payload jsonb)
+       ), settled as (
+         update mail_outbox o
+         set status = i.status,
+             attempts = o.attempts - i.refund,
+             next_attempt_at = coalesce(i.next_attempt_at, o.next_attempt_at),
+             locked_until = null, lock_token = null, locked_by = null,
+             last_error = i.last_error,
+             last_reply_code = i.reply_code,
+             last_enhanced_status = i.enhanced_status,
+             provider_reply = case when i.status = 'sent' then i.reply else o.provider_reply end,
+             provider_message_id = coalesce(i.provider_message_id, o.provider_message_id),
+             rejected_recipients = coalesce(i.rejected, o.rejected_recipients),
+             sent_at = coalesce(i.sent_at, o.sent_at),
+             updated_at = now()
+         from input i
+         where o.id = i.id and o.lock_token = i.lock_token and o.status = 'sending'
+         returning o.id
+       ), attempts as (
+         update mail_outbox_attempt a
+         set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
+             enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms
+         from input i where a.id = i.attempt_id
+       ), events as (
+         insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+         select i.id, i.event_name, i.event_payload, now() + ? * interval '1 millisecond'
+         from input i join settled on settled.id = i.id
+         returning id, outbox_id
+       )
+       select events.outbox_id as id, events.id as event_id from events`,
+      [JSON.stringify(input), eventLeaseMs],
+    );
+    return { applied: new Map(rows.map((row) => [row.id as string, { eventId: String(row.event_id) }])) };
+  }
+
+  /** Takes events whose emitter did not confirm them in time (it crashed, or is another instance that did). */
+  async claimUnconfirmedEvents(em: EntityManager, limit: number, leaseMs: number): Promise<StoredEvent[]> {
+    const rows = await em.execute<Row[]>(
+      `update mail_outbox_event e set locked_until = now() + ? * interval '1 millisecond'
+       where e.id in (
+         select id from mail_outbox_event where locked_until <= now() order by id limit ? for update skip locked
+       )
+       returning e.id, e.name, e.payload`,
+      [leaseMs, limit],
+    );
+    return rows.map((row) => ({ id: String(row.id), name: row.name, payload: row.payload }));
+  }
+
+  async deleteEvents(em: EntityManager, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await em.execute(`delete from mail_outbox_event where id = any(cast(? as bigint[]))`, [`{${ids.join(',')}}`]);
+  }
+}

@@ -1,0 +1,166 @@
+import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
+import { InvalidOptionsError } from './errors.js';
+
+/** nodemailer's pooled SMTP options; `pool` and `maxRequeues` are fixed by reliable-mail (see `SmtpMailTransport`). */
+export type SmtpTransportOptions = Omit<SMTPPool.Options, 'pool' | 'maxRequeues'>;
+
+export interface DispatcherOptions {
+  /** Run the dispatcher in this instance. An instance that only enqueues sets `false`. Default `true`. */
+  enabled?: boolean;
+  /** How often an idle dispatcher looks for due rows (the safety net under LISTEN/NOTIFY). Default 1000. */
+  pollIntervalMs?: number;
+  /** The most rows one claim takes. Default 50. */
+  batchSize?: number;
+  /** The most SMTP sends in flight in this instance. Default 8. */
+  concurrency?: number;
+  /** How long a claim holds a row; after it another worker may claim the row again. Default 300000. */
+  leaseMs?: number;
+  /** How long shutdown waits for sends in flight. Default 30000. */
+  shutdownTimeoutMs?: number;
+  /** How long an event that was recorded but not confirmed as emitted waits before any instance emits it again. Default 30000. */
+  eventLeaseMs?: number;
+  /** Names this worker in attempts and logs. Default `<hostname>:<pid>`. */
+  workerId?: string;
+}
+
+export interface RetryOptions {
+  /** Attempts before a transiently failing row is dead-lettered. Default 8. */
+  maxAttempts?: number;
+  /** The first retry waits up to this long; each next one up to twice as long. Default 5000. */
+  baseDelayMs?: number;
+  /** The cap of one retry delay. Default 3600000 (1 hour). */
+  maxDelayMs?: number;
+  /** A row older than this is dead-lettered instead of retried. Default 86400000 (24 hours). */
+  maxAgeMs?: number;
+}
+
+export interface ReliableMailOptions {
+  /** An SMTP URL (`smtp://user:pass@host:587`) or nodemailer SMTP options. */
+  transport: string | SmtpTransportOptions;
+  /** Default sender, used when a mail has no `from`. */
+  from: string;
+  /** The right-hand side of every Message-ID (`<uuid@messageIdDomain>`). */
+  messageIdDomain: string;
+  dispatcher?: DispatcherOptions;
+  retry?: RetryOptions;
+}
+
+export interface ResolvedReliableMailOptions {
+  transport: string | SmtpTransportOptions;
+  from: string;
+  messageIdDomain: string;
+  dispatcher: Required<DispatcherOptions>;
+  retry: Required<RetryOptions>;
+}
+
+export const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> = {
+  enabled: true,
+  pollIntervalMs: 1_000,
+  batchSize: 50,
+  concurrency: 8,
+  leaseMs: 300_000,
+  shutdownTimeoutMs: 30_000,
+  eventLeaseMs: 30_000,
+};
+
+export const DEFAULT_RETRY_OPTIONS: Required<RetryOptions> = {
+  maxAttempts: 8,
+  baseDelayMs: 5_000,
+  maxDelayMs: 3_600_000,
+  maxAgeMs: 86_400_000,
+};
+
+/** The SMTP timeouts used when the transport options do not set them; all of them must fit in the lease. */
+export const DEFAULT_SMTP_TIMEOUTS = {
+  connectionTimeout: 30_000,
+  greetingTimeout: 30_000,
+  socketTimeout: 120_000,
+} as const;
+
+const HOSTNAME_PATTERN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+function requirePositiveInteger(option: string, value: unknown, minimum = 1): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
+    throw new InvalidOptionsError(option, `must be an integer >= ${minimum}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function resolveTransport(transport: unknown): string | SmtpTransportOptions {
+  if (typeof transport === 'string') {
+    let url: URL;
+    try {
+      url = new URL(transport);
+    } catch {
+      throw new InvalidOptionsError('transport', `is not a valid URL: ${JSON.stringify(transport)}`);
+    }
+    if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
+      throw new InvalidOptionsError('transport', `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
+    }
+    return transport;
+  }
+  if (transport && typeof transport === 'object') {
+    const { host } = transport as SmtpTransportOptions;
+    if (typeof host !== 'string' || host.length === 0) {
+      throw new InvalidOptionsError('transport.host', 'must be a non-empty string');
+    }
+    return transport as SmtpTransportOptions;
+  }
+  throw new InvalidOptionsError('transport', 'must be an SMTP URL or nodemailer SMTP options');
+}
+
+/** The longest a single SMTP conversation can take before nodemailer gives up, from the transport's timeouts. */
+export function longestSendMs(transport: string | SmtpTransportOptions): number {
+  const options = typeof transport === 'string' ? {} : transport;
+  return (
+    (options.connectionTimeout ?? DEFAULT_SMTP_TIMEOUTS.connectionTimeout) +
+    (options.greetingTimeout ?? DEFAULT_SMTP_TIMEOUTS.greetingTimeout) +
+    (options.socketTimeout ?? DEFAULT_SMTP_TIMEOUTS.socketTimeout)
+  );
+}
+
+/** Applies defaults and rejects options the module cannot work with, naming the option. */
+export function resolveOptions(options: ReliableMailOptions, hostname: string, pid: number): ResolvedReliableMailOptions {
+  if (!options || typeof options !== 'object') {
+    throw new InvalidOptionsError('options', 'must be an object');
+  }
+  const transport = resolveTransport(options.transport);
+  if (typeof options.from !== 'string' || !options.from.includes('@')) {
+    throw new InvalidOptionsError('from', `must be an email address, got ${JSON.stringify(options.from)}`);
+  }
+  if (typeof options.messageIdDomain !== 'string' || !HOSTNAME_PATTERN.test(options.messageIdDomain)) {
+    throw new InvalidOptionsError(
+      'messageIdDomain',
+      `must be a domain name such as "mail.example.com", got ${JSON.stringify(options.messageIdDomain)}`,
+    );
+  }
+
+  const dispatcher = { ...DEFAULT_DISPATCHER_OPTIONS, workerId: `${hostname}:${pid}`, ...options.dispatcher };
+  if (typeof dispatcher.enabled !== 'boolean') {
+    throw new InvalidOptionsError('dispatcher.enabled', 'must be a boolean');
+  }
+  for (const key of ['pollIntervalMs', 'batchSize', 'concurrency', 'leaseMs', 'shutdownTimeoutMs', 'eventLeaseMs'] as const) {
+    requirePositiveInteger(`dispatcher.${key}`, dispatcher[key]);
+  }
+  if (typeof dispatcher.workerId !== 'string' || dispatcher.workerId.length === 0) {
+    throw new InvalidOptionsError('dispatcher.workerId', 'must be a non-empty string');
+  }
+  const sendBound = longestSendMs(transport);
+  if (dispatcher.leaseMs <= sendBound) {
+    throw new InvalidOptionsError(
+      'dispatcher.leaseMs',
+      `must be longer than the longest SMTP send the transport timeouts allow (${sendBound} ms), ` +
+        `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
+    );
+  }
+
+  const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
+  for (const key of ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const) {
+    requirePositiveInteger(`retry.${key}`, retry[key]);
+  }
+  if (retry.maxDelayMs < retry.baseDelayMs) {
+    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${retry.baseDelayMs})`);
+  }
+
+  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry };
+}

@@ -1,0 +1,110 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+
+/** What the server answers at one point of a conversation: a reply line, a dropped connection, or silence. */
+export type ScriptedReply = { code: number; text: string } | 'drop' | 'stall';
+
+export interface SmtpScript {
+  onConnect?: () => ScriptedReply | undefined;
+  onAuth?: () => ScriptedReply | undefined;
+  onRcptTo?: (recipient: string) => ScriptedReply | undefined;
+  /** Called after the final dot; a message that is then dropped or accepted counts as received. */
+  onData?: (message: ReceivedMessage) => ScriptedReply | undefined;
+}
+
+export interface ReceivedMessage {
+  messageId: string | null;
+  recipients: string[];
+  raw: string;
+}
+
+interface ConnectionWithSocket {
+  id: string;
+  _socket?: { destroy(): void };
+}
+
+function replyError({ code, text }: { code: number; text: string }): Error {
+  return Object.assign(new Error(text), { responseCode: code });
+}
+
+/**
+ * A real SMTP server (smtp-server) for tests, scripted per stage of the conversation. `received` holds every
+ * message whose body the server got, including those it took and then dropped the connection on.
+ */
+export class SmtpTestServer {
+  readonly received: ReceivedMessage[] = [];
+  script: SmtpScript = {};
+  private readonly server: SMTPServer;
+
+  constructor() {
+    this.server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      hideENHANCEDSTATUSCODES: true,
+      logger: false,
+      closeTimeout: 200,
+      onConnect: (session, callback) => this.answer(session, this.script.onConnect?.(), callback),
+      onAuth: (auth, session, callback) => {
+        const reply = this.script.onAuth?.();
+        if (reply) return this.answer(session, reply, callback);
+        callback(null, { user: auth.username });
+      },
+      onRcptTo: (address, session, callback) => this.answer(session, this.script.onRcptTo?.(address.address), callback),
+      onData: (stream, session, callback) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        stream.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          const message: ReceivedMessage = {
+            messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1] ?? null,
+            recipients: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+            raw,
+          };
+          const reply = this.script.onData?.(message);
+          if (reply === undefined || reply === 'drop' || (typeof reply === 'object' && reply.code < 300)) {
+            this.received.push(message);
+          }
+          this.answer(session, reply, callback);
+        });
+      },
+    });
+    // Clients killed mid-conversation raise ECONNRESET here; unhandled it would crash the test process.
+    this.server.on('error', () => undefined);
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.server.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    return `smtp://127.0.0.1:${(this.server.server.address() as AddressInfo).port}`;
+  }
+
+  /** How many copies of each Message-ID arrived. */
+  copiesByMessageId(): Map<string, number> {
+    const copies = new Map<string, number>();
+    for (const message of this.received) {
+      copies.set(message.messageId ?? '', (copies.get(message.messageId ?? '') ?? 0) + 1);
+    }
+    return copies;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private answer(session: SMTPServerSession, reply: ScriptedReply | undefined, callback: (error?: Error | null) => void): void {
+    if (reply === undefined) return callback();
+    if (reply === 'stall') return;
+    if (reply === 'drop') {
+      const connections = (this.server as unknown as { connections: Set<ConnectionWithSocket> }).connections;
+      for (const connection of connections) {
+        if (connection.id === session.id) connection._socket?.destroy();
+      }
+      return;
+    }
+    if (reply.code < 300) return callback();
+    callback(replyError(reply));
+  }
+}

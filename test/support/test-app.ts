@@ -1,0 +1,99 @@
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
+import { MikroOrmModule } from '@mikro-orm/nestjs';
+import { Injectable, type INestApplicationContext } from '@nestjs/common';
+import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import {
+  EMAIL_FAILED_EVENT,
+  EMAIL_SENT_EVENT,
+  EmailFailedEvent,
+  EmailSentEvent,
+  ReliableMailModule,
+  reliableMailEntities,
+  reliableMailMigrations,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
+
+/** Records every event the app receives, for assertions. */
+@Injectable()
+export class EventRecorder {
+  readonly sent: EmailSentEvent[] = [];
+  readonly failed: EmailFailedEvent[] = [];
+
+  @OnEvent(EMAIL_SENT_EVENT)
+  onSent(event: EmailSentEvent): void {
+    this.sent.push(event);
+  }
+
+  @OnEvent(EMAIL_FAILED_EVENT)
+  onFailed(event: EmailFailedEvent): void {
+    this.failed.push(event);
+  }
+}
+
+export function ormConfig(databaseUrl: string) {
+  return defineConfig({
+    clientUrl: databaseUrl,
+    entities: reliableMailEntities,
+    extensions: [Migrator],
+    migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
+    allowGlobalContext: true,
+    debug: false,
+  });
+}
+
+/** Applies reliable-mail's migrations to the database, as an app does at deploy time. */
+export async function migrate(databaseUrl: string): Promise<void> {
+  const orm = await MikroORM.init(ormConfig(databaseUrl));
+  try {
+    await orm.migrator.up();
+  } finally {
+    await orm.close();
+  }
+}
+
+/** Options that make tests fast: short polls and retries, timeouts that fit a stalled test server. */
+export function testMailOptions(smtpUrl: string, overrides: Partial<ReliableMailOptions> = {}): ReliableMailOptions {
+  return {
+    transport: { ...smtpTransportOptions(smtpUrl), connectionTimeout: 2_000, greetingTimeout: 2_000, socketTimeout: 2_000 },
+    from: 'shop@example.com',
+    messageIdDomain: 'test.example.com',
+    ...overrides,
+    dispatcher: { pollIntervalMs: 50, leaseMs: 10_000, shutdownTimeoutMs: 5_000, eventLeaseMs: 1_000, ...overrides.dispatcher },
+    retry: { baseDelayMs: 10, maxDelayMs: 50, ...overrides.retry },
+  };
+}
+
+function smtpTransportOptions(smtpUrl: string) {
+  const url = new URL(smtpUrl);
+  return { host: url.hostname, port: Number(url.port), secure: false, ignoreTLS: true };
+}
+
+export async function createTestApp(
+  databaseUrl: string,
+  mailOptions: ReliableMailOptions,
+): Promise<INestApplicationContext & { events: EventRecorder }> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      MikroOrmModule.forRoot(ormConfig(databaseUrl)),
+      EventEmitterModule.forRoot(),
+      ScheduleModule.forRoot(),
+      ReliableMailModule.forRoot(mailOptions),
+    ],
+    providers: [EventRecorder],
+  }).compile();
+  const app = moduleRef.createNestApplication({ logger: ['error'] });
+  await app.init();
+  return Object.assign(app, { events: app.get(EventRecorder) });
+}
+
+/** Polls until `condition` holds, failing with `description` after `timeoutMs`. */
+export async function waitFor(description: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${description}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
