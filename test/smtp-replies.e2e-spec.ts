@@ -1,0 +1,143 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { MailOutboxService, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
+import { type ScriptedReply, type SmtpScript, SmtpTestServer } from './support/smtp-test-server.js';
+
+/** A reply for the first `count` times a stage is reached, and none (success) afterwards. */
+function times(count: number, reply: ScriptedReply): () => ScriptedReply | undefined {
+  let used = 0;
+  return () => (used++ < count ? reply : undefined);
+}
+const once = (reply: ScriptedReply) => times(1, reply);
+
+describe('each SMTP reply ends in the right state with the right event', () => {
+  let database: TestDatabase;
+  let smtp: SmtpTestServer | undefined;
+  let app: Awaited<ReturnType<typeof createTestApp>> | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+  });
+
+  afterEach(async () => {
+    await app?.close();
+    await smtp?.close();
+    app = smtp = undefined;
+    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
+    await cleaner.get(EntityManager).execute('delete from mail_outbox');
+    await cleaner.close();
+  });
+
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  async function start(script: SmtpScript, options: (url: string) => ReliableMailOptions = testMailOptions) {
+    smtp = new SmtpTestServer();
+    smtp.script = script;
+    await smtp.listen();
+    app = await createTestApp(database.url, options(smtp.url));
+    const outbox = app.get(MailOutboxService);
+    const mail = await outbox.enqueue({ to: 'ann@example.com', cc: 'bob@example.com', subject: 'Your order', text: 'Thanks' });
+    return { outbox, mail, server: smtp, events: app.events };
+  }
+
+  it.each<[string, SmtpScript]>([
+    ['421 on greeting', { onConnect: once({ code: 421, text: '4.3.2 Service not available, closing channel' }) }],
+    ['451 after the final dot', { onData: once({ code: 451, text: '4.3.0 Temporary failure, try again later' }) }],
+    ['452 on RCPT (both recipients)', { onRcptTo: times(2, { code: 452, text: '4.2.2 Insufficient system storage' }) }],
+    ['552 5.2.2 (mailbox full) after the final dot', { onData: once({ code: 552, text: '5.2.2 Mailbox full' }) }],
+  ])('%s: retried with the same Message-ID, then sent', async (_case, script) => {
+    const { outbox, mail, server, events } = await start(script);
+    await waitFor('EmailSentEvent', () => events.sent.length === 1);
+
+    expect(events.failed).toHaveLength(1);
+    expect(events.failed[0]).toMatchObject({ id: mail.id, attempt: 1, permanent: false, deadLettered: false, senderFault: false });
+    expect(events.failed[0].nextAttemptAt).toBeInstanceOf(Date);
+    expect(events.sent[0]).toMatchObject({ id: mail.id, attempt: 2 });
+    const row = await outbox.get(mail.id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 2 });
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'sent']);
+    expect(server.received.map((message) => message.messageId)).toEqual([mail.messageId]);
+  });
+
+  it('452 on one RCPT while the other recipient is accepted: sent, the rejected recipient recorded', async () => {
+    const { outbox, mail, events } = await start({
+      onRcptTo: (recipient) => (recipient === 'bob@example.com' ? { code: 452, text: '4.2.2 Mailbox over quota' } : undefined),
+    });
+    await waitFor('EmailSentEvent', () => events.sent.length === 1);
+    expect(events.sent[0]).toMatchObject({
+      accepted: ['ann@example.com'],
+      rejected: [{ address: 'bob@example.com', replyCode: 452 }],
+    });
+    expect((await outbox.get(mail.id)).rejectedRecipients).toEqual([
+      { address: 'bob@example.com', replyCode: 452, reply: expect.stringContaining('4.2.2') },
+    ]);
+  });
+
+  it('550 5.1.1 on RCPT: failed at once with the reply, never retried', async () => {
+    const { outbox, mail, server, events } = await start({ onRcptTo: () => ({ code: 550, text: '5.1.1 No such user' }) });
+    await waitFor('EmailFailedEvent', () => events.failed.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    expect(events.failed).toHaveLength(1);
+    expect(events.failed[0]).toMatchObject({
+      permanent: true,
+      replyCode: 550,
+      enhancedStatus: '5.1.1',
+      nextAttemptAt: null,
+      deadLettered: false,
+    });
+    expect(events.failed[0].reason).toContain('No such user');
+    const row = await outbox.get(mail.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1, lastReplyCode: 550, lastEnhancedStatus: '5.1.1' });
+    expect(row.lastError).toContain('5.1.1 No such user');
+    expect(row.attemptLog).toHaveLength(1);
+    expect(server.received).toHaveLength(0);
+    expect(events.sent).toHaveLength(0);
+  });
+
+  it('535 on AUTH: the sender is at fault, the attempt does not count, sent once the credentials work', async () => {
+    const { outbox, mail, events } = await start({ onAuth: once({ code: 535, text: '5.7.8 Authentication credentials invalid' }) }, (url) => {
+      const options = testMailOptions(url);
+      return { ...options, transport: { ...(options.transport as object), auth: { user: 'shop', pass: 'secret' } } };
+    });
+    await waitFor('EmailSentEvent', () => events.sent.length === 1);
+    expect(events.failed[0]).toMatchObject({ senderFault: true, permanent: false, replyCode: 535, deadLettered: false });
+    const row = await outbox.get(mail.id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['sender', 'sent']);
+  });
+
+  it('connection dropped after the final dot: outcome unknown, retried, both copies carry one Message-ID', async () => {
+    const { outbox, mail, server, events } = await start({ onData: once('drop') });
+    await waitFor('EmailSentEvent', () => events.sent.length === 1);
+    expect(events.failed[0]).toMatchObject({ outcomeUnknown: true, permanent: false });
+    expect(server.received.map((message) => message.messageId)).toEqual([mail.messageId, mail.messageId]);
+    const row = await outbox.get(mail.id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
+  });
+
+  it('connection refused: transient until the attempts run out, then dead with the last error', async () => {
+    // Nothing listens on port 1: the connection is refused before anything is sent.
+    smtp = undefined;
+    app = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { retry: { maxAttempts: 3 } }));
+    const outbox = app.get(MailOutboxService);
+    const mail = await outbox.enqueue({ to: 'ann@example.com', subject: 'Your order', text: 'Thanks' });
+    const events = app.events;
+    await waitFor('dead letter', () => events.failed.some((event) => event.deadLettered));
+
+    expect(events.failed.map((event) => [event.attempt, event.deadLettered, event.outcomeUnknown])).toEqual([
+      [1, false, false],
+      [2, false, false],
+      [3, true, false],
+    ]);
+    const row = await outbox.get(mail.id);
+    expect(row).toMatchObject({ status: 'dead', attempts: 3 });
+    expect(row.lastError).toMatch(/ECONNREFUSED.*dead-lettered: 3 attempts used/);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'transient', 'transient']);
+  });
+});
