@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { EntityManager } from '@mikro-orm/postgresql';
+import {
+  IdempotencyConflictError,
+  InvalidOptionsError,
+  MailOutboxService,
+  MailValidationError,
+  type OutgoingMail,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
+import { OutboxRepository } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
+import type { SmtpVerdict } from '../libs/reliable-mail/src/dispatch/smtp-reply.js';
+import { DEFAULT_RETRY_OPTIONS } from '../libs/reliable-mail/src/reliable-mail.options.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
+
+const mail: OutgoingMail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks' };
+
+describe('the outbox API without a dispatcher', () => {
+  let database: TestDatabase;
+  let app: Awaited<ReturnType<typeof createTestApp>>;
+  let outbox: MailOutboxService;
+  let em: EntityManager;
+
+  const rowCount = async () => (await em.execute<{ count: number }[]>(`select count(*)::int as count from mail_outbox`))[0].count;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+    app = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
+    outbox = app.get(MailOutboxService);
+    em = app.get(EntityManager);
+  });
+
+  beforeEach(async () => {
+    await em.execute('delete from mail_outbox');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await database?.drop();
+  });
+
+  describe('idempotency', () => {
+    it('the same key with the same content returns the existing row and inserts nothing', async () => {
+      const first = await outbox.enqueue(mail, { idempotencyKey: 'order-1' });
+      const second = await outbox.enqueue({ ...mail }, { idempotencyKey: 'order-1', metadata: { retry: true } });
+      expect(first.created).toBe(true);
+      expect(second).toEqual({ ...first, created: false });
+      expect(await rowCount()).toBe(1);
+    });
+
+    it('the same key with different content throws IdempotencyConflictError and changes nothing', async () => {
+      const first = await outbox.enqueue(mail, { idempotencyKey: 'order-2' });
+      const attempt = outbox.enqueue({ ...mail, subject: 'Another subject' }, { idempotencyKey: 'order-2' });
+      await expect(attempt).rejects.toBeInstanceOf(IdempotencyConflictError);
+      await expect(attempt).rejects.toMatchObject({ idempotencyKey: 'order-2', existingId: first.id });
+      expect(await rowCount()).toBe(1);
+      expect((await outbox.get(first.id)).payload.subject).toBe('Your order');
+    });
+
+    it('concurrent enqueues with one key, each in its own transaction, insert one row', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          em.fork().transactional(async (tx) => {
+            const result = await outbox.enqueue(mail, { idempotencyKey: 'order-3', em: tx });
+            await tx.execute('select pg_sleep(0.05)');
+            return result;
+          }),
+        ),
+      );
+      expect(new Set(results.map((result) => result.id)).size).toBe(1);
+      expect(results.filter((result) => result.created)).toHaveLength(1);
+      expect(await rowCount()).toBe(1);
+    });
+  });
+
+  describe('bad input gives a typed error and writes nothing', () => {
+    it.each<[string, OutgoingMail, string]>([
+      ['an invalid address', { ...mail, to: 'not-an-address' }, 'to'],
+      ['an invalid address in a list', { ...mail, to: ['ann@example.com', 'bob@'] }, 'to[1]'],
+      ['no recipient', { subject: 'x', text: 'y' }, 'to'],
+      ['no subject', { to: 'ann@example.com', text: 'y' } as OutgoingMail, 'subject'],
+      ['no body', { to: 'ann@example.com', subject: 'x' }, 'text'],
+      ['a header with a line break', { ...mail, headers: { 'X-Order': '1\r\nBcc: eve@example.com' } }, 'headers.X-Order'],
+      ['a Message-ID header', { ...mail, headers: { 'Message-ID': '<mine@example.com>' } }, 'headers.Message-ID'],
+    ])('%s', async (_case, badMail, field) => {
+      const attempt = outbox.enqueue(badMail);
+      await expect(attempt).rejects.toBeInstanceOf(MailValidationError);
+      await expect(attempt).rejects.toMatchObject({ field });
+      expect(await rowCount()).toBe(0);
+    });
+
+    it('an empty idempotency key', async () => {
+      await expect(outbox.enqueue(mail, { idempotencyKey: '' })).rejects.toMatchObject({ field: 'idempotencyKey' });
+      expect(await rowCount()).toBe(0);
+    });
+  });
+
+  it.each<[string, Partial<ReliableMailOptions>, string]>([
+    ['a transport that is not an SMTP URL', { transport: 'http://mail.example.com' }, 'transport'],
+    ['a sender without an address', { from: 'shop' }, 'from'],
+    ['a Message-ID domain with a space', { messageIdDomain: 'bad domain' }, 'messageIdDomain'],
+    ['a batch size of 0', { dispatcher: { batchSize: 0 } }, 'dispatcher.batchSize'],
+    ['a lease shorter than the SMTP timeouts', { dispatcher: { leaseMs: 1_000 } }, 'dispatcher.leaseMs'],
+    ['a negative attempt limit', { retry: { maxAttempts: -1 } }, 'retry.maxAttempts'],
+  ])('bad options fail at start-up naming the option: %s', async (_case, overrides, option) => {
+    const start = createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', overrides));
+    await expect(start).rejects.toBeInstanceOf(InvalidOptionsError);
+    await expect(createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', overrides))).rejects.toThrow(`"${option}"`);
+  });
+
+  it('a settle with a stale lock token changes nothing', async () => {
+    const repository = app.get(OutboxRepository);
+    const { id } = await outbox.enqueue(mail);
+    const [stale] = await repository.claim(em, 1, 1, 'worker-a', randomUUID());
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [fresh] = await repository.claim(em, 1, 60_000, 'worker-b', randomUUID());
+    expect(fresh.id).toBe(id);
+
+    const sent: SmtpVerdict = {
+      kind: 'sent', replyCode: 250, enhancedStatus: null, reply: '250 OK', providerMessageId: null, accepted: ['ann@example.com'], rejected: [],
+    };
+    const staleResult = await repository.settle(em, [settlementFor(stale, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)], 1_000);
+    expect(staleResult.applied.size).toBe(0);
+    let row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
+    const [{ events }] = await em.execute(`select count(*)::int as events from mail_outbox_event`);
+    expect(events).toBe(0);
+    // The stale worker's attempt still records what it saw on the wire; the claim had marked it unknown first.
+    expect(row.attemptLog.map((attempt) => [attempt.workerId, attempt.outcome])).toEqual([
+      ['worker-a', 'sent'],
+      ['worker-b', 'started'],
+    ]);
+
+    const freshResult = await repository.settle(em, [settlementFor(fresh, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)], 1_000);
+    expect([...freshResult.applied.keys()]).toEqual([id]);
+    row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
+  });
+});
