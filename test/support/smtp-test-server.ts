@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 /** What the server answers at one point of a conversation: a reply line, a dropped connection, or silence. */
-export type ScriptedReply = { code: number; text: string } | 'drop' | 'stall';
+export type ScriptedReply = { code: number; text: string } | { acceptAfterMs: number } | 'drop' | 'stall';
 
 export interface SmtpScript {
   onConnect?: () => ScriptedReply | undefined;
@@ -61,7 +61,7 @@ export class SmtpTestServer {
             raw,
           };
           const reply = this.script.onData?.(message);
-          if (reply === undefined || reply === 'drop' || (typeof reply === 'object' && reply.code < 300)) {
+          if (reply === undefined || reply === 'drop' || (typeof reply === 'object' && ('acceptAfterMs' in reply || reply.code < 300))) {
             this.received.push(message);
           }
           this.answer(session, reply, callback);
@@ -102,6 +102,10 @@ export class SmtpTestServer {
       for (const connection of connections) {
         if (connection.id === session.id) connection._socket?.destroy();
       }
+      return;
+    }
+    if ('acceptAfterMs' in reply) {
+      setTimeout(() => callback(), reply.acceptAfterMs);
       return;
     }
     if (reply.code < 300) return callback();

@@ -1,7 +1,9 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { Injectable, type INestApplicationContext } from '@nestjs/common';
+import { Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -15,6 +17,8 @@ import {
   reliableMailMigrations,
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
+
+const DISPATCHER_PROCESS = fileURLToPath(new URL('./dispatcher-process.ts', import.meta.url));
 
 /** Records every event the app receives, for assertions. */
 @Injectable()
@@ -74,6 +78,7 @@ function smtpTransportOptions(smtpUrl: string) {
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
+  extraProviders: Type[] = [],
 ): Promise<INestApplicationContext & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -82,7 +87,7 @@ export async function createTestApp(
       ScheduleModule.forRoot(),
       ReliableMailModule.forRoot(mailOptions),
     ],
-    providers: [EventRecorder],
+    providers: [EventRecorder, ...extraProviders],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: ['error'] });
   await app.init();
@@ -90,6 +95,25 @@ export async function createTestApp(
 }
 
 /** Polls until `condition` holds, failing with `description` after `timeoutMs`. */
+/** Starts `test/support/dispatcher-process.ts` in a child process, resolved once it printed `ready`. */
+export async function spawnDispatcherProcess(args: Record<string, unknown>): Promise<{ child: ChildProcess; lines: string[] }> {
+  const child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', DISPATCHER_PROCESS, JSON.stringify(args)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  const lines: string[] = [];
+  let buffered = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const complete = buffered.split('\n');
+    buffered = complete.pop()!;
+    lines.push(...complete);
+  });
+  await waitFor('the dispatcher process to start', () => lines.includes('ready') || child.exitCode !== null, 60_000);
+  if (!lines.includes('ready')) throw new Error(`dispatcher process exited with ${child.exitCode}`);
+  return { child, lines };
+}
+
 export async function waitFor(description: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

@@ -1,0 +1,113 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { MailOutboxService } from '@reliable-mail/nestjs';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { createTestApp, migrate, spawnDispatcherProcess, testMailOptions, waitFor } from './support/test-app.js';
+import { SmtpTestServer } from './support/smtp-test-server.js';
+
+type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+
+describe('several dispatchers on one outbox', () => {
+  let database: TestDatabase;
+  let smtp: SmtpTestServer;
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await smtp?.close();
+    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
+    await cleaner.get(EntityManager).execute('delete from mail_outbox');
+    await cleaner.close();
+  });
+
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  async function enqueueMany(outbox: MailOutboxService, count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let start = 0; start < count; start += 100) {
+      const batch = Array.from({ length: Math.min(100, count - start) }, (_, index) =>
+        outbox.enqueue({ to: `customer${start + index}@example.com`, subject: `Order ${start + index}`, text: 'Thanks' }),
+      );
+      ids.push(...(await Promise.all(batch)).map((result) => result.messageId));
+    }
+    return ids;
+  }
+
+  it('two app instances drain 2,000 emails together and every Message-ID reaches the server exactly once', async () => {
+    smtp = new SmtpTestServer();
+    await smtp.listen();
+    const options = testMailOptions(smtp.url, { dispatcher: { batchSize: 20, concurrency: 8 } });
+    const producer = await createTestApp(database.url, { ...options, dispatcher: { ...options.dispatcher, enabled: false } });
+    apps.push(producer);
+    const messageIds = await enqueueMany(producer.get(MailOutboxService), 2_000);
+
+    apps.push(await createTestApp(database.url, options), await createTestApp(database.url, options));
+    await waitFor('2,000 deliveries', () => smtp.received.length >= 2_000, 60_000);
+    await waitFor('2,000 sent events', () => apps[1].events.sent.length + apps[2].events.sent.length === 2_000, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const copies = smtp.copiesByMessageId();
+    expect(smtp.received).toHaveLength(2_000);
+    expect([...copies.values()].every((count) => count === 1)).toBe(true);
+    expect(new Set(copies.keys())).toEqual(new Set(messageIds));
+    // Both instances did part of the work.
+    expect(apps[1].events.sent.length).toBeGreaterThan(0);
+    expect(apps[2].events.sent.length).toBeGreaterThan(0);
+    const [{ unsent }] = await producer.get(EntityManager).execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
+    expect(unsent).toBe(0);
+  });
+
+  it('a dispatcher killed with SIGKILL mid-batch loses nothing; a duplicate only follows an attempt recorded as unknown', async () => {
+    smtp = new SmtpTestServer();
+    // Each message takes a while to be accepted, so the kill lands with sends in flight.
+    smtp.script = { onData: () => ({ acceptAfterMs: 30 }) };
+    await smtp.listen();
+    // The shortest lease the test transport's timeouts (3 x 2 s) allow: the successor waits this long for the rows in flight.
+    const dispatcher = { concurrency: 8, batchSize: 8, leaseMs: 6_500 };
+    const producer = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
+    apps.push(producer);
+    const messageIds = await enqueueMany(producer.get(MailOutboxService), 300);
+
+    const { child } = await spawnDispatcherProcess({
+      databaseUrl: database.url,
+      smtpUrl: smtp.url,
+      options: { dispatcher },
+    });
+    await waitFor('the first process to deliver 100', () => smtp.received.length >= 100, 60_000);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const deliveredBeforeKill = smtp.received.length;
+
+    const successor = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher }));
+    apps.push(successor);
+    const em = producer.get(EntityManager);
+    await waitFor('every row sent', async () => {
+      const [{ unsent }] = await em.execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
+      return unsent === 0;
+    }, 60_000);
+
+    const copies = smtp.copiesByMessageId();
+    expect(new Set(copies.keys())).toEqual(new Set(messageIds));
+    const duplicated = [...copies].filter(([, count]) => count > 1).map(([messageId]) => messageId);
+    const attempts = await em.execute<{ message_id: string; outcomes: string[] }[]>(
+      `select o.message_id, array_agg(a.outcome order by a.attempt) as outcomes
+       from mail_outbox o join mail_outbox_attempt a on a.outbox_id = o.id group by o.message_id`,
+    );
+    const outcomesByMessageId = new Map(attempts.map((row) => [row.message_id, row.outcomes]));
+    for (const messageId of duplicated) {
+      expect(outcomesByMessageId.get(messageId)).toEqual(['unknown', 'sent']);
+    }
+    // The rows the killed process had in flight were recovered after their lease and recorded as unknown.
+    const recovered = [...outcomesByMessageId.values()].filter((outcomes) => outcomes[0] === 'unknown');
+    expect(recovered.length).toBeGreaterThan(0);
+    expect(duplicated.length).toBeLessThanOrEqual(recovered.length);
+    expect(deliveredBeforeKill).toBeLessThan(300);
+  });
+});
