@@ -115,9 +115,9 @@ describe('the outbox API without a dispatcher', () => {
   it('a settle with a stale lock token changes nothing', async () => {
     const repository = app.get(OutboxRepository);
     const { id } = await outbox.enqueue(mail);
-    const [stale] = await repository.claim(em, 1, 1, 'worker-a', randomUUID());
+    const [stale] = await repository.claim(em, 'default', 1, 1, 'worker-a', randomUUID());
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const [fresh] = await repository.claim(em, 1, 60_000, 'worker-b', randomUUID());
+    const [fresh] = await repository.claim(em, 'default', 1, 60_000, 'worker-b', randomUUID());
     expect(fresh.id).toBe(id);
 
     const sent: SmtpVerdict = {

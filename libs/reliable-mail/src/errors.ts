@@ -45,3 +45,13 @@ export class OutboxRowNotFoundError extends ReliableMailError {
     super(`No outbox row with id ${id}`);
   }
 }
+
+/** The row is already final (sent, failed, dead, expired or suppressed): there is nothing left to cancel. */
+export class OutboxRowNotCancellableError extends ReliableMailError {
+  constructor(
+    readonly id: string,
+    readonly status: string,
+  ) {
+    super(`Outbox row ${id} is ${status} and can no longer be cancelled`);
+  }
+}

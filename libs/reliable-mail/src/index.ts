@@ -2,23 +2,26 @@ export { ReliableMailModule } from './reliable-mail.module.js';
 export { RELIABLE_MAIL_OPTIONS } from './reliable-mail.module-definition.js';
 export {
   DEFAULT_DISPATCHER_OPTIONS,
+  DEFAULT_LANES,
   DEFAULT_RETRY_OPTIONS,
   DEFAULT_SMTP_TIMEOUTS,
   type DispatcherOptions,
+  type LaneOptions,
   type ReliableMailOptions,
   type RetryOptions,
   type SmtpTransportOptions,
 } from './reliable-mail.options.js';
-export { MAIL_TRANSPORT } from './reliable-mail.constants.js';
+export { MAIL_TRANSPORTS } from './reliable-mail.constants.js';
 export {
   IdempotencyConflictError,
   InvalidOptionsError,
   MailValidationError,
+  OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
 } from './errors.js';
-export { MailOutboxService } from './outbox/mail-outbox.service.js';
-export { MailOutbox, MailOutboxAttempt, MailOutboxEvent, reliableMailEntities } from './outbox/mail-outbox.entity.js';
+export { MailOutboxService, type BatchMail, type EnqueueManyOptions } from './outbox/mail-outbox.service.js';
+export { MailOutbox, MailOutboxAttempt, MailOutboxEvent, MailSuppression, reliableMailEntities } from './outbox/mail-outbox.entity.js';
 export { reliableMailMigrations } from './migrations/index.js';
 export type {
   AttemptOutcome,

@@ -1,11 +1,11 @@
 /** Injection token of the options after defaults and validation: every provider reads these, never the raw input. */
 export const RESOLVED_OPTIONS = Symbol('reliable-mail:resolved-options');
 
-/** Injection token of the `MailTransport` the dispatcher sends through. */
-export const MAIL_TRANSPORT = Symbol('reliable-mail:mail-transport');
+/** Injection token of the `Map<lane, MailTransport>` the dispatcher sends through. */
+export const MAIL_TRANSPORTS = Symbol('reliable-mail:mail-transports');
 
 /** The PostgreSQL channel an enqueue notifies on commit, so that an idle dispatcher wakes at once. */
 export const WAKE_UP_CHANNEL = 'reliable_mail_wake_up';
 
-/** The name of the dispatcher's self-rescheduling timeout in @nestjs/schedule's registry. */
+/** The prefix of the dispatcher's self-rescheduling timeouts in @nestjs/schedule's registry. */
 export const DISPATCHER_TIMEOUT_NAME = 'reliable-mail:dispatcher';

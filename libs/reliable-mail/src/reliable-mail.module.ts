@@ -5,10 +5,20 @@ import { WakeUpListener } from './dispatch/wake-up.listener.js';
 import { MailEventPublisher } from './events/mail-event.publisher.js';
 import { MailOutboxService } from './outbox/mail-outbox.service.js';
 import { OutboxRepository } from './outbox/outbox.repository.js';
-import { MAIL_TRANSPORT, RESOLVED_OPTIONS } from './reliable-mail.constants.js';
+import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule, RELIABLE_MAIL_OPTIONS } from './reliable-mail.module-definition.js';
 import { resolveOptions, type ReliableMailOptions, type ResolvedReliableMailOptions } from './reliable-mail.options.js';
+import type { MailTransport } from './transport/mail-transport.interface.js';
 import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
+
+/** One pooled transport shared by the lanes without their own, sized for all of them, plus each lane's own. */
+function createLaneTransports(options: ResolvedReliableMailOptions): Map<string, MailTransport> {
+  const sharedLanes = options.lanes.filter((lane) => !lane.ownTransport);
+  const shared = new SmtpMailTransport(options.transport, sharedLanes.reduce((sum, lane) => sum + lane.concurrency, 0) || 1);
+  return new Map(
+    options.lanes.map((lane) => [lane.name, lane.ownTransport ? new SmtpMailTransport(lane.transport, lane.concurrency) : shared]),
+  );
+}
 
 /**
  * The outbox and its dispatcher. Needs, from the app: `MikroOrmModule` (PostgreSQL) with `reliableMailEntities`
@@ -22,10 +32,9 @@ import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
       useFactory: (options: ReliableMailOptions) => resolveOptions(options, hostname(), process.pid),
     },
     {
-      provide: MAIL_TRANSPORT,
+      provide: MAIL_TRANSPORTS,
       inject: [RESOLVED_OPTIONS],
-      useFactory: (options: ResolvedReliableMailOptions) =>
-        new SmtpMailTransport(options.transport, options.dispatcher.concurrency),
+      useFactory: createLaneTransports,
     },
     OutboxRepository,
     MailOutboxService,
@@ -33,6 +42,6 @@ import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
     WakeUpListener,
     MailDispatcher,
   ],
-  exports: [MailOutboxService, MailDispatcher, MAIL_TRANSPORT],
+  exports: [MailOutboxService, MailDispatcher, MAIL_TRANSPORTS],
 })
 export class ReliableMailModule extends ConfigurableReliableMailModule {}

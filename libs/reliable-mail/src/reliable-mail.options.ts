@@ -34,6 +34,15 @@ export interface RetryOptions {
   maxAgeMs?: number;
 }
 
+export interface LaneOptions {
+  /** The most sends in flight in this lane, in this instance. Default: `dispatcher.concurrency`. */
+  concurrency?: number;
+  /** The most messages per second this lane sends from this instance. Default: unlimited. */
+  ratePerSecond?: number;
+  /** A transport of the lane's own (providers keep separate streams for broadcast mail). Default: `transport`. */
+  transport?: string | SmtpTransportOptions;
+}
+
 export interface ReliableMailOptions {
   /** An SMTP URL (`smtp://user:pass@host:587`) or nodemailer SMTP options. */
   transport: string | SmtpTransportOptions;
@@ -43,6 +52,22 @@ export interface ReliableMailOptions {
   messageIdDomain: string;
   dispatcher?: DispatcherOptions;
   retry?: RetryOptions;
+  /**
+   * Lanes, each with its own claim loop and capacity, so that a bulk backlog never delays a login code.
+   * Default: `critical`, `default` and `bulk`, each with `dispatcher.concurrency`.
+   */
+  lanes?: Record<string, LaneOptions>;
+  /** The lane of an enqueue that names none. Default `default`. */
+  defaultLane?: string;
+}
+
+export interface ResolvedLane {
+  name: string;
+  concurrency: number;
+  ratePerSecond: number | null;
+  transport: string | SmtpTransportOptions;
+  /** Whether `transport` is the lane's own rather than the module's shared one. */
+  ownTransport: boolean;
 }
 
 export interface ResolvedReliableMailOptions {
@@ -51,7 +76,12 @@ export interface ResolvedReliableMailOptions {
   messageIdDomain: string;
   dispatcher: Required<DispatcherOptions>;
   retry: Required<RetryOptions>;
+  lanes: ResolvedLane[];
+  defaultLane: string;
 }
+
+export const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
+const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
 
 export const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> = {
   enabled: true,
@@ -86,27 +116,27 @@ function requirePositiveInteger(option: string, value: unknown, minimum = 1): nu
   return value;
 }
 
-function resolveTransport(transport: unknown): string | SmtpTransportOptions {
+function resolveTransport(transport: unknown, option = 'transport'): string | SmtpTransportOptions {
   if (typeof transport === 'string') {
     let url: URL;
     try {
       url = new URL(transport);
     } catch {
-      throw new InvalidOptionsError('transport', `is not a valid URL: ${JSON.stringify(transport)}`);
+      throw new InvalidOptionsError(option, `is not a valid URL: ${JSON.stringify(transport)}`);
     }
     if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-      throw new InvalidOptionsError('transport', `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
+      throw new InvalidOptionsError(option, `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
     }
     return transport;
   }
   if (transport && typeof transport === 'object') {
     const { host } = transport as SmtpTransportOptions;
     if (typeof host !== 'string' || host.length === 0) {
-      throw new InvalidOptionsError('transport.host', 'must be a non-empty string');
+      throw new InvalidOptionsError(`${option}.host`, 'must be a non-empty string');
     }
     return transport as SmtpTransportOptions;
   }
-  throw new InvalidOptionsError('transport', 'must be an SMTP URL or nodemailer SMTP options');
+  throw new InvalidOptionsError(option, 'must be an SMTP URL or nodemailer SMTP options');
 }
 
 /** The longest a single SMTP conversation can take before nodemailer gives up, from the transport's timeouts. */
@@ -145,15 +175,6 @@ export function resolveOptions(options: ReliableMailOptions, hostname: string, p
   if (typeof dispatcher.workerId !== 'string' || dispatcher.workerId.length === 0) {
     throw new InvalidOptionsError('dispatcher.workerId', 'must be a non-empty string');
   }
-  const sendBound = longestSendMs(transport);
-  if (dispatcher.leaseMs <= sendBound) {
-    throw new InvalidOptionsError(
-      'dispatcher.leaseMs',
-      `must be longer than the longest SMTP send the transport timeouts allow (${sendBound} ms), ` +
-        `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
-    );
-  }
-
   const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
   for (const key of ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const) {
     requirePositiveInteger(`retry.${key}`, retry[key]);
@@ -162,5 +183,35 @@ export function resolveOptions(options: ReliableMailOptions, hostname: string, p
     throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${retry.baseDelayMs})`);
   }
 
-  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry };
+  const laneOptions = options.lanes ?? Object.fromEntries(DEFAULT_LANES.map((name) => [name, {}]));
+  if (!laneOptions || typeof laneOptions !== 'object' || Object.keys(laneOptions).length === 0) {
+    throw new InvalidOptionsError('lanes', 'must name at least one lane');
+  }
+  const lanes = Object.entries(laneOptions).map(([name, lane]) => resolveLane(name, lane ?? {}, transport, dispatcher));
+  const defaultLane = options.defaultLane ?? 'default';
+  if (!lanes.some((lane) => lane.name === defaultLane)) {
+    throw new InvalidOptionsError('defaultLane', `names no declared lane: ${JSON.stringify(defaultLane)}`);
+  }
+
+  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry, lanes, defaultLane };
+}
+
+function resolveLane(name: string, lane: LaneOptions, sharedTransport: string | SmtpTransportOptions, dispatcher: Required<DispatcherOptions>): ResolvedLane {
+  if (!LANE_NAME_PATTERN.test(name)) {
+    throw new InvalidOptionsError(`lanes.${name}`, 'a lane name is lower-case letters, digits, _ and -, starting with a letter');
+  }
+  const concurrency = requirePositiveInteger(`lanes.${name}.concurrency`, lane.concurrency ?? dispatcher.concurrency);
+  if (lane.ratePerSecond !== undefined && (typeof lane.ratePerSecond !== 'number' || !(lane.ratePerSecond > 0))) {
+    throw new InvalidOptionsError(`lanes.${name}.ratePerSecond`, `must be a number > 0, got ${JSON.stringify(lane.ratePerSecond)}`);
+  }
+  const transport = lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
+  const sendBound = longestSendMs(transport);
+  if (dispatcher.leaseMs <= sendBound) {
+    throw new InvalidOptionsError(
+      'dispatcher.leaseMs',
+      `must be longer than the longest SMTP send the transport timeouts allow (${sendBound} ms), ` +
+        `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
+    );
+  }
+  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport, ownTransport: lane.transport !== undefined };
 }

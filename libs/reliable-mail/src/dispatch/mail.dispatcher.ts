@@ -1,37 +1,25 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
-import { type ClaimedRow, OutboxRepository, type Settlement } from '../outbox/outbox.repository.js';
-import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORT, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
+import { OutboxRepository, type Settlement, type StoredEvent } from '../outbox/outbox.repository.js';
+import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { settlementFor } from './settlement.js';
-import { classifyDelivery, classifyFailure, type SmtpVerdict } from './smtp-reply.js';
+import { Batcher } from './batcher.js';
+import { LaneDispatcher } from './lane.dispatcher.js';
 import { WakeUpListener } from './wake-up.listener.js';
 
-const SETTLE_RETRIES = 5;
+const SETTLE_BATCH = 100;
+const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
 
-/**
- * Claims due rows, sends them and settles each. One loop per instance, rescheduling itself through the
- * scheduler registry so that two claims never overlap; a claim takes only as many rows as there are free send
- * slots, so no claimed row waits in memory while its lease runs.
- */
+/** Runs one `LaneDispatcher` per lane, wakes them on NOTIFY, and re-emits events whose emitter died. */
 @Injectable()
 export class MailDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private readonly em: EntityManager;
-  private readonly inFlight = new Set<Promise<void>>();
-  private running = false;
+  private readonly lanes = new Map<string, LaneDispatcher>();
   private stopping = false;
-  private rerunRequested = false;
-  /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
-  private backlogSeen = false;
-  private lastRedeliveryAt = 0;
-  /** When the loop last completed a tick; the health indicator reads it. */
-  lastTickAt: Date | null = null;
 
   constructor(
     em: EntityManager,
@@ -39,174 +27,83 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     private readonly publisher: MailEventPublisher,
     private readonly wakeUp: WakeUpListener,
     private readonly scheduler: SchedulerRegistry,
-    @Inject(MAIL_TRANSPORT) private readonly transport: MailTransport,
+    @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
-    // A fork of its own: the loop must never join a transaction that happens to be open where a timer was armed.
+    // A fork of its own: the loops must never join a transaction that happens to be open where a timer was armed.
     this.em = em.fork();
+  }
+
+  /** When the least recently active lane last ran its loop; null before every lane has run once. */
+  get lastTickAt(): Date | null {
+    let oldest: Date | null = null;
+    for (const lane of this.lanes.values()) {
+      if (!lane.lastTickAt) return null;
+      if (!oldest || lane.lastTickAt < oldest) oldest = lane.lastTickAt;
+    }
+    return oldest;
+  }
+
+  get enabled(): boolean {
+    return this.options.dispatcher.enabled;
   }
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcher.enabled) return;
-    await this.wakeUp.start(() => this.wake());
-    this.schedule(0);
-    this.logger.log({ msg: 'dispatcher started', workerId: this.options.dispatcher.workerId });
+    const settler = new Batcher<Settlement, StoredEvent | null>(async (settlements) => {
+      const { applied } = await this.repository.settle(this.em, settlements, this.options.dispatcher.eventLeaseMs);
+      return settlements.map((settlement) => applied.get(settlement.id) ?? null);
+    }, SETTLE_BATCH);
+    for (const lane of this.options.lanes) {
+      this.lanes.set(
+        lane.name,
+        new LaneDispatcher(lane, {
+          em: this.em,
+          repository: this.repository,
+          publisher: this.publisher,
+          scheduler: this.scheduler,
+          transport: this.transports.get(lane.name)!,
+          settler,
+          options: this.options,
+          logger: this.logger,
+        }),
+      );
+    }
+    await this.wakeUp.start((lane) => this.wake(lane));
+    for (const lane of this.lanes.values()) lane.start();
+    this.scheduleRedelivery(0);
+    this.logger.log({ msg: 'dispatcher started', workerId: this.options.dispatcher.workerId, lanes: [...this.lanes.keys()] });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    this.clearTimer();
+    if (this.scheduler.doesExist('timeout', REDELIVERY_TIMER)) this.scheduler.deleteTimeout(REDELIVERY_TIMER);
     await this.wakeUp.stop();
-    const drained = await Promise.race([
-      Promise.all(this.inFlight).then(() => true),
-      sleep(this.options.dispatcher.shutdownTimeoutMs, false, { ref: false }),
-    ]);
-    if (!drained) {
-      this.logger.warn({
-        msg: 'shutdown timeout with sends in flight; their rows are claimed again after the lease',
-        inFlight: this.inFlight.size,
-      });
+    const unfinished = await Promise.all([...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)));
+    const inFlight = unfinished.reduce((sum, count) => sum + count, 0);
+    if (inFlight > 0) {
+      this.logger.warn({ msg: 'shutdown timeout with sends in flight; their rows are claimed again after the lease', inFlight });
     }
-    await this.transport.close();
+    await Promise.all([...new Set(this.transports.values())].map((transport) => transport.close()));
   }
 
-  /** Runs the loop now unless it is already running, in which case it runs again right after. */
-  wake(): void {
+  /** Wakes one lane's loop, or every lane's when no lane is named. */
+  wake(lane?: string): void {
+    if (lane && this.lanes.has(lane)) this.lanes.get(lane)!.wake();
+    else for (const dispatcher of this.lanes.values()) dispatcher.wake();
+  }
+
+  private scheduleRedelivery(delayMs: number): void {
     if (this.stopping) return;
-    if (this.running) {
-      this.rerunRequested = true;
-      return;
-    }
-    this.schedule(0);
-  }
-
-  private schedule(delayMs: number): void {
-    this.clearTimer();
-    const timer = setTimeout(() => void this.tick(), delayMs);
-    this.scheduler.addTimeout(DISPATCHER_TIMEOUT_NAME, timer);
-  }
-
-  private clearTimer(): void {
-    if (this.scheduler.doesExist('timeout', DISPATCHER_TIMEOUT_NAME)) {
-      this.scheduler.deleteTimeout(DISPATCHER_TIMEOUT_NAME);
-    }
-  }
-
-  private async tick(): Promise<void> {
-    this.clearTimer();
-    if (this.stopping || this.running) return;
-    this.running = true;
-    this.rerunRequested = false;
-    let next = this.options.dispatcher.pollIntervalMs;
-    try {
-      await this.redeliverEventsWhenDue();
-      const { concurrency, batchSize, leaseMs, workerId } = this.options.dispatcher;
-      const free = concurrency - this.inFlight.size;
-      if (free > 0) {
-        const limit = Math.min(batchSize, free);
-        const rows = await this.repository.claim(this.em, limit, leaseMs, workerId, randomUUID());
-        if (rows.length > 0) {
-          this.logger.debug({ msg: 'claimed', count: rows.length, workerId });
-        }
-        for (const row of rows) this.track(this.deliver(row));
-        this.backlogSeen = rows.length === limit;
-        if (this.backlogSeen) next = this.inFlight.size < concurrency ? 0 : -1;
-      } else {
-        next = -1;
-      }
-    } catch (error) {
-      this.logger.error({ msg: 'dispatcher tick failed; trying again after the poll interval', error: String(error) });
-    } finally {
-      this.running = false;
-      this.lastTickAt = new Date();
-    }
-    if (this.stopping) return;
-    if (this.rerunRequested) next = 0;
-    // -1: every slot is busy; the next finished send wakes the loop.
-    if (next >= 0) this.schedule(next);
-  }
-
-  private async redeliverEventsWhenDue(): Promise<void> {
-    const now = Date.now();
-    if (now - this.lastRedeliveryAt < this.options.dispatcher.pollIntervalMs) return;
-    this.lastRedeliveryAt = now;
-    await this.publisher.redeliverUnconfirmed();
-  }
-
-  private track(delivery: Promise<void>): void {
-    this.inFlight.add(delivery);
-    void delivery.finally(() => {
-      this.inFlight.delete(delivery);
-      if (this.backlogSeen) this.wake();
-    });
-  }
-
-  private async deliver(row: ClaimedRow): Promise<void> {
-    const started = performance.now();
-    let verdict: SmtpVerdict;
-    try {
-      verdict = classifyDelivery(await this.transport.send({ messageId: row.messageId, payload: row.payload }));
-    } catch (error) {
-      verdict = classifyFailure(error as Parameters<typeof classifyFailure>[0]);
-    }
-    const settlement = settlementFor(row, verdict, this.options.retry, new Date(), Math.round(performance.now() - started));
-    this.logSettlement(row, settlement, verdict);
-    const eventId = await this.settle(settlement);
-    if (eventId) {
-      await this.publisher.publish([{ id: eventId, name: settlement.eventName, payload: settlement.eventPayload }]);
-    }
-  }
-
-  /** Settles with a few retries, since the statement is idempotent; returns the recorded event's id if it applied. */
-  private async settle(settlement: Settlement): Promise<string | null> {
-    for (let attempt = 1; ; attempt++) {
+    const timer = setTimeout(async () => {
+      this.scheduler.deleteTimeout(REDELIVERY_TIMER);
       try {
-        const { applied } = await this.repository.settle(this.em, [settlement], this.options.dispatcher.eventLeaseMs);
-        const result = applied.get(settlement.id);
-        if (!result) {
-          this.logger.warn({
-            msg: 'settle ignored: the lease was lost and another worker owns the row',
-            id: settlement.id,
-            outcome: settlement.outcome,
-          });
-        }
-        return result?.eventId ?? null;
+        await this.publisher.redeliverUnconfirmed();
       } catch (error) {
-        if (attempt >= SETTLE_RETRIES) {
-          this.logger.error({
-            msg: 'settle failed; the row is claimed again after its lease',
-            id: settlement.id,
-            outcome: settlement.outcome,
-            error: String(error),
-          });
-          return null;
-        }
-        await sleep(100 * 2 ** attempt);
+        this.logger.error({ msg: 'event redelivery failed', error: String(error) });
       }
-    }
-  }
-
-  private logSettlement(row: ClaimedRow, settlement: Settlement, verdict: SmtpVerdict): void {
-    const entry = {
-      msg: 'settled',
-      id: row.id,
-      messageId: row.messageId,
-      attempt: row.attempts,
-      status: settlement.status,
-      outcome: settlement.outcome,
-      replyCode: verdict.replyCode,
-      enhancedStatus: verdict.enhancedStatus,
-      nextAttemptAt: settlement.nextAttemptAt?.toISOString(),
-      durationMs: settlement.durationMs,
-    };
-    if (settlement.status === 'dead') {
-      this.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
-    } else if (verdict.kind === 'sender') {
-      this.logger.error({ ...entry, msg: 'the SMTP server refused the sender: check credentials and configuration', reply: verdict.reply });
-    } else if (settlement.status === 'sent') {
-      this.logger.debug(entry);
-    } else {
-      this.logger.warn({ ...entry, reply: verdict.reply });
-    }
+      this.scheduleRedelivery(this.options.dispatcher.pollIntervalMs);
+    }, delayMs);
+    this.scheduler.addTimeout(REDELIVERY_TIMER, timer);
   }
 }

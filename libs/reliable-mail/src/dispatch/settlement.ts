@@ -59,35 +59,92 @@ export function settlementFor(
   const senderFault = verdict.kind === 'sender';
   const outcomeUnknown = verdict.kind === 'transient' && verdict.outcomeUnknown;
   const retry = verdict.kind === 'permanent' ? null : decideRetry(row, !senderFault, policy, now, random);
-  const status = verdict.kind === 'permanent' ? 'failed' : retry?.retry ? 'pending' : 'dead';
-  const nextAttemptAt = retry?.retry ? retry.nextAttemptAt : null;
-  const giveUp = retry && !retry.retry ? ` (dead-lettered: ${retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'})` : '';
-  const event: EmailFailedEvent = {
-    id: row.id,
-    messageId: row.messageId,
-    idempotencyKey: row.idempotencyKey,
-    attempt: row.attempts,
-    permanent: verdict.kind === 'permanent',
-    senderFault,
-    outcomeUnknown,
-    replyCode: verdict.replyCode,
-    enhancedStatus: verdict.enhancedStatus,
-    reason: verdict.reply,
-    nextAttemptAt,
-    deadLettered: status === 'dead',
-    metadata: row.metadata,
-  };
+  let status: Settlement['status'] = verdict.kind === 'permanent' ? 'failed' : retry?.retry ? 'pending' : 'dead';
+  let nextAttemptAt = retry?.retry ? retry.nextAttemptAt : null;
+  let reason = verdict.reply;
+  if (nextAttemptAt && row.expiresAt && nextAttemptAt >= row.expiresAt) {
+    status = 'expired';
+    nextAttemptAt = null;
+    reason = `${verdict.reply} (expired: no attempt possible before ${row.expiresAt.toISOString()})`;
+  } else if (retry && !retry.retry) {
+    reason = `${verdict.reply} (dead-lettered: ${retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'})`;
+  }
   return {
     ...common,
     status,
     refundAttempt: senderFault && status === 'pending' ? 1 : 0,
     nextAttemptAt,
-    lastError: `${verdict.reply}${giveUp}`,
+    lastError: reason,
     providerMessageId: null,
     rejectedRecipients: null,
     sentAt: null,
     outcome: senderFault ? 'sender' : outcomeUnknown ? 'unknown' : verdict.kind,
     eventName: EMAIL_FAILED_EVENT,
-    eventPayload: asStoredJson(event),
+    eventPayload: asStoredJson(failedEvent(row, status, reason, nextAttemptAt, {
+      permanent: verdict.kind === 'permanent',
+      senderFault,
+      outcomeUnknown,
+      replyCode: verdict.replyCode,
+      enhancedStatus: verdict.enhancedStatus,
+    })),
+  };
+}
+
+const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, string> = {
+  cancelled: 'cancelled while it was being sent',
+  expired: 'expired before it could be sent',
+  suppressed: 'every recipient is on the suppression list',
+};
+
+/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
+export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
+  const reason = SKIP_REASONS[row.skipReason];
+  return {
+    id: row.id,
+    lockToken: row.lockToken,
+    attemptId: null,
+    status: row.skipReason,
+    refundAttempt: 1,
+    nextAttemptAt: null,
+    lastError: reason,
+    replyCode: null,
+    enhancedStatus: null,
+    reply: null,
+    providerMessageId: null,
+    rejectedRecipients: null,
+    sentAt: null,
+    outcome: 'permanent',
+    durationMs: 0,
+    eventName: EMAIL_FAILED_EVENT,
+    eventPayload: asStoredJson(
+      failedEvent({ ...row, attempts: row.attempts - 1 }, row.skipReason, reason, null, {
+        permanent: true,
+        senderFault: false,
+        outcomeUnknown: false,
+        replyCode: null,
+        enhancedStatus: null,
+      }),
+    ),
+  };
+}
+
+function failedEvent(
+  row: ClaimedRow,
+  status: Settlement['status'],
+  reason: string,
+  nextAttemptAt: Date | null,
+  reply: Pick<EmailFailedEvent, 'permanent' | 'senderFault' | 'outcomeUnknown' | 'replyCode' | 'enhancedStatus'>,
+): EmailFailedEvent {
+  return {
+    id: row.id,
+    messageId: row.messageId,
+    idempotencyKey: row.idempotencyKey,
+    attempt: row.attempts,
+    status,
+    ...reply,
+    reason,
+    nextAttemptAt,
+    deadLettered: status === 'dead',
+    metadata: row.metadata,
   };
 }

@@ -41,12 +41,18 @@ export type SmtpVerdict =
     };
 
 const ENHANCED_STATUS_PATTERN = /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})\b/;
-const QUEUE_ID_PATTERNS = [/\bqueued as ([\w.@<>-]+)/i, /\bid=([\w.@<>-]+)/i, /^\d{3}[ -](?:\d\.\d\.\d )?(?:ok|accepted)?[: ]*([0-9A-F]{8,})\b/i];
+const QUEUE_ID_PATTERNS = [
+  /\bqueued as ([\w.@<>-]+)/i, // Postfix, Exim
+  /\bid=([\w.@<>-]+)/i,
+  /^250 2\.0\.0 OK\s+\d+\s+(\S+) - gsmtp/i, // Gmail: a timestamp, then the id
+  /^\d{3}[ -](?:\d\.\d\.\d\s+)?(?:ok|accepted)?[: ]*(?=[\w.-]*\d)([0-9A-F][\w.-]{7,})/i, // Amazon SES and other bare ids
+];
 const HARD_BOUNCE_STATUSES = new Set(['5.1.1', '5.1.2', '5.1.3', '5.1.6']);
 const NO_CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 const SENDER_COMMANDS = /^(AUTH|MAIL FROM|EHLO|HELO|STARTTLS)\b/i;
 const SENDER_CODES = new Set(['EAUTH', 'ENOAUTH', 'EOAUTH2', 'ECONFIG', 'EREQUIRETLS']);
-const RATE_LIMIT_TEXT = /rate.?limit|too many|throttl|slow down|try (again )?later/i;
+// "Try again later" is not here: it is the wording of every ordinary 4yz, greylisting included.
+const RATE_LIMIT_TEXT = /rate.?limit|too many|throttl|slow down/i;
 
 /** The RFC 3463 enhanced status code at the start of a reply line, such as `5.1.1`. */
 export function enhancedStatusOf(reply: string | undefined): string | null {

@@ -16,13 +16,13 @@ export class WakeUpListener {
 
   constructor(private readonly em: EntityManager) {}
 
-  async start(onWakeUp: () => void): Promise<void> {
+  async start(onWakeUp: (lane: string) => void): Promise<void> {
     this.stopped = false;
     try {
       const pool = (await this.em.getConnection().getNativeClient()) as Pool;
       const client = await pool.connect();
       client.on('notification', (message) => {
-        if (message.channel === WAKE_UP_CHANNEL) onWakeUp();
+        if (message.channel === WAKE_UP_CHANNEL) onWakeUp(message.payload ?? '');
       });
       client.on('error', (error) => this.reconnect(onWakeUp, error));
       await client.query(`LISTEN ${WAKE_UP_CHANNEL}`);
@@ -33,7 +33,7 @@ export class WakeUpListener {
     }
   }
 
-  private reconnect(onWakeUp: () => void, error: unknown): void {
+  private reconnect(onWakeUp: (lane: string) => void, error: unknown): void {
     this.logger.warn({ msg: 'wake-up listener lost its connection; polling until it is back', error: String(error) });
     this.client?.release(true);
     this.client = null;

@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import { Batcher } from '../dispatch/batcher.js';
 import { OutboxRepository, type StoredEvent } from '../outbox/outbox.repository.js';
 import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
@@ -13,6 +14,7 @@ const EVENT_CLASSES: Record<string, { fromJSON(json: Record<string, unknown>): o
 };
 
 const REDELIVERY_BATCH = 100;
+const CONFIRM_BATCH = 500;
 
 /**
  * Emits the events that settles recorded in `mail_outbox_event`, and deletes each once its listeners have run.
@@ -22,6 +24,7 @@ const REDELIVERY_BATCH = 100;
 export class MailEventPublisher {
   private readonly logger = new Logger('ReliableMail');
   private readonly em: EntityManager;
+  private readonly confirmer: Batcher<string, void>;
 
   constructor(
     em: EntityManager,
@@ -30,11 +33,15 @@ export class MailEventPublisher {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.em = em.fork();
+    this.confirmer = new Batcher(async (ids) => {
+      await this.repository.deleteEvents(this.em, ids);
+      return ids.map(() => undefined);
+    }, CONFIRM_BATCH);
   }
 
   /** Emits events whose status changes have committed, then confirms them. */
   async publish(events: StoredEvent[]): Promise<void> {
-    const emitted: string[] = [];
+    const confirmations: Promise<void>[] = [];
     for (const event of events) {
       const eventClass = EVENT_CLASSES[event.name];
       if (!eventClass) {
@@ -43,13 +50,17 @@ export class MailEventPublisher {
       }
       try {
         await this.emitter.emitAsync(event.name, eventClass.fromJSON(event.payload));
-        emitted.push(event.id);
+        confirmations.push(this.confirmer.add(event.id));
       } catch (error) {
         // A throwing listener gets the event again after the lease, like any unconfirmed event.
         this.logger.error({ msg: 'event listener failed; the event will be emitted again', eventId: event.id, name: event.name, error: String(error) });
       }
     }
-    await this.repository.deleteEvents(this.em, emitted);
+    try {
+      await Promise.all(confirmations);
+    } catch (error) {
+      this.logger.warn({ msg: 'event confirmation failed; the events will be emitted again', error: String(error) });
+    }
   }
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener threw. */

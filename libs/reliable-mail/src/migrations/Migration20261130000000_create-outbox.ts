@@ -9,12 +9,15 @@ export class Migration20261130000000_CreateOutbox extends Migration {
         "content_hash" text not null,
         "message_id" text not null,
         "status" text not null default 'pending'
-          check ("status" in ('pending', 'sending', 'sent', 'failed', 'dead')),
+          check ("status" in ('pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed')),
+        "lane" text not null default 'default',
         "payload" jsonb not null,
         "metadata" jsonb null,
         "attempts" int not null default 0,
         "max_attempts" int not null,
         "next_attempt_at" timestamptz not null default now(),
+        "expires_at" timestamptz null,
+        "cancel_requested_at" timestamptz null,
         "locked_until" timestamptz null,
         "lock_token" uuid null,
         "locked_by" text null,
@@ -31,8 +34,8 @@ export class Migration20261130000000_CreateOutbox extends Migration {
       )`);
     this.addSql(`create unique index "mail_outbox_idempotency_key_unique" on "mail_outbox" ("idempotency_key") where "idempotency_key" is not null`);
     // The claim reads only these two partial indexes, so its cost does not grow with the number of settled rows.
-    this.addSql(`create index "mail_outbox_due_index" on "mail_outbox" ("next_attempt_at") where "status" = 'pending'`);
-    this.addSql(`create index "mail_outbox_lease_index" on "mail_outbox" ("locked_until") where "status" = 'sending'`);
+    this.addSql(`create index "mail_outbox_due_index" on "mail_outbox" ("lane", "next_attempt_at") where "status" = 'pending'`);
+    this.addSql(`create index "mail_outbox_lease_index" on "mail_outbox" ("lane", "locked_until") where "status" = 'sending'`);
 
     this.addSql(`
       create table "mail_outbox_attempt" (
@@ -63,9 +66,20 @@ export class Migration20261130000000_CreateOutbox extends Migration {
         "created_at" timestamptz not null default now()
       )`);
     this.addSql(`create index "mail_outbox_event_locked_until_index" on "mail_outbox_event" ("locked_until")`);
+
+    // Addresses that must get no mail: hard bounces and operators' entries, kept in lower case.
+    this.addSql(`
+      create table "mail_suppression" (
+        "address" text primary key,
+        "reason" text not null,
+        "source" text not null check ("source" in ('bounce', 'operator')),
+        "outbox_id" uuid null,
+        "created_at" timestamptz not null default now()
+      )`);
   }
 
   override down(): void {
+    this.addSql(`drop table if exists "mail_suppression"`);
     this.addSql(`drop table if exists "mail_outbox_event"`);
     this.addSql(`drop table if exists "mail_outbox_attempt"`);
     this.addSql(`drop table if exists "mail_outbox"`);

@@ -14,11 +14,14 @@ export const MailOutbox = defineEntity({
     contentHash: p.text(),
     messageId: p.text().unique('mail_outbox_message_id_unique'),
     status: p.text().$type<OutboxStatus>().default('pending'),
+    lane: p.text().default('default'),
     payload: p.json<MailPayload>(),
     metadata: p.json<Record<string, unknown>>().nullable(),
     attempts: p.integer().default(0),
     maxAttempts: p.integer(),
     nextAttemptAt: p.datetime().columnType('timestamptz'),
+    expiresAt: p.datetime().columnType('timestamptz').nullable(),
+    cancelRequestedAt: p.datetime().columnType('timestamptz').nullable(),
     lockedUntil: p.datetime().columnType('timestamptz').nullable(),
     lockToken: p.uuid().nullable(),
     lockedBy: p.text().nullable(),
@@ -66,5 +69,17 @@ export const MailOutboxEvent = defineEntity({
   },
 });
 
+export const MailSuppression = defineEntity({
+  name: 'MailSuppression',
+  tableName: 'mail_suppression',
+  properties: {
+    address: p.text().primary(),
+    reason: p.text(),
+    source: p.text().$type<'bounce' | 'operator'>(),
+    outboxId: p.uuid().nullable(),
+    createdAt: p.datetime().columnType('timestamptz'),
+  },
+});
+
 /** The entities to add to the app's MikroORM `entities`. */
-export const reliableMailEntities = [MailOutbox, MailOutboxAttempt, MailOutboxEvent];
+export const reliableMailEntities = [MailOutbox, MailOutboxAttempt, MailOutboxEvent, MailSuppression];

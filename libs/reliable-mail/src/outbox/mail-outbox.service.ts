@@ -2,38 +2,68 @@ import { createHash } from 'node:crypto';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import { v7 as uuidv7 } from 'uuid';
-import { MailValidationError, IdempotencyConflictError, OutboxRowNotFoundError, ReliableMailError } from '../errors.js';
+import {
+  IdempotencyConflictError,
+  MailValidationError,
+  OutboxRowNotCancellableError,
+  OutboxRowNotFoundError,
+} from '../errors.js';
 import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
-import type { EnqueueOptions, EnqueueResult, MailPayload, OutboxRowWithAttempts, OutgoingMail } from './mail.types.js';
+import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
 import { toMailPayload } from './mail-validation.js';
-import { OutboxRepository } from './outbox.repository.js';
+import { type InsertedRow, type NewOutboxRow, OutboxRepository } from './outbox.repository.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function checkOptions(options: EnqueueOptions): void {
-  const { idempotencyKey, metadata } = options;
-  if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
-    throw new MailValidationError('idempotencyKey', `must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+/** Options shared by every mail of one `enqueueMany` call. */
+export type EnqueueManyOptions = Omit<EnqueueOptions, 'idempotencyKey'>;
+
+/** One mail of `enqueueMany`, with the key that makes it idempotent. */
+export interface BatchMail {
+  mail: OutgoingMail;
+  idempotencyKey?: string;
+}
+
+function optionalDate(field: string, value: unknown): Date | null {
+  if (value === undefined) return null;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
+    throw new MailValidationError(field, 'must be a valid Date');
   }
-  if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))) {
-    throw new MailValidationError('metadata', 'must be a plain object of JSON values');
+  return value;
+}
+
+function optionalDuration(field: string, value: unknown, now: number): Date | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new MailValidationError(field, 'must be a number of milliseconds >= 0');
+  }
+  return new Date(now + value);
+}
+
+function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second: keyof EnqueueOptions): void {
+  if (options[first] !== undefined && options[second] !== undefined) {
+    throw new MailValidationError(second, `cannot be given together with ${first}`);
   }
 }
 
-/** A stable fingerprint of what the mail says, to tell a retried enqueue from a different mail under the same key. */
-function contentHashOf(payload: MailPayload): string {
-  return createHash('sha256').update(JSON.stringify(payload)).digest('base64url');
+/** A stable fingerprint of what the mail says and how it is to be sent, to tell a retried enqueue from another mail. */
+function contentHashOf(row: Pick<NewOutboxRow, 'payload' | 'lane'>): string {
+  return createHash('sha256').update(JSON.stringify([row.payload, row.lane])).digest('base64url');
 }
 
 @Injectable()
 export class MailOutboxService {
+  private readonly lanes: Set<string>;
+
   constructor(
     private readonly em: EntityManager,
     private readonly repository: OutboxRepository,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
-  ) {}
+  ) {
+    this.lanes = new Set(options.lanes.map((lane) => lane.name));
+  }
 
   /**
    * Writes a mail into the outbox. Inside `em.transactional()` or a `@Transactional()` method the row joins that
@@ -41,29 +71,32 @@ export class MailOutboxService {
    * EntityManager's transaction; otherwise it commits on its own. Validation happens before anything is written.
    */
   async enqueue(mail: OutgoingMail, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-    checkOptions(options);
-    const payload = toMailPayload(mail, this.options.from);
-    const metadata = options.metadata === undefined ? null : (JSON.parse(JSON.stringify(options.metadata)) as Record<string, unknown>);
+    const [result] = await this.write([{ mail, idempotencyKey: options.idempotencyKey }], options);
+    return result;
+  }
+
+  /**
+   * Writes many mails in one statement, with the rules of `enqueue` for each. Every mail is validated before
+   * anything is written, and an idempotency conflict throws with nothing of the batch kept: inside a caller's
+   * transaction that transaction is rolled back by the throw, outside one the batch runs in its own.
+   */
+  async enqueueMany(mails: BatchMail[], options: EnqueueManyOptions = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(mails)) throw new MailValidationError('mails', 'must be an array');
+    if (mails.length === 0) return [];
     const em = options.em ?? this.em;
-    const id = uuidv7();
-    const contentHash = contentHashOf(payload);
-    const inserted = await this.repository.insert(em, {
-      id,
-      idempotencyKey: options.idempotencyKey ?? null,
-      contentHash,
-      messageId: `<${id}@${this.options.messageIdDomain}>`,
-      payload,
-      metadata,
-      maxAttempts: this.options.retry.maxAttempts,
-    });
-    const row = inserted ?? (options.idempotencyKey ? await this.repository.findByIdempotencyKey(em, options.idempotencyKey) : null);
-    if (!row) {
-      throw new ReliableMailError(`The outbox row for idempotency key "${options.idempotencyKey}" was deleted while it was enqueued`);
-    }
-    if (row.contentHash !== contentHash) {
-      throw new IdempotencyConflictError(options.idempotencyKey!, row.id);
-    }
-    return { id: row.id, messageId: row.messageId, status: row.status, created: row.created };
+    const write = (tx: EntityManager) => this.write(mails, { ...options, em: tx });
+    return em.isInTransaction() ? write(em) : em.transactional(write);
+  }
+
+  /**
+   * Stops a mail that is not yet final. A pending one is cancelled at once; one being sent finishes its attempt
+   * and is then not retried. Cancelling a final mail (sent, failed, dead, expired, suppressed) throws.
+   */
+  async cancel(id: string): Promise<{ id: string; status: OutboxStatus }> {
+    const status = UUID_PATTERN.test(id) ? await this.repository.cancel(this.em, id) : null;
+    if (status === null) throw new OutboxRowNotFoundError(id);
+    if (status !== 'cancelled' && status !== 'sending') throw new OutboxRowNotCancellableError(id, status);
+    return { id, status };
   }
 
   /** The row and every attempt made to send it. */
@@ -71,5 +104,79 @@ export class MailOutboxService {
     const row = UUID_PATTERN.test(id) ? await this.repository.findWithAttempts(this.em, id) : null;
     if (!row) throw new OutboxRowNotFoundError(id);
     return row;
+  }
+
+  private async write(mails: BatchMail[], options: EnqueueOptions): Promise<EnqueueResult[]> {
+    const rows = this.prepare(mails, options);
+    const em = options.em ?? this.em;
+    const inserted = await this.repository.insert(em, rows);
+    const byId = new Map<string, InsertedRow>(inserted.map((row) => [row.id, row]));
+    const missingKeys = rows.filter((row) => !byId.has(row.id)).map((row) => row.idempotencyKey!);
+    const existing = new Map((await this.repository.findByIdempotencyKeys(em, [...new Set(missingKeys)])).map((row) => [row.idempotencyKey, row]));
+    return rows.map((row) => {
+      const stored = byId.get(row.id) ?? existing.get(row.idempotencyKey);
+      if (!stored) {
+        throw new IdempotencyConflictError(row.idempotencyKey!, 'a row that was deleted meanwhile');
+      }
+      if (stored.contentHash !== row.contentHash) {
+        throw new IdempotencyConflictError(row.idempotencyKey!, stored.id);
+      }
+      return { id: stored.id, messageId: stored.messageId, status: stored.status, created: stored.created };
+    });
+  }
+
+  /** Validates every mail and turns it into a row; throws on the first problem, before anything is written. */
+  private prepare(mails: BatchMail[], options: EnqueueOptions): NewOutboxRow[] {
+    const { metadata, lane = this.options.defaultLane } = options;
+    if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))) {
+      throw new MailValidationError('metadata', 'must be a plain object of JSON values');
+    }
+    if (typeof lane !== 'string' || !this.lanes.has(lane)) {
+      throw new MailValidationError('lane', `names no declared lane: ${JSON.stringify(lane)} (lanes: ${[...this.lanes].join(', ')})`);
+    }
+    exclusive(options, 'sendAt', 'delayMs');
+    exclusive(options, 'expiresAt', 'ttlMs');
+    const now = Date.now();
+    const notBefore = optionalDate('sendAt', options.sendAt) ?? optionalDuration('delayMs', options.delayMs, now);
+    const expiresAt = optionalDate('expiresAt', options.expiresAt) ?? optionalDuration('ttlMs', options.ttlMs, now);
+    if (expiresAt && expiresAt.getTime() <= Math.max(now, notBefore?.getTime() ?? now)) {
+      throw new MailValidationError('expiresAt', 'must be later than now and than sendAt');
+    }
+    const storedMetadata = metadata === undefined ? null : (JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>);
+
+    const seen = new Map<string, NewOutboxRow>();
+    return mails.map(({ mail, idempotencyKey }, index) => {
+      const field = mails.length > 1 ? `mails[${index}].` : '';
+      if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
+        throw new MailValidationError(`${field}idempotencyKey`, `must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+      }
+      let payload;
+      try {
+        payload = toMailPayload(mail, this.options.from);
+      } catch (error) {
+        if (error instanceof MailValidationError && field) throw new MailValidationError(`${field}${error.field}`, error.reason);
+        throw error;
+      }
+      const id = uuidv7();
+      const row: NewOutboxRow = {
+        id,
+        idempotencyKey: idempotencyKey ?? null,
+        contentHash: '',
+        messageId: `<${id}@${this.options.messageIdDomain}>`,
+        payload,
+        metadata: storedMetadata,
+        maxAttempts: this.options.retry.maxAttempts,
+        lane,
+        notBefore,
+        expiresAt,
+      };
+      row.contentHash = contentHashOf(row);
+      if (idempotencyKey !== undefined) {
+        const twin = seen.get(idempotencyKey);
+        if (twin && twin.contentHash !== row.contentHash) throw new IdempotencyConflictError(idempotencyKey, 'an earlier mail of this batch');
+        seen.set(idempotencyKey, row);
+      }
+      return row;
+    });
   }
 }

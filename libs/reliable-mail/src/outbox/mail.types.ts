@@ -24,9 +24,21 @@ export interface EnqueueOptions {
   em?: EntityManager;
   /** Free JSON stored with the row and carried in its events: source, correlation id. */
   metadata?: Record<string, unknown>;
+  /** The lane to send through; an undeclared lane is a validation error. Default: the module's `defaultLane`. */
+  lane?: string;
+  /** Send no earlier than this. */
+  sendAt?: Date;
+  /** Send no earlier than this many milliseconds from now. */
+  delayMs?: number;
+  /** A message not sent by then ends as `expired` rather than going out late. */
+  expiresAt?: Date;
+  /** The same as `expiresAt`, counted from now. */
+  ttlMs?: number;
 }
 
-export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed', 'dead'] as const;
+export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed'] as const;
+/** Statuses a row never leaves on its own; only an operator's requeue moves it on. */
+export const FINAL_STATUSES: readonly OutboxStatus[] = ['sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed'];
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 export interface EnqueueResult {
@@ -77,11 +89,14 @@ export interface OutboxRow {
   idempotencyKey: string | null;
   messageId: string;
   status: OutboxStatus;
+  lane: string;
   payload: MailPayload;
   metadata: Record<string, unknown> | null;
   attempts: number;
   maxAttempts: number;
   nextAttemptAt: Date;
+  expiresAt: Date | null;
+  cancelRequestedAt: Date | null;
   lockedUntil: Date | null;
   lockedBy: string | null;
   lastError: string | null;

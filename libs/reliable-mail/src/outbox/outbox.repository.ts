@@ -22,9 +22,13 @@ export interface NewOutboxRow {
   payload: MailPayload;
   metadata: Record<string, unknown> | null;
   maxAttempts: number;
+  lane: string;
+  notBefore: Date | null;
+  expiresAt: Date | null;
 }
 
 export interface InsertedRow {
+  idempotencyKey: string | null;
   id: string;
   messageId: string;
   status: OutboxStatus;
@@ -41,15 +45,22 @@ export interface ClaimedRow {
   attempts: number;
   maxAttempts: number;
   createdAt: Date;
+  lane: string;
+  expiresAt: Date | null;
   lockToken: string;
-  attemptId: string;
+  /** Null when the row is claimed only to be closed without a send (see `skipReason`). */
+  attemptId: string | null;
+  /** Why the row must not be sent: cancelled while it was being sent, expired, or every recipient suppressed. */
+  skipReason: 'cancelled' | 'expired' | 'suppressed' | null;
+  /** Recipients on the suppression list, lower case; the send leaves them out. */
+  suppressed: string[];
 }
 
 /** The final word on one claimed row: its new state, the attempt's record and the event to emit. */
 export interface Settlement {
   id: string;
   lockToken: string;
-  attemptId: string;
+  attemptId: string | null;
   status: Exclude<OutboxStatus, 'sending'>;
   /** 1 when this attempt must not count against the row (the sender's fault). */
   refundAttempt: 0 | 1;
@@ -68,8 +79,8 @@ export interface Settlement {
 }
 
 export interface SettleResult {
-  /** Rows whose lock token still matched: their new state and event are committed. */
-  applied: Map<string, { eventId: string }>;
+  /** Rows whose lock token still matched: their new state and event (as stored) are committed. */
+  applied: Map<string, StoredEvent>;
 }
 
 export interface StoredEvent {
@@ -89,11 +100,14 @@ function mapOutboxRow(row: Row): OutboxRow {
     idempotencyKey: row.idempotency_key,
     messageId: row.message_id,
     status: row.status,
+    lane: row.lane,
     payload: row.payload,
     metadata: row.metadata,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     nextAttemptAt: toDate(row.next_attempt_at),
+    expiresAt: toDateOrNull(row.expires_at),
+    cancelRequestedAt: toDateOrNull(row.cancel_requested_at),
     lockedUntil: toDateOrNull(row.locked_until),
     lockedBy: row.locked_by,
     lastError: row.last_error,
@@ -126,39 +140,86 @@ function mapAttempt(row: Row): OutboxAttempt {
 @Injectable()
 export class OutboxRepository {
   /**
-   * Inserts a row unless its idempotency key is taken; in the same statement it notifies the dispatchers, which
-   * PostgreSQL delivers only when the surrounding transaction commits.
+   * Inserts rows in one statement, skipping those whose idempotency key is taken, and notifies each lane's
+   * dispatchers; PostgreSQL delivers the notification only when the surrounding transaction commits.
    */
-  async insert(em: EntityManager, row: NewOutboxRow): Promise<InsertedRow | null> {
-    const [inserted] = await em.execute<Row[]>(
-      `with inserted as (
-         insert into mail_outbox (id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts)
-         values (?, ?, ?, ?, cast(? as jsonb), cast(? as jsonb), ?)
+  async insert(em: EntityManager, rows: NewOutboxRow[]): Promise<InsertedRow[]> {
+    const input = rows.map((row) => ({
+      id: row.id,
+      idempotency_key: row.idempotencyKey,
+      content_hash: row.contentHash,
+      message_id: row.messageId,
+      payload: row.payload,
+      metadata: row.metadata,
+      max_attempts: row.maxAttempts,
+      lane: row.lane,
+      next_attempt_at: row.notBefore?.toISOString() ?? null,
+      expires_at: row.expiresAt?.toISOString() ?? null,
+    }));
+    const inserted = await em.execute<Row[]>(
+      `with input as (
+         select * from jsonb_to_recordset(cast(? as jsonb)) as x(
+           id uuid, idempotency_key text, content_hash text, message_id text, payload jsonb, metadata jsonb,
+           max_attempts int, lane text, next_attempt_at timestamptz, expires_at timestamptz)
+       ), inserted as (
+         insert into mail_outbox (id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane,
+                                  next_attempt_at, expires_at)
+         select id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane,
+                coalesce(next_attempt_at, now()), expires_at
+         from input
          on conflict (idempotency_key) where idempotency_key is not null do nothing
-         returning id, message_id, status, content_hash
+         returning id, idempotency_key, message_id, status, content_hash, lane
+       ), notified as (
+         select pg_notify('${WAKE_UP_CHANNEL}', lane) from (select distinct lane from inserted) lanes
        )
-       select inserted.*, pg_notify('${WAKE_UP_CHANNEL}', '') is null as notified from inserted`,
-      [
-        row.id,
-        row.idempotencyKey,
-        row.contentHash,
-        row.messageId,
-        JSON.stringify(row.payload),
-        row.metadata === null ? null : JSON.stringify(row.metadata),
-        row.maxAttempts,
-      ],
+       select id, idempotency_key, message_id, status, content_hash, (select count(*) from notified) as lanes_notified
+       from inserted`,
+      [JSON.stringify(input)],
     );
-    return inserted
-      ? { id: inserted.id, messageId: inserted.message_id, status: inserted.status, contentHash: inserted.content_hash, created: true }
-      : null;
+    return inserted.map((row) => this.mapInserted(row, true));
   }
 
-  async findByIdempotencyKey(em: EntityManager, idempotencyKey: string): Promise<InsertedRow | null> {
-    const [row] = await em.execute<Row[]>(
-      `select id, message_id, status, content_hash from mail_outbox where idempotency_key = ?`,
-      [idempotencyKey],
+  async findByIdempotencyKeys(em: EntityManager, idempotencyKeys: string[]): Promise<InsertedRow[]> {
+    if (idempotencyKeys.length === 0) return [];
+    const rows = await em.execute<Row[]>(
+      `select id, idempotency_key, message_id, status, content_hash from mail_outbox
+       where idempotency_key in (select jsonb_array_elements_text(cast(? as jsonb)))`,
+      [JSON.stringify(idempotencyKeys)],
     );
-    return row ? { id: row.id, messageId: row.message_id, status: row.status, contentHash: row.content_hash, created: false } : null;
+    return rows.map((row) => this.mapInserted(row, false));
+  }
+
+  private mapInserted(row: Row, created: boolean): InsertedRow {
+    return {
+      id: row.id,
+      idempotencyKey: row.idempotency_key,
+      messageId: row.message_id,
+      status: row.status,
+      contentHash: row.content_hash,
+      created,
+    };
+  }
+
+  /**
+   * Cancels a pending row at once; a row being sent gets a cancel request, honoured when its attempt settles.
+   * Returns the row's status afterwards, or null when there is no such row.
+   */
+  async cancel(em: EntityManager, id: string): Promise<OutboxStatus | null> {
+    const [row] = await em.execute<Row[]>(
+      `with changed as (
+         update mail_outbox
+         set status = case when status = 'pending' then 'cancelled' else status end,
+             cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
+             updated_at = now()
+         where id = ? and status in ('pending', 'sending')
+         returning status
+       )
+       select status from changed
+       union all
+       select status from mail_outbox where id = ? and not exists (select 1 from changed)`,
+      [id, id],
+    );
+    return row ? row.status : null;
   }
 
   async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
@@ -172,20 +233,20 @@ export class OutboxRepository {
   }
 
   /**
-   * Claims up to `limit` due rows in one statement: pending rows whose time has come and `sending` rows whose
-   * lease ran out (their worker died). Each claimed row gets the new lock token, a lease, one more attempt and an
-   * attempt record that exists before the SMTP conversation starts; the attempt a dead worker left open is marked
-   * `unknown`, since the server may or may not have taken that message.
+   * Claims up to `limit` due rows of a lane in one statement: pending rows whose time has come and `sending` rows
+   * whose lease ran out (their worker died). Each claimed row gets the new lock token, a lease, and, when it is to
+   * be sent, one more attempt and an attempt record that exists before the SMTP conversation starts. The attempt a
+   * dead worker left open is marked `unknown`: the server may or may not have taken that message.
    */
-  async claim(em: EntityManager, limit: number, leaseMs: number, workerId: string, lockToken: string): Promise<ClaimedRow[]> {
+  async claim(em: EntityManager, lane: string, limit: number, leaseMs: number, workerId: string, lockToken: string): Promise<ClaimedRow[]> {
     const rows = await em.execute<Row[]>(
       `with expired as (
          select id from mail_outbox
-         where status = 'sending' and locked_until <= now()
+         where status = 'sending' and lane = ? and locked_until <= now()
          order by locked_until limit ? for update skip locked
        ), pending as (
          select id from mail_outbox
-         where status = 'pending' and next_attempt_at <= now()
+         where status = 'pending' and lane = ? and next_attempt_at <= now()
          order by next_attempt_at limit ? for update skip locked
        ), due as (
          select id from (select id from expired union all select id from pending) candidates limit ?
@@ -197,14 +258,27 @@ export class OutboxRepository {
          set status = 'sending', lock_token = ?, locked_by = ?, locked_until = now() + ? * interval '1 millisecond',
              attempts = o.attempts + 1, updated_at = now()
          from due where o.id = due.id
-         returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts, o.created_at
+         returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
+                   o.created_at, o.lane, o.expires_at, o.cancel_requested_at
+       ), screened as (
+         select claimed.*, suppressed.addresses as suppressed,
+                case when claimed.cancel_requested_at is not null then 'cancelled'
+                     when claimed.expires_at <= now() then 'expired'
+                     when jsonb_array_length(suppressed.addresses) = suppressed.recipients then 'suppressed'
+                end as skip_reason
+         from claimed cross join lateral (
+           select count(*) as recipients,
+                  coalesce(jsonb_agg(s.address) filter (where s.address is not null), '[]'::jsonb) as addresses
+           from jsonb_array_elements((claimed.payload->'to') || (claimed.payload->'cc') || (claimed.payload->'bcc')) r
+           left join mail_suppression s on s.address = lower(r->>'address')
+         ) suppressed
        ), attempts as (
          insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
-         select gen_random_uuid(), claimed.id, claimed.attempts, ?, ? from claimed
+         select gen_random_uuid(), id, attempts, ?, ? from screened where skip_reason is null
          returning id, outbox_id
        )
-       select claimed.*, attempts.id as attempt_id from claimed join attempts on attempts.outbox_id = claimed.id`,
-      [limit, limit, limit, lockToken, workerId, leaseMs, workerId, lockToken],
+       select screened.*, attempts.id as attempt_id from screened left join attempts on attempts.outbox_id = screened.id`,
+      [lane, limit, lane, limit, limit, lockToken, workerId, leaseMs, workerId, lockToken],
     );
     return rows.map((row) => ({
       id: row.id,
@@ -215,8 +289,12 @@ export class OutboxRepository {
       attempts: row.attempts,
       maxAttempts: row.max_attempts,
       createdAt: toDate(row.created_at),
+      lane: row.lane,
+      expiresAt: toDateOrNull(row.expires_at),
       lockToken,
-      attemptId: row.attempt_id,
+      attemptId: row.attempt_id ?? null,
+      skipReason: row.skip_reason ?? null,
+      suppressed: row.suppressed,
     }));
   }
 
@@ -256,7 +334,7 @@ export class OutboxRepository {
            rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, event_name text, event_payload jsonb)
        ), settled as (
          update mail_outbox o
-         set status = i.status,
+         set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
              attempts = o.attempts - i.refund,
              next_attempt_at = coalesce(i.next_attempt_at, o.next_attempt_at),
              locked_until = null, lock_token = null, locked_by = null,
@@ -270,7 +348,7 @@ export class OutboxRepository {
              updated_at = now()
          from input i
          where o.id = i.id and o.lock_token = i.lock_token and o.status = 'sending'
-         returning o.id
+         returning o.id, o.status
        ), attempts as (
          update mail_outbox_attempt a
          set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
@@ -278,14 +356,19 @@ export class OutboxRepository {
          from input i where a.id = i.attempt_id
        ), events as (
          insert into mail_outbox_event (outbox_id, name, payload, locked_until)
-         select i.id, i.event_name, i.event_payload, now() + ? * interval '1 millisecond'
+         select i.id, i.event_name,
+                case when settled.status = i.status then i.event_payload
+                     else i.event_payload || jsonb_build_object('status', settled.status, 'nextAttemptAt', null) end,
+                now() + ? * interval '1 millisecond'
          from input i join settled on settled.id = i.id
-         returning id, outbox_id
+         returning id, outbox_id, name, payload
        )
-       select events.outbox_id as id, events.id as event_id from events`,
+       select events.outbox_id as id, events.id as event_id, events.name, events.payload from events`,
       [JSON.stringify(input), eventLeaseMs],
     );
-    return { applied: new Map(rows.map((row) => [row.id as string, { eventId: String(row.event_id) }])) };
+    return {
+      applied: new Map(rows.map((row) => [row.id as string, { id: String(row.event_id), name: row.name, payload: row.payload }])),
+    };
   }
 
   /** Takes events whose emitter did not confirm them in time (it crashed, or is another instance that did). */

@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from '@nestjs/common';
+import type { SchedulerRegistry } from '@nestjs/schedule';
+import type { MailEventPublisher } from '../events/mail-event.publisher.js';
+import type { ClaimedRow, OutboxRepository, Settlement } from '../outbox/outbox.repository.js';
+import type { StoredEvent } from '../outbox/outbox.repository.js';
+import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
+import type { ResolvedLane, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import type { MailTransport } from '../transport/mail-transport.interface.js';
+import type { Batcher } from './batcher.js';
+import { LaneThrottle, type SendSignal } from './lane-throttle.js';
+import { settlementFor, skipSettlement } from './settlement.js';
+import { classifyDelivery, classifyFailure, type SmtpVerdict } from './smtp-reply.js';
+
+const SETTLE_RETRIES = 5;
+
+export interface LaneDispatcherDependencies {
+  em: EntityManager;
+  repository: OutboxRepository;
+  publisher: MailEventPublisher;
+  scheduler: SchedulerRegistry;
+  transport: MailTransport;
+  settler: Batcher<Settlement, StoredEvent | null>;
+  options: ResolvedReliableMailOptions;
+  logger: Logger;
+}
+
+function signalOf(verdict: SmtpVerdict): SendSignal | null {
+  if (verdict.kind === 'sent') return 'ok';
+  if (verdict.kind === 'sender' || (verdict.kind === 'transient' && verdict.slowDown)) return 'slow-down';
+  if (verdict.kind === 'transient' && verdict.replyCode === null) return 'connection-failure';
+  return null;
+}
+
+/** Leaves out the recipients on the suppression list; the claim only hands over rows that keep at least one. */
+function withoutSuppressed(row: ClaimedRow): ClaimedRow['payload'] {
+  if (row.suppressed.length === 0) return row.payload;
+  const keep = (list: ClaimedRow['payload']['to']) => list.filter((entry) => !row.suppressed.includes(entry.address.toLowerCase()));
+  return { ...row.payload, to: keep(row.payload.to), cc: keep(row.payload.cc), bcc: keep(row.payload.bcc) };
+}
+
+/**
+ * The claim-send-settle loop of one lane. It reschedules itself through the scheduler registry so that two claims
+ * of the lane never overlap, and claims only as many rows as it has free send slots (and rate tokens), so no
+ * claimed row waits in memory while its lease runs.
+ */
+export class LaneDispatcher {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly throttle: LaneThrottle;
+  private readonly timerName: string;
+  private running = false;
+  private stopping = false;
+  private rerunRequested = false;
+  /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
+  private backlogSeen = false;
+  lastTickAt: Date | null = null;
+
+  constructor(
+    readonly lane: ResolvedLane,
+    private readonly deps: LaneDispatcherDependencies,
+  ) {
+    this.throttle = new LaneThrottle(lane.ratePerSecond, Date.now());
+    this.timerName = `${DISPATCHER_TIMEOUT_NAME}:${lane.name}`;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Stops claiming and waits up to `timeoutMs` for the sends in flight; returns how many did not finish. */
+  async stop(timeoutMs: number): Promise<number> {
+    this.stopping = true;
+    this.clearTimer();
+    await Promise.race([Promise.all(this.inFlight), sleep(timeoutMs, undefined, { ref: false })]);
+    return this.inFlight.size;
+  }
+
+  /** Runs the loop now unless it is already running, in which case it runs again right after. */
+  wake(): void {
+    if (this.stopping) return;
+    if (this.running) {
+      this.rerunRequested = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    this.clearTimer();
+    this.deps.scheduler.addTimeout(this.timerName, setTimeout(() => void this.tick(), delayMs));
+  }
+
+  private clearTimer(): void {
+    if (this.deps.scheduler.doesExist('timeout', this.timerName)) this.deps.scheduler.deleteTimeout(this.timerName);
+  }
+
+  private async tick(): Promise<void> {
+    this.clearTimer();
+    if (this.stopping || this.running) return;
+    this.running = true;
+    this.rerunRequested = false;
+    const { batchSize, leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
+    // -1: every slot is busy, and the next finished send wakes the loop.
+    let next = pollIntervalMs;
+    try {
+      const free = this.lane.concurrency - this.inFlight.size;
+      const granted = free > 0 ? this.throttle.take(Math.min(batchSize, free), Date.now()) : 0;
+      if (free <= 0) {
+        next = -1;
+      } else if (granted === 0) {
+        next = Math.max(1, this.throttle.waitMs(Date.now()));
+      } else {
+        const rows = await this.deps.repository.claim(this.deps.em, this.lane.name, granted, leaseMs, workerId, randomUUID());
+        this.throttle.giveBack(granted - rows.length);
+        if (rows.length > 0) this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
+        for (const row of rows) this.track(this.process(row));
+        this.backlogSeen = rows.length === granted;
+        if (this.backlogSeen) next = this.inFlight.size < this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
+      }
+    } catch (error) {
+      this.deps.logger.error({ msg: 'claim failed; trying again after the poll interval', lane: this.lane.name, error: String(error) });
+    } finally {
+      this.running = false;
+      this.lastTickAt = new Date();
+    }
+    if (this.stopping) return;
+    if (this.rerunRequested && next !== -1) next = Math.min(next, this.throttle.waitMs(Date.now()));
+    if (next >= 0) this.schedule(next);
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => {
+      this.inFlight.delete(work);
+      if (this.backlogSeen) this.wake();
+    });
+  }
+
+  private async process(row: ClaimedRow): Promise<void> {
+    const settlement = row.skipReason ? skipSettlement({ ...row, skipReason: row.skipReason }) : await this.send(row);
+    const event = await this.settle(settlement);
+    if (event) await this.deps.publisher.publish([event]);
+  }
+
+  private async send(row: ClaimedRow): Promise<Settlement> {
+    const started = performance.now();
+    let verdict: SmtpVerdict;
+    try {
+      verdict = classifyDelivery(await this.deps.transport.send({ messageId: row.messageId, payload: withoutSuppressed(row) }));
+      if (verdict.kind === 'sent' && row.suppressed.length > 0) {
+        const suppressed = row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null }));
+        verdict = { ...verdict, rejected: [...verdict.rejected, ...suppressed] };
+      }
+    } catch (error) {
+      verdict = classifyFailure(error as Parameters<typeof classifyFailure>[0]);
+    }
+    const signal = signalOf(verdict);
+    if (signal) this.throttle.record(signal, Date.now());
+    const settlement = settlementFor(row, verdict, this.deps.options.retry, new Date(), Math.round(performance.now() - started));
+    this.log(row, settlement, verdict);
+    return settlement;
+  }
+
+  /** Settles with a few retries, since the statement is idempotent; returns the recorded event if it applied. */
+  private async settle(settlement: Settlement): Promise<StoredEvent | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const event = await this.deps.settler.add(settlement);
+        if (!event) {
+          this.deps.logger.warn({ msg: 'settle ignored: the lease was lost and another worker owns the row', id: settlement.id, outcome: settlement.outcome });
+        }
+        return event;
+      } catch (error) {
+        if (attempt >= SETTLE_RETRIES) {
+          this.deps.logger.error({ msg: 'settle failed; the row is claimed again after its lease', id: settlement.id, outcome: settlement.outcome, error: String(error) });
+          return null;
+        }
+        await sleep(100 * 2 ** attempt);
+      }
+    }
+  }
+
+  private log(row: ClaimedRow, settlement: Settlement, verdict: SmtpVerdict): void {
+    const entry = {
+      msg: 'settled',
+      id: row.id,
+      messageId: row.messageId,
+      lane: row.lane,
+      attempt: row.attempts,
+      status: settlement.status,
+      outcome: settlement.outcome,
+      replyCode: verdict.replyCode,
+      enhancedStatus: verdict.enhancedStatus,
+      nextAttemptAt: settlement.nextAttemptAt?.toISOString(),
+      durationMs: settlement.durationMs,
+    };
+    if (settlement.status === 'dead') {
+      this.deps.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
+    } else if (verdict.kind === 'sender') {
+      this.deps.logger.error({ ...entry, msg: 'the SMTP server refused the sender: check credentials and configuration', reply: verdict.reply });
+    } else if (settlement.status === 'sent') {
+      this.deps.logger.debug(entry);
+    } else {
+      this.deps.logger.warn({ ...entry, reply: verdict.reply });
+    }
+  }
+}

@@ -1,0 +1,133 @@
+import { describe, expect, it } from '@jest/globals';
+import { InvalidOptionsError } from './errors.js';
+import { longestSendMs, type ReliableMailOptions, resolveOptions, type SmtpTransportOptions } from './reliable-mail.options.js';
+
+const valid: ReliableMailOptions = {
+  transport: 'smtp://user:pass@smtp.example.com:587',
+  from: 'Shop <noreply@example.com>',
+  messageIdDomain: 'mail.example.com',
+};
+
+const defaultDispatcher = {
+  enabled: true,
+  pollIntervalMs: 1_000,
+  batchSize: 50,
+  concurrency: 8,
+  leaseMs: 300_000,
+  shutdownTimeoutMs: 30_000,
+  eventLeaseMs: 30_000,
+  workerId: 'worker-host:4242',
+};
+const defaultRetry = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
+
+function expectInvalid(options: unknown, option: string): void {
+  let error: unknown;
+  try {
+    resolveOptions(options as ReliableMailOptions, 'worker-host', 4242);
+  } catch (thrown) {
+    error = thrown;
+  }
+  expect(error).toBeInstanceOf(InvalidOptionsError);
+  expect((error as InvalidOptionsError).option).toBe(option);
+  expect((error as Error).message).toContain(`"${option}"`);
+}
+
+describe('resolveOptions', () => {
+  it.each<{ name: string; options: Partial<ReliableMailOptions>; dispatcher?: object; retry?: object }>([
+    { name: 'defaults for a URL transport', options: {} },
+    { name: 'smtps URL', options: { transport: 'smtps://user:pass@smtp.example.com:465' } },
+    { name: 'transport object', options: { transport: { host: 'smtp.example.com', port: 587, auth: { user: 'u', pass: 'p' } } } },
+    { name: 'dispatcher overrides merge with defaults', options: { dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } }, dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } },
+    { name: 'retry overrides merge with defaults', options: { retry: { maxAttempts: 3, maxDelayMs: 5_000 } }, retry: { maxAttempts: 3, maxDelayMs: 5_000 } },
+    { name: 'lease just above the SMTP timeouts sum', options: { dispatcher: { leaseMs: 180_001 } }, dispatcher: { leaseMs: 180_001 } },
+    { name: 'retry.maxDelayMs equal to baseDelayMs', options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } }, retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } },
+  ])('$name', ({ options, dispatcher, retry }) => {
+    const input = { ...valid, ...options };
+    const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
+    expect(resolveOptions(input, 'worker-host', 4242)).toEqual({
+      transport: input.transport,
+      from: 'Shop <noreply@example.com>',
+      messageIdDomain: 'mail.example.com',
+      dispatcher: resolvedDispatcher,
+      retry: { ...defaultRetry, ...retry },
+      lanes: ['critical', 'default', 'bulk'].map((name) => ({
+        name,
+        concurrency: resolvedDispatcher.concurrency,
+        ratePerSecond: null,
+        transport: input.transport,
+        ownTransport: false,
+      })),
+      defaultLane: 'default',
+    });
+  });
+
+  it('declared lanes keep their own concurrency, rate and transport', () => {
+    const resolved = resolveOptions(
+      { ...valid, lanes: { login: { concurrency: 2 }, news: { ratePerSecond: 5, transport: 'smtp://bulk.example.com' } }, defaultLane: 'login' },
+      'worker-host',
+      4242,
+    );
+    expect(resolved.lanes).toEqual([
+      { name: 'login', concurrency: 2, ratePerSecond: null, transport: valid.transport, ownTransport: false },
+      { name: 'news', concurrency: 8, ratePerSecond: 5, transport: 'smtp://bulk.example.com', ownTransport: true },
+    ]);
+    expect(resolved.defaultLane).toBe('login');
+  });
+
+  it.each<{ name: string; options: Record<string, unknown>; option: string }>([
+    { name: 'no lane', options: { lanes: {} }, option: 'lanes' },
+    { name: 'a lane name with capitals', options: { lanes: { Bulk: {} } }, option: 'lanes.Bulk' },
+    { name: 'a lane concurrency of 0', options: { lanes: { bulk: { concurrency: 0 } } }, option: 'lanes.bulk.concurrency' },
+    { name: 'a negative lane rate', options: { lanes: { bulk: { ratePerSecond: -1 } } }, option: 'lanes.bulk.ratePerSecond' },
+    { name: 'a lane transport that is not SMTP', options: { lanes: { bulk: { transport: 'http://x.example.com' } } }, option: 'lanes.bulk.transport' },
+    { name: 'a default lane that is not declared', options: { defaultLane: 'urgent' }, option: 'defaultLane' },
+    { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
+    { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
+    { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },
+    { name: 'transport object without host', options: { transport: { port: 587 } }, option: 'transport.host' },
+    { name: 'transport object with empty host', options: { transport: { host: '' } }, option: 'transport.host' },
+    { name: 'from without @', options: { from: 'noreply' }, option: 'from' },
+    { name: 'from missing', options: { from: undefined }, option: 'from' },
+    { name: 'messageIdDomain with a space', options: { messageIdDomain: 'mail example.com' }, option: 'messageIdDomain' },
+    { name: 'messageIdDomain starting with a hyphen', options: { messageIdDomain: '-mail.example.com' }, option: 'messageIdDomain' },
+    { name: 'messageIdDomain with an @', options: { messageIdDomain: 'a@example.com' }, option: 'messageIdDomain' },
+    { name: 'dispatcher.enabled not a boolean', options: { dispatcher: { enabled: 'yes' } }, option: 'dispatcher.enabled' },
+    { name: 'dispatcher.batchSize 0', options: { dispatcher: { batchSize: 0 } }, option: 'dispatcher.batchSize' },
+    { name: 'dispatcher.concurrency 1.5', options: { dispatcher: { concurrency: 1.5 } }, option: 'dispatcher.concurrency' },
+    { name: 'dispatcher.pollIntervalMs as a string', options: { dispatcher: { pollIntervalMs: '1000' } }, option: 'dispatcher.pollIntervalMs' },
+    { name: 'dispatcher.workerId empty', options: { dispatcher: { workerId: '' } }, option: 'dispatcher.workerId' },
+    { name: 'retry.maxAttempts -1', options: { retry: { maxAttempts: -1 } }, option: 'retry.maxAttempts' },
+    { name: 'retry.maxAgeMs NaN', options: { retry: { maxAgeMs: Number.NaN } }, option: 'retry.maxAgeMs' },
+    { name: 'retry.maxDelayMs below baseDelayMs', options: { retry: { baseDelayMs: 5_000, maxDelayMs: 1_000 } }, option: 'retry.maxDelayMs' },
+    { name: 'leaseMs shorter than the SMTP timeouts sum', options: { dispatcher: { leaseMs: 60_000 } }, option: 'dispatcher.leaseMs' },
+    { name: 'leaseMs equal to the SMTP timeouts sum', options: { dispatcher: { leaseMs: 180_000 } }, option: 'dispatcher.leaseMs' },
+    {
+      name: 'default leaseMs shorter than the transport timeouts',
+      options: { transport: { host: 'smtp.example.com', socketTimeout: 600_000 } },
+      option: 'dispatcher.leaseMs',
+    },
+  ])('rejects $name', ({ options, option }) => {
+    expectInvalid({ ...valid, ...options }, option);
+  });
+
+  it.each([
+    { name: 'null', options: null },
+    { name: 'a string', options: 'smtp://smtp.example.com' },
+  ])('rejects options that are $name', ({ options }) => {
+    expectInvalid(options, 'options');
+  });
+});
+
+describe('longestSendMs', () => {
+  it.each<{ name: string; transport: string | SmtpTransportOptions; expected: number }>([
+    { name: 'URL transport uses the default timeouts', transport: 'smtp://smtp.example.com', expected: 180_000 },
+    { name: 'object without timeouts uses the defaults', transport: { host: 'smtp.example.com' }, expected: 180_000 },
+    {
+      name: 'object timeouts replace the defaults one by one',
+      transport: { host: 'smtp.example.com', connectionTimeout: 5_000, socketTimeout: 10_000 },
+      expected: 45_000,
+    },
+  ])('$name', ({ transport, expected }) => {
+    expect(longestSendMs(transport)).toBe(expected);
+  });
+});
