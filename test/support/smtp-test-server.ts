@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 /** What the server answers at one point of a conversation: a reply line, a dropped connection, or silence. */
-export type ScriptedReply = { code: number; text: string } | { acceptAfterMs: number } | 'drop' | 'stall';
+/** A reply line (sent after `delayMs` when given), acceptance after a delay, a dropped connection, or silence. */
+export type ScriptedReply = { code: number; text: string; delayMs?: number } | { acceptAfterMs: number } | 'drop' | 'stall';
 
 export interface SmtpScript {
   onConnect?: () => ScriptedReply | undefined;
@@ -14,6 +15,7 @@ export interface SmtpScript {
 
 export interface ReceivedMessage {
   messageId: string | null;
+  receivedAt: number;
   recipients: string[];
   raw: string;
 }
@@ -57,6 +59,7 @@ export class SmtpTestServer {
           const raw = Buffer.concat(chunks).toString('utf8');
           const message: ReceivedMessage = {
             messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1] ?? null,
+            receivedAt: Date.now(),
             recipients: session.envelope.rcptTo.map((rcpt) => rcpt.address),
             raw,
           };
@@ -109,6 +112,10 @@ export class SmtpTestServer {
       return;
     }
     if (reply.code < 300) return callback();
+    if (reply.delayMs) {
+      setTimeout(() => callback(replyError(reply)), reply.delayMs);
+      return;
+    }
     callback(replyError(reply));
   }
 }

@@ -1,0 +1,220 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { EntityManager } from '@mikro-orm/postgresql';
+import {
+  IdempotencyConflictError,
+  MailOutboxService,
+  MailValidationError,
+  OutboxRowNotCancellableError,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
+import { type SmtpScript, SmtpTestServer } from './support/smtp-test-server.js';
+
+type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+const mail = { to: 'ann@example.com', subject: 'Your code', text: '123456' };
+
+describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
+  let database: TestDatabase;
+  let smtp: SmtpTestServer;
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await smtp?.close();
+    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
+    await cleaner.get(EntityManager).execute('delete from mail_outbox');
+    await cleaner.close();
+  });
+
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  async function start(script: SmtpScript = {}, overrides: Partial<ReliableMailOptions> = {}) {
+    smtp = new SmtpTestServer();
+    smtp.script = script;
+    await smtp.listen();
+    const app = await createTestApp(database.url, testMailOptions(smtp.url, overrides));
+    apps.push(app);
+    return { app, outbox: app.get(MailOutboxService), em: app.get(EntityManager) };
+  }
+
+  const statusOf = async (em: EntityManager, id: string) =>
+    (await em.execute<{ status: string }[]>(`select status from mail_outbox where id = ?`, [id]))[0].status;
+
+  describe('scheduling and expiry', () => {
+    it('delayMs: the mail reaches the server no earlier than asked', async () => {
+      const { outbox, app } = await start();
+      const enqueuedAt = Date.now();
+      const { messageId } = await outbox.enqueue(mail, { delayMs: 400 });
+      await waitFor('the delayed mail', () => app.events.sent.length === 1);
+      const [received] = smtp.received;
+      expect(received.messageId).toBe(messageId);
+      expect(received.receivedAt - enqueuedAt).toBeGreaterThanOrEqual(400);
+    });
+
+    it('ttlMs: a mail that cannot go out before it lapses ends as expired, with an event saying so', async () => {
+      const { outbox, app } = await start({ onData: () => ({ code: 451, text: '4.3.0 Try again later' }) }, {
+        retry: { baseDelayMs: 200, maxDelayMs: 400 },
+      });
+      const { id } = await outbox.enqueue(mail, { ttlMs: 300 });
+      await waitFor('the expiry event', () => app.events.failed.some((event) => event.status === 'expired'), 10_000);
+      const row = await outbox.get(id);
+      expect(row.status).toBe('expired');
+      expect(row.lastError).toMatch(/expired/);
+      expect(smtp.received).toHaveLength(0);
+    });
+
+    it('a mail whose expiry passed before it was claimed is closed without an SMTP attempt', async () => {
+      smtp = new SmtpTestServer();
+      await smtp.listen();
+      const producer = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
+      apps.push(producer);
+      const { id } = await producer.get(MailOutboxService).enqueue(mail, { ttlMs: 50 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const dispatcher = await createTestApp(database.url, testMailOptions(smtp.url));
+      apps.push(dispatcher);
+      await waitFor('the expiry event', () => dispatcher.events.failed.length === 1);
+      expect(dispatcher.events.failed[0]).toMatchObject({ id, status: 'expired', attempt: 0, reason: 'expired before it could be sent' });
+      const row = await producer.get(MailOutboxService).get(id);
+      expect(row).toMatchObject({ status: 'expired', attempts: 0, attemptLog: [] });
+      expect(smtp.received).toHaveLength(0);
+    });
+
+    it.each([
+      ['sendAt and delayMs together', { sendAt: new Date(), delayMs: 5 }, 'delayMs'],
+      ['an expiry before the send time', { delayMs: 1_000, ttlMs: 500 }, 'expiresAt'],
+      ['an unknown lane', { lane: 'urgent' }, 'lane'],
+      ['an invalid date', { sendAt: new Date('nope') }, 'sendAt'],
+    ])('rejects %s', async (_case, options, field) => {
+      const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
+      await expect(outbox.enqueue(mail, options)).rejects.toMatchObject({ name: 'MailValidationError', field });
+      const [{ count }] = await em.execute(`select count(*)::int as count from mail_outbox`);
+      expect(count).toBe(0);
+    });
+  });
+
+  describe('cancel', () => {
+    it('a pending mail is cancelled at once and never sent', async () => {
+      const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
+      const { id } = await outbox.enqueue(mail, { delayMs: 60_000 });
+      await expect(outbox.cancel(id)).resolves.toEqual({ id, status: 'cancelled' });
+      await expect(outbox.cancel(id)).resolves.toEqual({ id, status: 'cancelled' });
+      expect(await statusOf(em, id)).toBe('cancelled');
+    });
+
+    it('a mail being sent finishes its attempt and is then not retried', async () => {
+      const { outbox, app, em } = await start({ onData: () => ({ code: 451, text: '4.3.0 Try again later', delayMs: 300 }) });
+      const { id } = await outbox.enqueue(mail);
+      await waitFor('the send to start', async () => (await statusOf(em, id)) === 'sending');
+      await expect(outbox.cancel(id)).resolves.toEqual({ id, status: 'sending' });
+      await waitFor('the attempt to settle', () => app.events.failed.length === 1);
+      expect(app.events.failed[0]).toMatchObject({ id, status: 'cancelled', nextAttemptAt: null });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const row = await outbox.get(id);
+      expect(row).toMatchObject({ status: 'cancelled', attempts: 1 });
+    });
+
+    it('cancelling a sent mail is an error', async () => {
+      const { outbox, app } = await start();
+      const { id } = await outbox.enqueue(mail);
+      await waitFor('the mail to be sent', () => app.events.sent.length === 1);
+      await expect(outbox.cancel(id)).rejects.toBeInstanceOf(OutboxRowNotCancellableError);
+      await expect(outbox.cancel(id)).rejects.toThrow(`Outbox row ${id} is sent and can no longer be cancelled`);
+    });
+  });
+
+  describe('lanes', () => {
+    it('a critical mail is delivered while most of a bulk backlog is still pending', async () => {
+      const { outbox, app } = await start(
+        { onData: (message) => (message.recipients[0].startsWith('bulk') ? { acceptAfterMs: 20 } : undefined) },
+        { lanes: { critical: { concurrency: 2 }, default: {}, bulk: { concurrency: 2 } } },
+      );
+      await outbox.enqueueMany(
+        Array.from({ length: 1_000 }, (_, index) => ({ mail: { to: `bulk${index}@example.com`, subject: 'News', text: 'x' } })),
+        { lane: 'bulk' },
+      );
+      await waitFor('the bulk lane to be busy', () => smtp.received.length >= 10);
+      const { messageId } = await outbox.enqueue({ to: 'login@example.com', subject: 'Your code', text: '123456' }, { lane: 'critical' });
+      await waitFor('the critical mail', () => smtp.received.some((message) => message.messageId === messageId));
+      const bulkDelivered = smtp.received.filter((message) => message.recipients[0].startsWith('bulk')).length;
+      expect(bulkDelivered).toBeLessThan(500);
+      expect(app.events.sent.some((event) => event.messageId === messageId)).toBe(true);
+    });
+
+    it('"slow down" replies pause the lane instead of burning every message\'s attempts', async () => {
+      const throttledUntil = Date.now() + 3_000;
+      const { outbox, em } = await start(
+        { onData: () => (Date.now() < throttledUntil ? { code: 421, text: '4.7.0 Rate limit exceeded, slow down' } : undefined) },
+        { lanes: { default: { concurrency: 2 } }, retry: { baseDelayMs: 10, maxDelayMs: 20, maxAttempts: 50 } },
+      );
+      await outbox.enqueueMany(Array.from({ length: 20 }, (_, index) => ({ mail: { ...mail, to: `user${index}@example.com` } })));
+      await waitFor('all 20 delivered', () => smtp.received.length === 20, 20_000);
+      const [{ failedAttempts }] = await em.execute(
+        `select count(*)::int as "failedAttempts" from mail_outbox_attempt where outcome = 'transient'`,
+      );
+      // Without back-pressure each message would fail every 10-20 ms for 3 s: dozens of attempts, more than one per message.
+      expect(failedAttempts).toBeLessThan(20);
+    });
+
+    it('an idle dispatcher wakes on the NOTIFY of the enqueue, not at its next poll', async () => {
+      const { outbox, app } = await start({}, { dispatcher: { pollIntervalMs: 600_000 } });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await outbox.enqueue(mail);
+      await waitFor('the mail, long before a poll', () => app.events.sent.length === 1, 10_000);
+    });
+  });
+
+  describe('enqueueMany', () => {
+    const batch = (count: number, prefix = 'user') =>
+      Array.from({ length: count }, (_, index) => ({ mail: { ...mail, to: `${prefix}${index}@example.com` }, idempotencyKey: `${prefix}-${index}` }));
+
+    it('joins the caller\'s transaction: a rollback leaves nothing, a commit writes every row', async () => {
+      const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
+      await expect(
+        em.transactional(async () => {
+          await outbox.enqueueMany(batch(500));
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      let [{ count }] = await em.execute(`select count(*)::int as count from mail_outbox`);
+      expect(count).toBe(0);
+
+      const results = await em.transactional(() => outbox.enqueueMany(batch(500)));
+      expect(results).toHaveLength(500);
+      expect(results.every((result) => result.created && result.status === 'pending')).toBe(true);
+      [{ count }] = await em.execute(`select count(*)::int as count from mail_outbox`);
+      expect(count).toBe(500);
+    });
+
+    it('applies the idempotency rules of enqueue, and a conflict keeps nothing of the batch', async () => {
+      const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
+      const first = await outbox.enqueueMany(batch(3));
+      const again = await outbox.enqueueMany([...batch(3), ...batch(2, 'new')]);
+      expect(again.slice(0, 3)).toEqual(first.map((result) => ({ ...result, created: false })));
+      expect(again.slice(3).every((result) => result.created)).toBe(true);
+
+      const conflicting = [...batch(2, 'other'), { mail: { ...mail, subject: 'Changed' }, idempotencyKey: 'user-0' }];
+      await expect(outbox.enqueueMany(conflicting)).rejects.toBeInstanceOf(IdempotencyConflictError);
+      const [{ count }] = await em.execute(`select count(*)::int as count from mail_outbox`);
+      expect(count).toBe(5);
+    });
+
+    it('validates every mail before writing any', async () => {
+      const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
+      const mails = batch(5);
+      mails[3] = { mail: { ...mail, to: 'not-an-address' }, idempotencyKey: 'bad' };
+      const attempt = outbox.enqueueMany(mails);
+      await expect(attempt).rejects.toBeInstanceOf(MailValidationError);
+      await expect(attempt).rejects.toMatchObject({ field: 'mails[3].to' });
+      const [{ count }] = await em.execute(`select count(*)::int as count from mail_outbox`);
+      expect(count).toBe(0);
+    });
+  });
+});
