@@ -1,33 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { MailOutboxService } from '@reliable-mail/nestjs';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { createTestApp, migrate, spawnDispatcherProcess, testMailOptions, waitFor } from './support/test-app.js';
-import { SmtpTestServer } from './support/smtp-test-server.js';
-
-type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+import { spawnDispatcherProcess, testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
 
 describe('several dispatchers on one outbox', () => {
-  let database: TestDatabase;
-  let smtp: SmtpTestServer;
-  const apps: TestApp[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    await migrate(database.url);
-  });
-
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
-    await smtp?.close();
-    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
-    await cleaner.get(EntityManager).execute('delete from mail_outbox');
-    await cleaner.close();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const bed = useTestBed();
 
   async function enqueueMany(outbox: MailOutboxService, count: number): Promise<string[]> {
     const ids: string[] = [];
@@ -41,16 +19,14 @@ describe('several dispatchers on one outbox', () => {
   }
 
   it('two app instances drain 2,000 emails together and every Message-ID reaches the server exactly once', async () => {
-    smtp = new SmtpTestServer();
-    await smtp.listen();
+    const smtp = await bed.startSmtp();
     const options = testMailOptions(smtp.url, { dispatcher: { batchSize: 20, concurrency: 8 } });
-    const producer = await createTestApp(database.url, { ...options, dispatcher: { ...options.dispatcher, enabled: false } });
-    apps.push(producer);
+    const producer = await bed.startApp({ ...options, dispatcher: { ...options.dispatcher, enabled: false } });
     const messageIds = await enqueueMany(producer.get(MailOutboxService), 2_000);
 
-    apps.push(await createTestApp(database.url, options), await createTestApp(database.url, options));
+    const instances = [await bed.startApp(options), await bed.startApp(options)];
     await waitFor('2,000 deliveries', () => smtp.received.length >= 2_000, 60_000);
-    await waitFor('2,000 sent events', () => apps[1].events.sent.length + apps[2].events.sent.length === 2_000, 30_000);
+    await waitFor('2,000 sent events', () => instances[0].events.sent.length + instances[1].events.sent.length === 2_000, 30_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     const copies = smtp.copiesByMessageId();
@@ -58,25 +34,22 @@ describe('several dispatchers on one outbox', () => {
     expect([...copies.values()].every((count) => count === 1)).toBe(true);
     expect(new Set(copies.keys())).toEqual(new Set(messageIds));
     // Both instances did part of the work.
-    expect(apps[1].events.sent.length).toBeGreaterThan(0);
-    expect(apps[2].events.sent.length).toBeGreaterThan(0);
+    expect(instances[0].events.sent.length).toBeGreaterThan(0);
+    expect(instances[1].events.sent.length).toBeGreaterThan(0);
     const [{ unsent }] = await producer.get(EntityManager).execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
     expect(unsent).toBe(0);
   });
 
   it('a dispatcher killed with SIGKILL mid-batch loses nothing; a duplicate only follows an attempt recorded as unknown', async () => {
-    smtp = new SmtpTestServer();
     // Each message takes a while to be accepted, so the kill lands with sends in flight.
-    smtp.script = { onData: () => ({ acceptAfterMs: 30 }) };
-    await smtp.listen();
+    const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 30 }) });
     // The shortest lease the test transport's timeouts (3 x 2 s) allow: the successor waits this long for the rows in flight.
     const dispatcher = { concurrency: 8, batchSize: 8, leaseMs: 6_500 };
-    const producer = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
-    apps.push(producer);
+    const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
     const messageIds = await enqueueMany(producer.get(MailOutboxService), 300);
 
     const { child } = await spawnDispatcherProcess({
-      databaseUrl: database.url,
+      databaseUrl: bed.databaseUrl,
       smtpUrl: smtp.url,
       options: { dispatcher },
     });
@@ -85,8 +58,7 @@ describe('several dispatchers on one outbox', () => {
     await new Promise((resolve) => child.once('exit', resolve));
     const deliveredBeforeKill = smtp.received.length;
 
-    const successor = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher }));
-    apps.push(successor);
+    await bed.startApp(testMailOptions(smtp.url, { dispatcher }));
     const em = producer.get(EntityManager);
     await waitFor('every row sent', async () => {
       const [{ unsent }] = await em.execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);

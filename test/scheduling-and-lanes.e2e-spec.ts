@@ -1,49 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { EntityManager } from '@mikro-orm/postgresql';
-import {
-  IdempotencyConflictError,
-  MailOutboxService,
-  MailValidationError,
-  OutboxRowNotCancellableError,
-  type ReliableMailOptions,
-} from '@reliable-mail/nestjs';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
-import { type SmtpScript, SmtpTestServer } from './support/smtp-test-server.js';
-
-type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+import { describe, expect, it } from '@jest/globals';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { IdempotencyConflictError, MailOutboxService, MailValidationError, OutboxRowNotCancellableError } from '@reliable-mail/nestjs';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
 const mail = { to: 'ann@example.com', subject: 'Your code', text: '123456' };
 
 describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
-  let database: TestDatabase;
-  let smtp: SmtpTestServer;
-  const apps: TestApp[] = [];
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    await migrate(database.url);
-  });
-
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
-    await smtp?.close();
-    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
-    await cleaner.get(EntityManager).execute('delete from mail_outbox');
-    await cleaner.close();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
-
-  async function start(script: SmtpScript = {}, overrides: Partial<ReliableMailOptions> = {}) {
-    smtp = new SmtpTestServer();
-    smtp.script = script;
-    await smtp.listen();
-    const app = await createTestApp(database.url, testMailOptions(smtp.url, overrides));
-    apps.push(app);
-    return { app, outbox: app.get(MailOutboxService), em: app.get(EntityManager) };
-  }
+  const bed = useTestBed();
+  const start = bed.start;
 
   const statusOf = async (em: EntityManager, id: string) =>
     (await em.execute<{ status: string }[]>(`select status from mail_outbox where id = ?`, [id]))[0].status;
@@ -54,7 +18,7 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       const enqueuedAt = Date.now();
       const { messageId } = await outbox.enqueue(mail, { delayMs: 400 });
       await waitFor('the delayed mail', () => app.events.sent.length === 1);
-      const [received] = smtp.received;
+      const [received] = bed.smtp.received;
       expect(received.messageId).toBe(messageId);
       expect(received.receivedAt - enqueuedAt).toBeGreaterThanOrEqual(400);
     });
@@ -68,23 +32,20 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       const row = await outbox.get(id);
       expect(row.status).toBe('expired');
       expect(row.lastError).toMatch(/expired/);
-      expect(smtp.received).toHaveLength(0);
+      expect(bed.smtp.received).toHaveLength(0);
     });
 
     it('a mail whose expiry passed before it was claimed is closed without an SMTP attempt', async () => {
-      smtp = new SmtpTestServer();
-      await smtp.listen();
-      const producer = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
-      apps.push(producer);
+      const smtp = await bed.startSmtp();
+      const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
       const { id } = await producer.get(MailOutboxService).enqueue(mail, { ttlMs: 50 });
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const dispatcher = await createTestApp(database.url, testMailOptions(smtp.url));
-      apps.push(dispatcher);
+      const dispatcher = await bed.startApp(testMailOptions(smtp.url));
       await waitFor('the expiry event', () => dispatcher.events.failed.length === 1);
       expect(dispatcher.events.failed[0]).toMatchObject({ id, status: 'expired', attempt: 0, reason: 'expired before it could be sent' });
       const row = await producer.get(MailOutboxService).get(id);
       expect(row).toMatchObject({ status: 'expired', attempts: 0, attemptLog: [] });
-      expect(smtp.received).toHaveLength(0);
+      expect(bed.smtp.received).toHaveLength(0);
     });
 
     it.each([
@@ -140,12 +101,12 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
         Array.from({ length: 1_000 }, (_, index) => ({ mail: { to: `bulk${index}@example.com`, subject: 'News', text: 'x' } })),
         { lane: 'bulk' },
       );
-      await waitFor('the bulk lane to be busy', () => smtp.received.length >= 10);
+      await waitFor('the bulk lane to be busy', () => bed.smtp.received.length >= 10);
       const { messageId } = await outbox.enqueue({ to: 'login@example.com', subject: 'Your code', text: '123456' }, { lane: 'critical' });
-      await waitFor('the critical mail', () => smtp.received.some((message) => message.messageId === messageId));
-      const bulkDelivered = smtp.received.filter((message) => message.recipients[0].startsWith('bulk')).length;
+      await waitFor('the critical mail', () => bed.smtp.received.some((message) => message.messageId === messageId));
+      const bulkDelivered = bed.smtp.received.filter((message) => message.recipients[0].startsWith('bulk')).length;
       expect(bulkDelivered).toBeLessThan(500);
-      expect(app.events.sent.some((event) => event.messageId === messageId)).toBe(true);
+      await waitFor('its EmailSentEvent', () => app.events.sent.some((event) => event.messageId === messageId));
     });
 
     it('"slow down" replies pause the lane instead of burning every message\'s attempts', async () => {
@@ -155,7 +116,7 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
         { lanes: { default: { concurrency: 2 } }, retry: { baseDelayMs: 10, maxDelayMs: 20, maxAttempts: 50 } },
       );
       await outbox.enqueueMany(Array.from({ length: 20 }, (_, index) => ({ mail: { ...mail, to: `user${index}@example.com` } })));
-      await waitFor('all 20 delivered', () => smtp.received.length === 20, 20_000);
+      await waitFor('all 20 delivered', () => bed.smtp.received.length === 20, 20_000);
       const [{ failedAttempts }] = await em.execute(
         `select count(*)::int as "failedAttempts" from mail_outbox_attempt where outcome = 'transient'`,
       );

@@ -1,9 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { EntityManager } from '@mikro-orm/postgresql';
+import { describe, expect, it } from '@jest/globals';
 import { MailOutboxService, type ReliableMailOptions } from '@reliable-mail/nestjs';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
-import { type ScriptedReply, type SmtpScript, SmtpTestServer } from './support/smtp-test-server.js';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+import type { ScriptedReply, SmtpScript } from './support/smtp-test-server.js';
 
 /** A reply for the first `count` times a stage is reached, and none (success) afterwards. */
 function times(count: number, reply: ScriptedReply): () => ScriptedReply | undefined {
@@ -13,36 +12,14 @@ function times(count: number, reply: ScriptedReply): () => ScriptedReply | undef
 const once = (reply: ScriptedReply) => times(1, reply);
 
 describe('each SMTP reply ends in the right state with the right event', () => {
-  let database: TestDatabase;
-  let smtp: SmtpTestServer | undefined;
-  let app: Awaited<ReturnType<typeof createTestApp>> | undefined;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    await migrate(database.url);
-  });
-
-  afterEach(async () => {
-    await app?.close();
-    await smtp?.close();
-    app = smtp = undefined;
-    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
-    await cleaner.get(EntityManager).execute('delete from mail_outbox');
-    await cleaner.close();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
+  const bed = useTestBed();
 
   async function start(script: SmtpScript, options: (url: string) => ReliableMailOptions = testMailOptions) {
-    smtp = new SmtpTestServer();
-    smtp.script = script;
-    await smtp.listen();
-    app = await createTestApp(database.url, options(smtp.url));
+    const server = await bed.startSmtp(script);
+    const app = await bed.startApp(options(server.url));
     const outbox = app.get(MailOutboxService);
     const mail = await outbox.enqueue({ to: 'ann@example.com', cc: 'bob@example.com', subject: 'Your order', text: 'Thanks' });
-    return { outbox, mail, server: smtp, events: app.events };
+    return { outbox, mail, server, events: app.events };
   }
 
   it.each<[string, SmtpScript]>([
@@ -123,8 +100,7 @@ describe('each SMTP reply ends in the right state with the right event', () => {
 
   it('connection refused: transient until the attempts run out, then dead with the last error', async () => {
     // Nothing listens on port 1: the connection is refused before anything is sent.
-    smtp = undefined;
-    app = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { retry: { maxAttempts: 3 } }));
+    const app = await bed.startApp(testMailOptions('smtp://127.0.0.1:1', { retry: { maxAttempts: 3 } }));
     const outbox = app.get(MailOutboxService);
     const mail = await outbox.enqueue({ to: 'ann@example.com', subject: 'Your order', text: 'Thanks' });
     const events = app.events;

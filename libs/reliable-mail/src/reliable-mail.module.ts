@@ -1,5 +1,11 @@
 import { hostname } from 'node:os';
 import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { MailOutboxAdmin } from './admin/mail-outbox-admin.service.js';
+import { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
+import { MailMetrics } from './metrics/mail-metrics.js';
+import { OutboxOperationsRepository } from './outbox/outbox-operations.repository.js';
+import { OutboxRetention } from './retention/outbox-retention.service.js';
 import { MailDispatcher } from './dispatch/mail.dispatcher.js';
 import { WakeUpListener } from './dispatch/wake-up.listener.js';
 import { MailEventPublisher } from './events/mail-event.publisher.js';
@@ -8,6 +14,9 @@ import { OutboxRepository } from './outbox/outbox.repository.js';
 import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule, RELIABLE_MAIL_OPTIONS } from './reliable-mail.module-definition.js';
 import { resolveOptions, type ReliableMailOptions, type ResolvedReliableMailOptions } from './reliable-mail.options.js';
+import { MAIL_CONTENT_OPTIONS, resolveContentOptions } from './templates/content-options.js';
+import { MailRenderer } from './templates/mail-renderer.js';
+import { MailTemplateRegistry } from './templates/mail-template.registry.js';
 import type { MailTransport } from './transport/mail-transport.interface.js';
 import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
 
@@ -25,6 +34,7 @@ function createLaneTransports(options: ResolvedReliableMailOptions): Map<string,
  * and `reliableMailMigrations`, `EventEmitterModule.forRoot()` and `ScheduleModule.forRoot()`.
  */
 @Module({
+  imports: [TerminusModule],
   providers: [
     {
       provide: RESOLVED_OPTIONS,
@@ -36,12 +46,24 @@ function createLaneTransports(options: ResolvedReliableMailOptions): Map<string,
       inject: [RESOLVED_OPTIONS],
       useFactory: createLaneTransports,
     },
+    {
+      provide: MAIL_CONTENT_OPTIONS,
+      inject: [RELIABLE_MAIL_OPTIONS],
+      useFactory: resolveContentOptions,
+    },
+    MailTemplateRegistry,
+    MailRenderer,
     OutboxRepository,
+    OutboxOperationsRepository,
     MailOutboxService,
+    MailOutboxAdmin,
     MailEventPublisher,
+    MailMetrics,
     WakeUpListener,
     MailDispatcher,
+    OutboxRetention,
+    MailOutboxHealthIndicator,
   ],
-  exports: [MailOutboxService, MailDispatcher, MAIL_TRANSPORTS],
+  exports: [MailOutboxService, MailOutboxAdmin, MailOutboxHealthIndicator, MailDispatcher, OutboxRetention, MAIL_TRANSPORTS, MailTemplateRegistry],
 })
 export class ReliableMailModule extends ConfigurableReliableMailModule {}

@@ -1,6 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError } from './errors.js';
-import { longestSendMs, type ReliableMailOptions, resolveOptions, type SmtpTransportOptions } from './reliable-mail.options.js';
+import {
+  DEFAULT_HEALTH_OPTIONS,
+  DEFAULT_RETENTION_OPTIONS,
+  longestSendMs,
+  type ReliableMailOptions,
+  resolveOptions,
+  type SmtpTransportOptions,
+} from './reliable-mail.options.js';
 
 const valid: ReliableMailOptions = {
   transport: 'smtp://user:pass@smtp.example.com:587',
@@ -58,6 +65,8 @@ describe('resolveOptions', () => {
         ownTransport: false,
       })),
       defaultLane: 'default',
+      retention: DEFAULT_RETENTION_OPTIONS,
+      health: DEFAULT_HEALTH_OPTIONS,
     });
   });
 
@@ -81,6 +90,8 @@ describe('resolveOptions', () => {
     { name: 'a negative lane rate', options: { lanes: { bulk: { ratePerSecond: -1 } } }, option: 'lanes.bulk.ratePerSecond' },
     { name: 'a lane transport that is not SMTP', options: { lanes: { bulk: { transport: 'http://x.example.com' } } }, option: 'lanes.bulk.transport' },
     { name: 'a default lane that is not declared', options: { defaultLane: 'urgent' }, option: 'defaultLane' },
+    { name: 'a retention batch of 0', options: { retention: { batchSize: 0 } }, option: 'retention.batchSize' },
+    { name: 'a negative dead-letter threshold', options: { health: { maxDeadLetters: -1 } }, option: 'health.maxDeadLetters' },
     { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
     { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },

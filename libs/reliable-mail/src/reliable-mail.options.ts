@@ -1,5 +1,7 @@
 import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
 import { InvalidOptionsError } from './errors.js';
+import type { AttachmentResolver } from './templates/content-options.js';
+import type { MailTemplate } from './templates/mail-template.js';
 
 /** nodemailer's pooled SMTP options; `pool` and `maxRequeues` are fixed by reliable-mail (see `SmtpMailTransport`). */
 export type SmtpTransportOptions = Omit<SMTPPool.Options, 'pool' | 'maxRequeues'>;
@@ -34,6 +36,32 @@ export interface RetryOptions {
   maxAgeMs?: number;
 }
 
+export interface RetentionOptions {
+  /** Delete closed rows on a schedule in this instance. Default `true`. */
+  enabled?: boolean;
+  /** Sent, cancelled, expired and suppressed rows older than this are deleted with their attempts. Default 30 days. */
+  keepClosedForMs?: number;
+  /** Rows per delete statement, small enough never to hold locks for long. Default 500. */
+  batchSize?: number;
+  /** How often the cleanup runs. Default 600000 (10 minutes). */
+  intervalMs?: number;
+}
+
+export interface HealthOptions {
+  /** Rows waiting to be sent (due, being sent or retrying) above this make the indicator fail. Default 10000. */
+  maxBacklog?: number;
+  /** A row waiting longer than this since it was due makes the indicator fail. Default 300000 (5 minutes). */
+  maxLagMs?: number;
+  /** The window in which dead letters are counted. Default 3600000 (1 hour). */
+  deadLetterWindowMs?: number;
+  /** Dead letters in the window above this make the indicator fail. Default 0. */
+  maxDeadLetters?: number;
+  /** A dispatcher whose loop has not run for this long is reported dead. Default 60000. */
+  maxDispatcherIdleMs?: number;
+  /** Also ask the SMTP server (`verify`) on every check. Default `false`. */
+  verifySmtp?: boolean;
+}
+
 export interface LaneOptions {
   /** The most sends in flight in this lane, in this instance. Default: `dispatcher.concurrency`. */
   concurrency?: number;
@@ -59,6 +87,20 @@ export interface ReliableMailOptions {
   lanes?: Record<string, LaneOptions>;
   /** The lane of an enqueue that names none. Default `default`. */
   defaultLane?: string;
+  /**
+   * Templates a mail can name (`enqueue({ template, params })`), rendered at send time; several versions of a
+   * name may be given. More can be added from a provider through `MailTemplateRegistry.register`.
+   */
+  templates?: MailTemplate[];
+  /**
+   * The largest mail enqueue accepts, in bytes: subject, body (or template parameters), headers and inline
+   * attachments (counted decoded). Referenced attachments do not count. Default 5 MiB.
+   */
+  maxMessageBytes?: number;
+  /** Fetches attachments given as `{ ref }` at send time; without it such an attachment is refused at enqueue. */
+  attachmentResolver?: AttachmentResolver;
+  retention?: RetentionOptions;
+  health?: HealthOptions;
 }
 
 export interface ResolvedLane {
@@ -78,7 +120,25 @@ export interface ResolvedReliableMailOptions {
   retry: Required<RetryOptions>;
   lanes: ResolvedLane[];
   defaultLane: string;
+  retention: Required<RetentionOptions>;
+  health: Required<HealthOptions>;
 }
+
+export const DEFAULT_RETENTION_OPTIONS: Required<RetentionOptions> = {
+  enabled: true,
+  keepClosedForMs: 30 * 86_400_000,
+  batchSize: 500,
+  intervalMs: 600_000,
+};
+
+export const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
+  maxBacklog: 10_000,
+  maxLagMs: 300_000,
+  deadLetterWindowMs: 3_600_000,
+  maxDeadLetters: 0,
+  maxDispatcherIdleMs: 60_000,
+  verifySmtp: false,
+};
 
 export const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
 const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -193,7 +253,19 @@ export function resolveOptions(options: ReliableMailOptions, hostname: string, p
     throw new InvalidOptionsError('defaultLane', `names no declared lane: ${JSON.stringify(defaultLane)}`);
   }
 
-  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry, lanes, defaultLane };
+  const retention = { ...DEFAULT_RETENTION_OPTIONS, ...options.retention };
+  if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
+  for (const key of ['keepClosedForMs', 'batchSize', 'intervalMs'] as const) {
+    requirePositiveInteger(`retention.${key}`, retention[key]);
+  }
+  const health = { ...DEFAULT_HEALTH_OPTIONS, ...options.health };
+  for (const key of ['maxBacklog', 'maxLagMs', 'deadLetterWindowMs', 'maxDispatcherIdleMs'] as const) {
+    requirePositiveInteger(`health.${key}`, health[key]);
+  }
+  requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
+  if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
+
+  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry, lanes, defaultLane, retention, health };
 }
 
 function resolveLane(name: string, lane: LaneOptions, sharedTransport: string | SmtpTransportOptions, dispatcher: Required<DispatcherOptions>): ResolvedLane {

@@ -4,15 +4,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
+import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow, OutboxRepository, Settlement } from '../outbox/outbox.repository.js';
 import type { StoredEvent } from '../outbox/outbox.repository.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { MailRenderError, type MailRenderer } from '../templates/mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import type { Batcher } from './batcher.js';
 import { LaneThrottle, type SendSignal } from './lane-throttle.js';
-import { settlementFor, skipSettlement } from './settlement.js';
-import { classifyDelivery, classifyFailure, type SmtpVerdict } from './smtp-reply.js';
+import { renderFailureVerdict, settlementFor, skipSettlement } from './settlement.js';
+import { classifyDelivery, classifyFailure, type SmtpFailureDetails, type SmtpVerdict } from './smtp-reply.js';
 
 const SETTLE_RETRIES = 5;
 
@@ -22,7 +24,10 @@ export interface LaneDispatcherDependencies {
   publisher: MailEventPublisher;
   scheduler: SchedulerRegistry;
   transport: MailTransport;
+  /** Renders a row's template and fetches its attachments just before the send. */
+  renderer: MailRenderer;
   settler: Batcher<Settlement, StoredEvent | null>;
+  metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
   logger: Logger;
 }
@@ -141,24 +146,28 @@ export class LaneDispatcher {
   private async process(row: ClaimedRow): Promise<void> {
     const settlement = row.skipReason ? skipSettlement({ ...row, skipReason: row.skipReason }) : await this.send(row);
     const event = await this.settle(settlement);
-    if (event) await this.deps.publisher.publish([event]);
+    if (!event) return;
+    if (settlement.status !== 'pending') this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
+    await this.deps.publisher.publish([event]);
   }
 
   private async send(row: ClaimedRow): Promise<Settlement> {
     const started = performance.now();
     let verdict: SmtpVerdict;
     try {
-      verdict = classifyDelivery(await this.deps.transport.send({ messageId: row.messageId, payload: withoutSuppressed(row) }));
+      const payload = await this.deps.renderer.render(row.messageId, withoutSuppressed(row));
+      verdict = classifyDelivery(await this.deps.transport.send({ messageId: row.messageId, payload }));
       if (verdict.kind === 'sent' && row.suppressed.length > 0) {
         const suppressed = row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null }));
         verdict = { ...verdict, rejected: [...verdict.rejected, ...suppressed] };
       }
     } catch (error) {
-      verdict = classifyFailure(error as Parameters<typeof classifyFailure>[0]);
+      verdict = error instanceof MailRenderError ? renderFailureVerdict(error.message) : classifyFailure(error as SmtpFailureDetails);
     }
     const signal = signalOf(verdict);
     if (signal) this.throttle.record(signal, Date.now());
     const settlement = settlementFor(row, verdict, this.deps.options.retry, new Date(), Math.round(performance.now() - started));
+    this.deps.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
     this.log(row, settlement, verdict);
     return settlement;
   }

@@ -2,9 +2,11 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
+import { MailMetrics } from '../metrics/mail-metrics.js';
 import { OutboxRepository, type Settlement, type StoredEvent } from '../outbox/outbox.repository.js';
 import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { MailRenderer } from '../templates/mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { Batcher } from './batcher.js';
 import { LaneDispatcher } from './lane.dispatcher.js';
@@ -27,8 +29,10 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     private readonly publisher: MailEventPublisher,
     private readonly wakeUp: WakeUpListener,
     private readonly scheduler: SchedulerRegistry,
+    private readonly metrics: MailMetrics,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    private readonly renderer: MailRenderer,
   ) {
     // A fork of its own: the loops must never join a transaction that happens to be open where a timer was armed.
     this.em = em.fork();
@@ -63,7 +67,9 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
           publisher: this.publisher,
           scheduler: this.scheduler,
           transport: this.transports.get(lane.name)!,
+          renderer: this.renderer,
           settler,
+          metrics: this.metrics,
           options: this.options,
           logger: this.logger,
         }),

@@ -65,6 +65,7 @@ describe('settlementFor a sent verdict', () => {
     };
     const expected: Settlement = {
       ...common(verdict),
+      bounced: rejected.length > 0 ? ['b@example.com'] : [],
       status: 'sent',
       refundAttempt: 0,
       nextAttemptAt: null,
@@ -100,7 +101,9 @@ describe('settlementFor a failed verdict', () => {
     outcomeUnknown,
     slowDown: false,
   });
-  const permanent: SmtpVerdict = { kind: 'permanent', replyCode: 550, enhancedStatus: '5.1.1', reply: '550 5.1.1 User unknown', hardBounce: true };
+  const permanent: SmtpVerdict = {
+    kind: 'permanent', replyCode: 550, enhancedStatus: '5.1.1', reply: '550 5.1.1 User unknown', hardBounce: true, bouncedRecipients: null,
+  };
   const sender: SmtpVerdict = { kind: 'sender', replyCode: 535, enhancedStatus: '5.7.8', reply: '535 5.7.8 Authentication failed' };
 
   it.each<{
@@ -221,6 +224,8 @@ describe('settlementFor a failed verdict', () => {
   ])('$name', ({ attempts, ageMs, verdict, status, nextAttemptAt, lastError, refundAttempt, outcome, ...event }) => {
     const expected: Settlement = {
       ...common(verdict),
+      // A hard bounce that names no recipient covers all of them.
+      bounced: verdict.kind === 'permanent' ? ['a@example.com'] : [],
       status,
       refundAttempt,
       nextAttemptAt,

@@ -1,12 +1,30 @@
 import { EMAIL_FAILED_EVENT, type EmailFailedEvent } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
 import type { ClaimedRow, Settlement } from '../outbox/outbox.repository.js';
+import { recipientsOf } from '../outbox/mail-validation.js';
 import { decideRetry, type RetryPolicy } from './retry-policy.js';
-import type { SmtpVerdict } from './smtp-reply.js';
+import { isHardBounce, type SmtpVerdict } from './smtp-reply.js';
+
+/** The addresses this verdict proves do not exist, lower case, for the suppression list. */
+function bouncedBy(row: ClaimedRow, verdict: SmtpVerdict): string[] {
+  if (verdict.kind === 'sent') {
+    return verdict.rejected.filter((recipient) => isHardBounce(recipient.reply)).map((recipient) => recipient.address.toLowerCase());
+  }
+  if (verdict.kind !== 'permanent' || !verdict.hardBounce) return [];
+  return verdict.bouncedRecipients ?? recipientsOf(row.payload).map((address) => address.toLowerCase());
+}
 
 /** The event as it is stored in `mail_outbox_event`, so that a first emission and a redelivery see the same thing. */
 function asStoredJson(event: object): Record<string, unknown> {
   return JSON.parse(JSON.stringify(event)) as Record<string, unknown>;
+}
+
+/**
+ * The verdict of a row that could not be made into a message (its template is not registered or throws, an
+ * attachment cannot be fetched): nothing was sent, and trying again would fail the same way, so the row fails.
+ */
+export function renderFailureVerdict(reason: string): SmtpVerdict {
+  return { kind: 'permanent', replyCode: null, enhancedStatus: null, reply: reason, hardBounce: false, bouncedRecipients: [] };
 }
 
 /** What becomes of a claimed row after one attempt, with the attempt's record and the event that reports it. */
@@ -26,6 +44,7 @@ export function settlementFor(
     enhancedStatus: verdict.enhancedStatus,
     reply: verdict.reply,
     durationMs,
+    bounced: bouncedBy(row, verdict),
   };
 
   if (verdict.kind === 'sent') {
@@ -115,6 +134,7 @@ export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<Claim
     sentAt: null,
     outcome: 'permanent',
     durationMs: 0,
+    bounced: [],
     eventName: EMAIL_FAILED_EVENT,
     eventPayload: asStoredJson(
       failedEvent({ ...row, attempts: row.attempts - 1 }, row.skipReason, reason, null, {

@@ -16,7 +16,7 @@ function reply(response: string) {
 }
 
 const transient = (response: string, slowDown: boolean): SmtpVerdict => ({ kind: 'transient', ...reply(response), outcomeUnknown: false, slowDown });
-const permanent = (response: string, hardBounce: boolean): SmtpVerdict => ({ kind: 'permanent', ...reply(response), hardBounce });
+const permanent = (response: string, hardBounce: boolean): SmtpVerdict => ({ kind: 'permanent', ...reply(response), hardBounce, bouncedRecipients: null });
 const sender = (response: string): SmtpVerdict => ({ kind: 'sender', ...reply(response) });
 const noReply = (message: string, outcomeUnknown: boolean): SmtpVerdict => ({
   kind: 'transient',
@@ -216,7 +216,7 @@ describe('classifyFailure', () => {
       },
       {
         name: 'ESOCKET connection refused',
-        failure: { message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ESOCKET', errno: 'ECONNREFUSED', syscall: 'connect', command: 'CONN' },
+        failure: { message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ESOCKET', errno: 'ECONNREFUSED', command: 'CONN' },
         expected: noReply('connect ECONNREFUSED 127.0.0.1:1', false),
       },
       {
@@ -236,6 +236,30 @@ describe('classifyFailure', () => {
       },
     ])('$name', ({ failure, expected }) => {
       expect(classifyFailure(failure)).toEqual(expected);
+    });
+  });
+});
+
+describe('classifyFailure with per-recipient replies (every recipient refused at RCPT)', () => {
+  it('names only the recipients whose own reply is a hard bounce', () => {
+    const verdict = classifyFailure({
+      message: "Can't send mail - all recipients were rejected",
+      code: 'EENVELOPE',
+      responseCode: 550,
+      response: '550 5.7.1 Relaying denied',
+      command: 'RCPT TO',
+      rejectedErrors: [
+        { recipient: 'Gone@Example.com', response: '550 5.1.1 No such user' },
+        { recipient: 'blocked@example.com', response: '550 5.7.1 Relaying denied' },
+      ],
+    });
+    expect(verdict).toEqual({
+      kind: 'permanent',
+      replyCode: 550,
+      enhancedStatus: '5.7.1',
+      reply: '550 5.7.1 Relaying denied',
+      hardBounce: true,
+      bouncedRecipients: ['gone@example.com'],
     });
   });
 });

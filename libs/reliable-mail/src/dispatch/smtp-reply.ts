@@ -31,6 +31,8 @@ export type SmtpVerdict =
       reply: string;
       /** The address does not exist (X.1.1, X.1.2, X.1.3, X.1.6): it belongs on a suppression list. */
       hardBounce: boolean;
+      /** The recipients the server named as hard bounces; null when the reply covers every recipient. */
+      bouncedRecipients: string[] | null;
     }
   | {
       /** The sender's side is wrong (authentication, configuration, sender refused): no fault of this message. */
@@ -85,8 +87,19 @@ export function classifyDelivery(report: DeliveryReport): SmtpVerdict {
   };
 }
 
+/** Whether a reply line says the address does not exist (RFC 3463 X.1.1, X.1.2, X.1.3, X.1.6 with a 5yz). */
+export function isHardBounce(reply: string | null | undefined): boolean {
+  return HARD_BOUNCE_STATUSES.has(enhancedStatusOf(reply ?? undefined) ?? '');
+}
+
+/** nodemailer's error, with the per-recipient replies it attaches when every recipient was refused at RCPT. */
+export type SmtpFailureDetails = SmtpFailure & {
+  errno?: string | number;
+  rejectedErrors?: Array<{ recipient?: string; response?: string }>;
+};
+
 /** Classifies a failed send by RFC 5321 reply class and RFC 3463 enhanced status (see FAILURE-MODES in the README). */
-export function classifyFailure(failure: SmtpFailure & { errno?: string | number; syscall?: string }): SmtpVerdict {
+export function classifyFailure(failure: SmtpFailureDetails): SmtpVerdict {
   const replyCode = typeof failure.responseCode === 'number' ? failure.responseCode : null;
   const reply = (failure.response ?? failure.message ?? '').trim();
   const enhancedStatus = enhancedStatusOf(failure.response);
@@ -100,10 +113,16 @@ export function classifyFailure(failure: SmtpFailure & { errno?: string | number
     if (enhancedStatus?.endsWith('.2.2')) {
       return { kind: 'transient', ...base, outcomeUnknown: false, slowDown: false };
     }
-    if (SENDER_COMMANDS.test(failure.command ?? '') || enhancedStatus?.startsWith('5.7.') && failure.command !== 'RCPT TO') {
+    if (SENDER_COMMANDS.test(failure.command ?? '') || (enhancedStatus?.startsWith('5.7.') && failure.command !== 'RCPT TO')) {
       return { kind: 'sender', ...base };
     }
-    return { kind: 'permanent', ...base, hardBounce: HARD_BOUNCE_STATUSES.has(enhancedStatus ?? '') };
+    const perRecipient = failure.rejectedErrors?.filter((error) => error.recipient && isHardBounce(error.response));
+    return {
+      kind: 'permanent',
+      ...base,
+      hardBounce: HARD_BOUNCE_STATUSES.has(enhancedStatus ?? '') || !!perRecipient?.length,
+      bouncedRecipients: failure.rejectedErrors ? (perRecipient ?? []).map((error) => error.recipient!.toLowerCase()) : null,
+    };
   }
   if (replyCode !== null && replyCode >= 400) {
     const slowDown = replyCode === 421 || replyCode === 454 || !!enhancedStatus?.startsWith('4.7.') || RATE_LIMIT_TEXT.test(reply);

@@ -26,6 +26,8 @@ export class Migration20261130000000_CreateOutbox extends Migration {
         "last_enhanced_status" text null,
         "provider_reply" text null,
         "provider_message_id" text null,
+        "requeued_at" timestamptz null,
+        "requeue_reason" text null,
         "rejected_recipients" jsonb null,
         "created_at" timestamptz not null default now(),
         "sent_at" timestamptz null,
@@ -36,6 +38,9 @@ export class Migration20261130000000_CreateOutbox extends Migration {
     // The claim reads only these two partial indexes, so its cost does not grow with the number of settled rows.
     this.addSql(`create index "mail_outbox_due_index" on "mail_outbox" ("lane", "next_attempt_at") where "status" = 'pending'`);
     this.addSql(`create index "mail_outbox_lease_index" on "mail_outbox" ("lane", "locked_until") where "status" = 'sending'`);
+    // Retention deletes closed rows by age; health and stats count recent problems: each reads only its own rows.
+    this.addSql(`create index "mail_outbox_closed_index" on "mail_outbox" ("updated_at") where "status" in ('sent', 'cancelled', 'expired', 'suppressed')`);
+    this.addSql(`create index "mail_outbox_problem_index" on "mail_outbox" ("updated_at") where "status" in ('failed', 'dead')`);
 
     this.addSql(`
       create table "mail_outbox_attempt" (

@@ -30,6 +30,8 @@ export const MailOutbox = defineEntity({
     lastEnhancedStatus: p.text().nullable(),
     providerReply: p.text().nullable(),
     providerMessageId: p.text().nullable(),
+    requeuedAt: p.datetime().columnType('timestamptz').nullable(),
+    requeueReason: p.text().nullable(),
     rejectedRecipients: p.json<RejectedRecipient[]>().nullable(),
     createdAt: p.datetime().columnType('timestamptz'),
     sentAt: p.datetime().columnType('timestamptz').nullable(),

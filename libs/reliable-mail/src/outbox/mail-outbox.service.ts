@@ -10,8 +10,10 @@ import {
 } from '../errors.js';
 import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from '../templates/content-options.js';
+import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
-import { toMailPayload } from './mail-validation.js';
+import { hashableContent, type MailContentRules, toMailPayload } from './mail-validation.js';
 import { type InsertedRow, type NewOutboxRow, OutboxRepository } from './outbox.repository.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -50,19 +52,23 @@ function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second:
 
 /** A stable fingerprint of what the mail says and how it is to be sent, to tell a retried enqueue from another mail. */
 function contentHashOf(row: Pick<NewOutboxRow, 'payload' | 'lane'>): string {
-  return createHash('sha256').update(JSON.stringify([row.payload, row.lane])).digest('base64url');
+  return createHash('sha256').update(JSON.stringify([hashableContent(row.payload), row.lane])).digest('base64url');
 }
 
 @Injectable()
 export class MailOutboxService {
   private readonly lanes: Set<string>;
+  private readonly contentRules: MailContentRules;
 
   constructor(
     private readonly em: EntityManager,
     private readonly repository: OutboxRepository,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    templates: MailTemplateRegistry,
+    @Inject(MAIL_CONTENT_OPTIONS) content: ResolvedContentOptions,
   ) {
     this.lanes = new Set(options.lanes.map((lane) => lane.name));
+    this.contentRules = { templates, maxMessageBytes: content.maxMessageBytes, resolvesReferences: content.attachmentResolver !== null };
   }
 
   /**
@@ -152,7 +158,7 @@ export class MailOutboxService {
       }
       let payload;
       try {
-        payload = toMailPayload(mail, this.options.from);
+        payload = toMailPayload(mail, this.options.from, this.contentRules);
       } catch (error) {
         if (error instanceof MailValidationError && field) throw new MailValidationError(`${field}${error.field}`, error.reason);
         throw error;

@@ -3,19 +3,75 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 /** An address as a string (`a@example.com` or `Ann <a@example.com>`) or as its parts. */
 export type MailAddressInput = string | { name?: string; address: string };
 
-export interface OutgoingMail {
+/** Fields every mail has, whether it carries its body or names a template. */
+interface MailEnvelopeInput {
   to?: MailAddressInput | MailAddressInput[];
   cc?: MailAddressInput | MailAddressInput[];
   bcc?: MailAddressInput | MailAddressInput[];
   /** Defaults to the module's `from`. */
   from?: MailAddressInput;
   replyTo?: MailAddressInput | MailAddressInput[];
+  /** Extra headers. Message-ID and the envelope are reliable-mail's and cannot be set here. */
+  headers?: Record<string, string>;
+  /**
+   * Files to attach. Inline ones (`content`) are stored in the row and count against `maxMessageBytes`;
+   * referenced ones (`ref`) are fetched at send time through the module's `attachmentResolver`.
+   */
+  attachments?: MailAttachment[];
+}
+
+/** A mail that carries its own subject and body. */
+export interface ContentMail extends MailEnvelopeInput {
   subject: string;
   text?: string;
   html?: string;
-  /** Extra headers. Message-ID and the envelope are reliable-mail's and cannot be set here. */
-  headers?: Record<string, string>;
+  template?: never;
+  params?: never;
+  locale?: never;
 }
+
+/**
+ * A mail whose subject and body a registered template renders at send time. The row stores the template's name,
+ * the newest registered version at enqueue, and the parameters; every attempt renders that same version.
+ */
+export interface TemplateMail<P extends object = Record<string, unknown>> extends MailEnvelopeInput {
+  /** The name of a template registered with the module. */
+  template: string;
+  /** Plain JSON: strings, finite numbers, booleans, null, arrays and plain objects (a Date is stored as its ISO string). */
+  params?: P;
+  /** A BCP 47 language tag handed to the template, such as `de-AT`. */
+  locale?: string;
+  /** Overrides the subject the template renders. */
+  subject?: string;
+  text?: never;
+  html?: never;
+}
+
+export type OutgoingMail = ContentMail | TemplateMail<object>;
+
+/** A file stored in the row: `content` is a string (utf8 unless `encoding` says base64) or bytes. */
+export interface InlineAttachment {
+  filename: string;
+  contentType: string;
+  content: string | Buffer | Uint8Array;
+  /** How a string `content` is encoded. Default `utf8`. */
+  encoding?: 'utf8' | 'base64';
+  /** Content-ID, to show an image inline from the html (`<img src="cid:logo">`). */
+  cid?: string;
+  ref?: never;
+}
+
+/** A file fetched at send time: `ref` is handed to the module's `attachmentResolver` (an S3 key, a path, a URL). */
+export interface ReferencedAttachment {
+  filename: string;
+  contentType: string;
+  ref: string;
+  cid?: string;
+  content?: never;
+  encoding?: never;
+}
+
+export type MailAttachment = InlineAttachment | ReferencedAttachment;
 
 export interface EnqueueOptions {
   /** The same key with the same content returns the existing row; with other content it throws. */
@@ -54,19 +110,55 @@ export interface MailAddress {
   address: string;
 }
 
-/** What the outbox stores in `payload`: a validated, normalised mail. `v` versions the shape. */
-export interface MailPayload {
-  v: 1;
+/** The envelope part of a stored payload, the same in every version. */
+interface StoredEnvelope {
   from: MailAddress;
   to: MailAddress[];
   cc: MailAddress[];
   bcc: MailAddress[];
   replyTo: MailAddress[];
+  headers: Record<string, string>;
+}
+
+/** A stored payload of the first version: a rendered mail without attachments. Still read, no longer written. */
+export interface MailPayloadV1 extends StoredEnvelope {
+  v: 1;
   subject: string;
   text?: string;
   html?: string;
-  headers: Record<string, string>;
 }
+
+/** A JSON value, as template parameters are stored. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** The template a v2 payload is rendered with at send time. */
+export interface StoredTemplate {
+  name: string;
+  /** The version that was the newest registered at enqueue; every attempt renders this one. */
+  version: number;
+  params: Record<string, JsonValue>;
+  locale?: string;
+}
+
+export type StoredAttachment =
+  | { filename: string; contentType: string; cid?: string; /** base64 */ content: string }
+  | { filename: string; contentType: string; cid?: string; ref: string };
+
+/**
+ * The second version: either a body (`text`/`html` with `subject`) or a `template` (with an optional `subject`
+ * that overrides the template's), plus attachments.
+ */
+export interface MailPayloadV2 extends StoredEnvelope {
+  v: 2;
+  subject?: string;
+  text?: string;
+  html?: string;
+  template?: StoredTemplate;
+  attachments?: StoredAttachment[];
+}
+
+/** What the outbox stores in `payload`: a validated, normalised mail. `v` versions the shape. */
+export type MailPayload = MailPayloadV1 | MailPayloadV2;
 
 export type AttemptOutcome = 'started' | 'sent' | 'transient' | 'permanent' | 'sender' | 'unknown';
 
@@ -105,6 +197,8 @@ export interface OutboxRow {
   providerReply: string | null;
   providerMessageId: string | null;
   rejectedRecipients: RejectedRecipient[] | null;
+  requeuedAt: Date | null;
+  requeueReason: string | null;
   createdAt: Date;
   sentAt: Date | null;
   updatedAt: Date;

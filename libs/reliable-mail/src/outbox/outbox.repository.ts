@@ -74,6 +74,8 @@ export interface Settlement {
   sentAt: Date | null;
   outcome: Exclude<AttemptOutcome, 'started'>;
   durationMs: number;
+  /** Addresses the server said do not exist: they go on the suppression list. */
+  bounced: string[];
   eventName: string;
   eventPayload: Record<string, unknown>;
 }
@@ -89,12 +91,12 @@ export interface StoredEvent {
   payload: Record<string, unknown>;
 }
 
-type Row = Record<string, any>;
+export type Row = Record<string, any>;
 
-const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)));
-const toDateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
+export const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)));
+export const toDateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
 
-function mapOutboxRow(row: Row): OutboxRow {
+export function mapOutboxRow(row: Row): OutboxRow {
   return {
     id: row.id,
     idempotencyKey: row.idempotency_key,
@@ -116,13 +118,15 @@ function mapOutboxRow(row: Row): OutboxRow {
     providerReply: row.provider_reply,
     providerMessageId: row.provider_message_id,
     rejectedRecipients: row.rejected_recipients,
+    requeuedAt: toDateOrNull(row.requeued_at),
+    requeueReason: row.requeue_reason,
     createdAt: toDate(row.created_at),
     sentAt: toDateOrNull(row.sent_at),
     updatedAt: toDate(row.updated_at),
   };
 }
 
-function mapAttempt(row: Row): OutboxAttempt {
+export function mapAttempt(row: Row): OutboxAttempt {
   return {
     id: row.id,
     attempt: row.attempt,
@@ -224,7 +228,7 @@ export class OutboxRepository {
 
   async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
     const [row] = await em.execute<Row[]>(
-      `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.attempt, a.started_at)
+      `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
                              from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
        from mail_outbox o where o.id = ?`,
       [id],
@@ -323,6 +327,7 @@ export class OutboxRepository {
       sent_at: s.sentAt?.toISOString() ?? null,
       outcome: s.outcome,
       duration_ms: s.durationMs,
+      bounced: s.bounced,
       event_name: s.eventName,
       event_payload: s.eventPayload,
     }));
@@ -331,7 +336,8 @@ export class OutboxRepository {
          select * from jsonb_to_recordset(cast(? as jsonb)) as x(
            id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
            last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
-           rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, event_name text, event_payload jsonb)
+           rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, bounced jsonb, event_name text,
+           event_payload jsonb)
        ), settled as (
          update mail_outbox o
          set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
@@ -354,6 +360,11 @@ export class OutboxRepository {
          set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
              enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms
          from input i where a.id = i.attempt_id
+       ), suppressed as (
+         insert into mail_suppression (address, reason, source, outbox_id)
+         select distinct on (address.value) address.value, i.reply, 'bounce', i.id
+         from input i join settled on settled.id = i.id cross join lateral jsonb_array_elements_text(i.bounced) address
+         on conflict (address) do nothing
        ), events as (
          insert into mail_outbox_event (outbox_id, name, payload, locked_until)
          select i.id, i.event_name,

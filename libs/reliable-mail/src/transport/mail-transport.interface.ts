@@ -1,9 +1,34 @@
-import type { MailPayload, RejectedRecipient } from '../outbox/mail.types.js';
+import type { Readable } from 'node:stream';
+import type { MailAddress, RejectedRecipient } from '../outbox/mail.types.js';
+
+/** An attachment as the transport sends it: inline ones decoded, referenced ones resolved. */
+export interface OutboundAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer | Readable;
+  /** Content-ID, for an image the html shows inline. */
+  cid?: string;
+}
+
+/** A mail ready for the wire: its template rendered and its attachments fetched. */
+export interface RenderedMail {
+  from: MailAddress;
+  to: MailAddress[];
+  cc: MailAddress[];
+  bcc: MailAddress[];
+  replyTo: MailAddress[];
+  subject: string;
+  text?: string;
+  html?: string;
+  headers: Record<string, string>;
+  attachments: OutboundAttachment[];
+}
 
 export interface OutboundMessage {
   /** The stored Message-ID, the same on every attempt. */
   messageId: string;
-  payload: MailPayload;
+  /** The mail rendered for this attempt (a templated row renders the same version and parameters every time). */
+  payload: RenderedMail;
 }
 
 /** What the server said when it took the message (2yz after the final dot). */

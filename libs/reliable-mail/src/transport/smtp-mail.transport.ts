@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import nodemailer, { type Transporter, type SMTPPoolOptions, type SMTPPoolSentMessageInfo } from 'nodemailer';
 import type { MailAddress } from '../outbox/mail.types.js';
 import { DEFAULT_SMTP_TIMEOUTS, type SmtpTransportOptions } from '../reliable-mail.options.js';
@@ -29,6 +30,15 @@ export class SmtpMailTransport implements MailTransport {
   }
 
   async send({ messageId, payload }: OutboundMessage): Promise<DeliveryReport> {
+    try {
+      return await this.deliver(messageId, payload);
+    } finally {
+      // A stream a resolver opened for an attachment is this attempt's: a failed send may leave it unread.
+      for (const { content } of payload.attachments) if (content instanceof Readable && !content.destroyed) content.destroy();
+    }
+  }
+
+  private async deliver(messageId: string, payload: OutboundMessage['payload']): Promise<DeliveryReport> {
     const info = await this.transporter.sendMail({
       messageId,
       from: formatAddress(payload.from),
@@ -40,6 +50,10 @@ export class SmtpMailTransport implements MailTransport {
       text: payload.text,
       html: payload.html,
       headers: payload.headers,
+      attachments: payload.attachments.map(({ filename, contentType, content, cid }) => ({ filename, contentType, content, cid })),
+      // Content only ever comes as strings, buffers and streams: nodemailer must never read a path or a URL.
+      disableFileAccess: true,
+      disableUrlAccess: true,
     });
     const rejectedErrors = ((info as { rejectedErrors?: RejectedRecipientError[] }).rejectedErrors ?? []);
     return {

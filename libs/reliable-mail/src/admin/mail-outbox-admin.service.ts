@@ -1,0 +1,103 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable, Logger } from '@nestjs/common';
+import { MailValidationError } from '../errors.js';
+import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
+import { MailOutboxService } from '../outbox/mail-outbox.service.js';
+import { normalizeAddress } from '../outbox/mail-validation.js';
+import {
+  type OutboxFilter,
+  OutboxOperationsRepository,
+  type OutboxStats,
+  type Suppression,
+} from '../outbox/outbox-operations.repository.js';
+
+const EXPORT_PAGE = 500;
+const MAX_LIST = 1_000;
+
+function requireFilter(filter: OutboxFilter, verb: string): void {
+  if (!filter || Object.values(filter).every((value) => value === undefined)) {
+    throw new MailValidationError('filter', `must name the rows to ${verb} (an empty filter would match every row)`);
+  }
+}
+
+function requireReason(reason: string): void {
+  if (typeof reason !== 'string' || reason.trim().length === 0) {
+    throw new MailValidationError('reason', 'is required: say why, for the next operator');
+  }
+}
+
+/** The runbook's verbs: inspect, requeue, cancel, purge, export, the suppression list, and the figures. */
+@Injectable()
+export class MailOutboxAdmin {
+  private readonly logger = new Logger('ReliableMail');
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly operations: OutboxOperationsRepository,
+    private readonly outbox: MailOutboxService,
+  ) {}
+
+  /** Rows matching the filter, newest first, with their attempts. Continue with `before`: the last id of a page. */
+  list(filter: OutboxFilter = {}, page: { limit?: number; before?: string } = {}): Promise<OutboxRowWithAttempts[]> {
+    const limit = Math.min(MAX_LIST, Math.max(1, page.limit ?? 50));
+    return this.operations.list(this.em, filter, limit, page.before);
+  }
+
+  /** One row with its attempts. */
+  inspect(id: string): Promise<OutboxRowWithAttempts> {
+    return this.outbox.get(id);
+  }
+
+  /**
+   * Sends failed, dead, expired or cancelled rows again: same id and Message-ID, attempts from zero, the reason
+   * recorded on the row. Returns the ids requeued; rows in other statuses are left as they are.
+   */
+  async requeue(filter: OutboxFilter, reason: string): Promise<string[]> {
+    requireFilter(filter, 'requeue');
+    requireReason(reason);
+    const ids = await this.operations.requeue(this.em, filter, reason);
+    this.logger.log({ msg: 'requeued', count: ids.length, reason, filter });
+    return ids;
+  }
+
+  cancel(id: string): Promise<{ id: string; status: OutboxStatus }> {
+    return this.outbox.cancel(id);
+  }
+
+  /** Deletes closed rows matching the filter, with their attempts; pending and sending rows are never purged. */
+  async purge(filter: OutboxFilter): Promise<number> {
+    requireFilter(filter, 'purge');
+    const count = await this.operations.purge(this.em, filter);
+    this.logger.log({ msg: 'purged', count, filter });
+    return count;
+  }
+
+  /** Rows created in [from, to) with their attempts, one JSON document per line, for audits and restores. */
+  async *exportJsonLines(period: { from: Date; to: Date }): AsyncGenerator<string> {
+    let after: string | undefined;
+    for (;;) {
+      const rows = await this.operations.exportPage(this.em, period.from, period.to, EXPORT_PAGE, after);
+      for (const row of rows) yield `${JSON.stringify(row)}\n`;
+      if (rows.length < EXPORT_PAGE) return;
+      after = rows[rows.length - 1].id;
+    }
+  }
+
+  stats(): Promise<OutboxStats> {
+    return this.operations.stats(this.em);
+  }
+
+  listSuppressions(page: { limit?: number; after?: string } = {}): Promise<Suppression[]> {
+    return this.operations.listSuppressions(this.em, Math.min(MAX_LIST, Math.max(1, page.limit ?? 100)), page.after);
+  }
+
+  async suppress(address: string, reason: string): Promise<void> {
+    requireReason(reason);
+    await this.operations.addSuppression(this.em, normalizeAddress('address', address), reason);
+  }
+
+  /** Takes an address off the suppression list; returns whether it was on it. */
+  unsuppress(address: string): Promise<boolean> {
+    return this.operations.removeSuppression(this.em, normalizeAddress('address', address));
+  }
+}

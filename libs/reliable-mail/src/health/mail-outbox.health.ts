@@ -1,0 +1,73 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject, Injectable } from '@nestjs/common';
+import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
+import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
+import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
+import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
+import type { HealthOptions, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import type { MailTransport } from '../transport/mail-transport.interface.js';
+
+/**
+ * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
+ * and its lag stay under their thresholds, dead letters stay few, and (optionally) the SMTP server answers. An SMTP
+ * outage shows here as a growing backlog, never as lost mail.
+ */
+@Injectable()
+export class MailOutboxHealthIndicator {
+  private readonly em: EntityManager;
+
+  constructor(
+    em: EntityManager,
+    private readonly health: HealthIndicatorService,
+    private readonly operations: OutboxOperationsRepository,
+    private readonly dispatcher: MailDispatcher,
+    @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+  ) {
+    this.em = em.fork();
+  }
+
+  async isHealthy<const Key extends string = 'mail'>(key: Key = 'mail' as Key, overrides: HealthOptions = {}): Promise<HealthIndicatorResult<Key>> {
+    const thresholds = { ...this.options.health, ...overrides };
+    const indicator = this.health.check(key);
+    const failing: string[] = [];
+
+    let figures;
+    try {
+      figures = await this.operations.healthFigures(this.em, thresholds.deadLetterWindowMs);
+    } catch (error) {
+      return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
+    }
+
+    const lastTickAt = this.dispatcher.lastTickAt;
+    const idleMs = lastTickAt ? Date.now() - lastTickAt.getTime() : null;
+    if (this.dispatcher.enabled && (idleMs === null || idleMs > thresholds.maxDispatcherIdleMs)) failing.push('dispatcher');
+    if (figures.backlog > thresholds.maxBacklog) failing.push('backlog');
+    if (figures.lagMs > thresholds.maxLagMs) failing.push('lag');
+    if (figures.deadLetters > thresholds.maxDeadLetters) failing.push('deadLetters');
+
+    let smtp: { reachable: boolean; error?: string } | undefined;
+    if (thresholds.verifySmtp) {
+      smtp = await this.verifySmtp();
+      if (!smtp.reachable) failing.push('smtp');
+    }
+
+    const data = {
+      database: { reachable: true },
+      dispatcher: { enabled: this.dispatcher.enabled, lastTickAt: lastTickAt?.toISOString() ?? null, idleMs, maxIdleMs: thresholds.maxDispatcherIdleMs },
+      backlog: { count: figures.backlog, max: thresholds.maxBacklog, lagMs: figures.lagMs, maxLagMs: thresholds.maxLagMs },
+      deadLetters: { count: figures.deadLetters, windowMs: thresholds.deadLetterWindowMs, max: thresholds.maxDeadLetters },
+      ...(smtp ? { smtp } : {}),
+    };
+    return failing.length > 0 ? indicator.down({ failing, ...data }) : indicator.up(data);
+  }
+
+  private async verifySmtp(): Promise<{ reachable: boolean; error?: string }> {
+    try {
+      await Promise.all([...new Set(this.transports.values())].map((transport) => transport.verify()));
+      return { reachable: true };
+    } catch (error) {
+      return { reachable: false, error: String(error) };
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { type BatchObservableCallback, metrics, type Observable } from '@opentelemetry/api';
+import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
+
+/**
+ * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which
+ * then exports them to Prometheus, OTLP or whatever it is set up for. Gauges are read from the outbox's indexes
+ * when the SDK collects, never on the send path.
+ */
+@Injectable()
+export class MailMetrics implements OnModuleDestroy {
+  private readonly logger = new Logger('ReliableMail');
+  private readonly meter = metrics.getMeter('reliable-mail');
+  private readonly sends = this.meter.createCounter('reliable_mail.sends', {
+    description: 'SMTP attempts by lane and outcome (sent, transient, permanent, sender, unknown)',
+  });
+  private readonly sendDuration = this.meter.createHistogram('reliable_mail.send.duration', {
+    description: 'Duration of one SMTP attempt',
+    unit: 'ms',
+  });
+  private readonly attemptsPerEmail = this.meter.createHistogram('reliable_mail.attempts', {
+    description: 'Attempts an email took to reach a final status, by status',
+  });
+  private readonly rows = this.meter.createObservableGauge('reliable_mail.outbox.rows', {
+    description: 'Rows by status (pending, sending, failed, dead) and lane',
+  });
+  private readonly lag = this.meter.createObservableGauge('reliable_mail.outbox.lag', {
+    description: 'How long the oldest due row has waited',
+    unit: 'ms',
+  });
+  private readonly observe: BatchObservableCallback;
+  private readonly em: EntityManager;
+
+  constructor(em: EntityManager, operations: OutboxOperationsRepository) {
+    this.em = em.fork();
+    this.observe = async (result) => {
+      try {
+        const [counts, figures] = await Promise.all([operations.openCounts(this.em), operations.healthFigures(this.em, 60_000)]);
+        for (const { status, lane, count } of counts) result.observe(this.rows, count, { status, lane });
+        result.observe(this.lag, figures.lagMs);
+      } catch (error) {
+        this.logger.warn({ msg: 'metrics collection failed', error: String(error) });
+      }
+    };
+    this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag] as Observable[]);
+  }
+
+  recordAttempt(lane: string, outcome: string, durationMs: number): void {
+    this.sends.add(1, { lane, outcome });
+    this.sendDuration.record(durationMs, { lane, outcome });
+  }
+
+  recordFinal(lane: string, status: string, attempts: number): void {
+    this.attemptsPerEmail.record(attempts, { lane, status });
+  }
+
+  onModuleDestroy(): void {
+    this.meter.removeBatchObservableCallback(this.observe, [this.rows, this.lag] as Observable[]);
+  }
+}

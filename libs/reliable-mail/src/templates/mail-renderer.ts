@@ -1,0 +1,124 @@
+import { Readable } from 'node:stream';
+import { Inject, Injectable } from '@nestjs/common';
+import { ReliableMailError } from '../errors.js';
+import type { MailPayload, MailPayloadV2, StoredAttachment } from '../outbox/mail.types.js';
+import type { OutboundAttachment, RenderedMail } from '../transport/mail-transport.interface.js';
+import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from './content-options.js';
+import { MailTemplateRegistry } from './mail-template.registry.js';
+import type { RenderedContent } from './mail-template.js';
+
+const MAX_REASON_LENGTH = 1_000;
+const CONTROL_CHARACTERS = /[\r\n\0]/;
+
+/**
+ * A stored mail that cannot be turned into a message: its template is gone or throws, its rendering is unusable,
+ * or an attachment cannot be fetched. Sending it again would fail the same way, so the row fails permanently
+ * with `message` as its reason.
+ */
+export class MailRenderError extends ReliableMailError {}
+
+function messageOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.length > MAX_REASON_LENGTH ? `${message.slice(0, MAX_REASON_LENGTH)}…` : message;
+}
+
+function isReadable(value: unknown): value is Readable {
+  return value instanceof Readable || (!!value && typeof value === 'object' && typeof (value as Readable).pipe === 'function' && typeof (value as Readable).on === 'function');
+}
+
+/** Turns a stored payload into the message of one attempt: renders its template and fetches its attachments. */
+@Injectable()
+export class MailRenderer {
+  constructor(
+    private readonly registry: MailTemplateRegistry,
+    @Inject(MAIL_CONTENT_OPTIONS) private readonly options: Pick<ResolvedContentOptions, 'attachmentResolver'>,
+  ) {}
+
+  /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */
+  async render(messageId: string, payload: MailPayload): Promise<RenderedMail> {
+    const { from, to, cc, bcc, replyTo, headers } = payload;
+    if (payload.v === 1) {
+      return { from, to, cc, bcc, replyTo, headers, subject: payload.subject, text: payload.text, html: payload.html, attachments: [] };
+    }
+    if (payload.v !== 2) {
+      throw new MailRenderError(`payload version ${JSON.stringify((payload as { v?: unknown }).v)} is not one this worker can read`);
+    }
+    const content = payload.template ? await this.renderTemplate(messageId, payload) : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
+    const attachments = await this.resolveAttachments(payload.attachments ?? []);
+    const mail: RenderedMail = { from, to, cc, bcc, replyTo, headers, subject: content.subject, attachments };
+    if (content.text !== undefined) mail.text = content.text;
+    if (content.html !== undefined) mail.html = content.html;
+    return mail;
+  }
+
+  private async renderTemplate(messageId: string, payload: MailPayloadV2): Promise<RenderedContent> {
+    const { name, version, params, locale } = payload.template!;
+    const label = `template "${name}"@${version}`;
+    const template = this.registry.get(name, version);
+    if (!template) {
+      const versions = this.registry.versions(name);
+      throw new MailRenderError(
+        `${label} is not registered (${versions.length > 0 ? `registered versions: ${versions.join(', ')}` : 'no version of it is'}); ` +
+          'a row renders only with the version it was enqueued with',
+      );
+    }
+    let rendered: RenderedContent;
+    try {
+      rendered = await template.render(structuredClone(params), { locale, messageId });
+    } catch (error) {
+      throw new MailRenderError(`${label} failed to render: ${messageOf(error)}`);
+    }
+    if (!rendered || typeof rendered !== 'object') {
+      throw new MailRenderError(`${label} failed to render: render returned ${rendered === null ? 'null' : typeof rendered}, not { subject, html?, text? }`);
+    }
+    const subject = (payload.subject ?? rendered.subject) as unknown;
+    if (typeof subject !== 'string' || subject.trim().length === 0) {
+      throw new MailRenderError(`${label} failed to render: it rendered no subject`);
+    }
+    for (const part of ['html', 'text'] as const) {
+      if (rendered[part] !== undefined && rendered[part] !== null && typeof rendered[part] !== 'string') {
+        throw new MailRenderError(`${label} failed to render: it rendered a ${part} part that is not a string`);
+      }
+    }
+    const html = rendered.html || undefined;
+    const text = rendered.text || undefined;
+    if (html === undefined && text === undefined) {
+      throw new MailRenderError(`${label} failed to render: it rendered neither html nor text`);
+    }
+    // Header injection through a parameter is impossible: a line break in a rendered subject folds to a space.
+    const folded = CONTROL_CHARACTERS.test(subject) ? subject.replace(/\s*[\r\n\0]+\s*/g, ' ').trim() : subject;
+    return { subject: folded, html, text };
+  }
+
+  private async resolveAttachments(stored: StoredAttachment[]): Promise<OutboundAttachment[]> {
+    const resolved: OutboundAttachment[] = [];
+    try {
+      for (const attachment of stored) {
+        const { filename, contentType, cid } = attachment;
+        const content = 'ref' in attachment ? await this.resolve(attachment) : Buffer.from(attachment.content, 'base64');
+        resolved.push(cid === undefined ? { filename, contentType, content } : { filename, contentType, content, cid });
+      }
+    } catch (error) {
+      // Streams opened for the attachments before the failing one would otherwise stay open.
+      for (const { content } of resolved) if (isReadable(content)) content.destroy();
+      throw error;
+    }
+    return resolved;
+  }
+
+  private async resolve({ filename, ref }: { filename: string; ref: string }): Promise<Buffer | Readable> {
+    const label = `attachment "${filename}" (ref ${JSON.stringify(ref)})`;
+    const resolver = this.options.attachmentResolver;
+    if (!resolver) throw new MailRenderError(`${label} could not be resolved: no attachmentResolver is configured`);
+    let content: unknown;
+    try {
+      content = await resolver(ref);
+    } catch (error) {
+      throw new MailRenderError(`${label} could not be resolved: ${messageOf(error)}`);
+    }
+    if (Buffer.isBuffer(content)) return content;
+    if (content instanceof Uint8Array) return Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+    if (isReadable(content)) return content;
+    throw new MailRenderError(`${label} could not be resolved: the resolver returned ${content === null ? 'null' : typeof content}, not a Buffer or a Readable`);
+  }
+}
