@@ -13,6 +13,7 @@ import { ReliableMailErrorFilter } from './common/reliable-mail-error.filter.js'
 import { DEMO_CONFIG, type DemoAppOptions, type DemoConfig, resolveDemoConfig } from './demo.config.js';
 import { demoOrmConfig } from './orm.config.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { HealthModule } from './health/health.module.js';
 import { OutboxModule } from './outbox/outbox.module.js';
 
 export type { DemoAppOptions, DemoConfig } from './demo.config.js';
@@ -42,6 +43,7 @@ export class AppModule {
         AccountsModule,
         OutboxModule,
         AuditModule,
+        HealthModule,
       ],
       providers: [{ provide: APP_FILTER, useClass: ReliableMailErrorFilter }],
     };

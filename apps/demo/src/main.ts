@@ -65,6 +65,8 @@ function printUsage(baseUrl: string, database: string, smtp: string): void {
       `  curl -s ${baseUrl}/orders/1`,
       `  ${post('/password-reset', '{"email":"ann@example.com"}')}`,
       `  curl -s ${baseUrl}/events                                # EmailSentEvent / EmailFailedEvent received`,
+      `  curl -s ${baseUrl}/outbox                                # counts by status and lane, lag, recent rows`,
+      `  curl -s ${baseUrl}/health                                # terminus: database, dispatcher, backlog, dead letters`,
       `  ${post('/orders', '{"email":"not-an-address","items":[{"sku":"mug","qty":1,"price":1}]}')}   # 400`,
       '',
       'Ctrl-C stops the app and what it started.',
