@@ -82,4 +82,19 @@ describe('several dispatchers on one outbox', () => {
     expect(duplicated.length).toBeLessThanOrEqual(recovered.length);
     expect(deliveredBeforeKill).toBeLessThan(300);
   });
+
+  it('shutdown stops claiming and lets the sends in flight finish and settle', async () => {
+    const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 500 }) });
+    const app = await bed.startApp(testMailOptions(smtp.url));
+    const outbox = app.get(MailOutboxService);
+    const { id } = await outbox.enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+    const em = app.get(EntityManager).fork();
+    const statusOf = async () => (await em.execute<{ status: string }[]>(`select status from mail_outbox where id = ?`, [id]))[0].status;
+    await waitFor('the send to start', async () => (await statusOf()) === 'sending');
+
+    await app.close();
+    const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
+    expect(await producer.get(MailOutboxService).get(id)).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(app.events.sent).toHaveLength(1);
+  });
 });

@@ -115,7 +115,8 @@ export class LaneDispatcher {
       if (free <= 0) {
         next = -1;
       } else if (granted === 0) {
-        next = Math.max(1, this.throttle.waitMs(Date.now()));
+        // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
+        next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
         const rows = await this.deps.repository.claim(this.deps.em, this.lane.name, granted, leaseMs, workerId, randomUUID());
         this.throttle.giveBack(granted - rows.length);
