@@ -1,0 +1,252 @@
+// Shared settings and helpers of the benchmark (see bench/README.md). Nothing here is part of the library.
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+function intFromEnv(name: string, fallback: number, minimum = 1): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < minimum) throw new Error(`${name} must be an integer >= ${minimum}, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+export const settings = {
+  /** Emails per system for the enqueue and drain figures. */
+  n: intFromEnv('BENCH_N', 10_000),
+  /** Bulk backlog of the critical-lane figure. */
+  bulk: intFromEnv('BENCH_BULK', 50_000),
+  /** Sent rows for the claim figure; due rows are a tenth of it. */
+  claimRows: intFromEnv('BENCH_CLAIM_ROWS', 1_000_000),
+  /**
+   * Addresses on reliable-mail's suppression list (none of them a recipient) for the claim figure and for a second
+   * reliable-mail drain; 0 skips that drain. About 1% hard bounces of a million sent.
+   */
+  suppressions: intFromEnv('BENCH_SUPPRESSIONS', 10_000, 0),
+  /** Sends in flight per system, producers of the one-per-transaction enqueue. */
+  concurrency: 16,
+  batchSize: 500,
+  /** Producers running batches of 500 at once. */
+  batchProducers: 4,
+  idleEmails: 200,
+  idleSpacingMs: 20,
+  criticalEmails: 50,
+  criticalSpacingMs: 100,
+  /** Per-phase time limits: a phase that hits one stops and reports what it got. */
+  enqueueTimeoutMs: intFromEnv('BENCH_ENQUEUE_TIMEOUT_S', 180) * 1000,
+  drainTimeoutMs: intFromEnv('BENCH_DRAIN_TIMEOUT_S', 180) * 1000,
+  idleTimeoutMs: intFromEnv('BENCH_IDLE_TIMEOUT_S', 60) * 1000,
+  criticalTimeoutMs: intFromEnv('BENCH_CRITICAL_TIMEOUT_S', 120) * 1000,
+  claimTimeoutMs: intFromEnv('BENCH_CLAIM_TIMEOUT_S', 300) * 1000,
+  /** The whole run is aborted (and cleaned up) after this. */
+  totalTimeoutMs: intFromEnv('BENCH_TOTAL_TIMEOUT_S', 1500) * 1000,
+  pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432',
+};
+
+export const FROM = 'bench@example.com';
+export const MESSAGE_ID_DOMAIN = 'bench.example.com';
+export const SYSTEMS = ['smtp-only', 'reliable-mail', 'pg-boss', 'graphile-worker'] as const;
+export type SystemName = (typeof SYSTEMS)[number];
+export const PG_BOSS_QUEUE = 'email';
+export const GRAPHILE_TASK = 'send_email';
+
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable between processes of this machine. */
+export function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export function databaseUrl(database: string): string {
+  const url = new URL(settings.pgUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+// ~2 KB of text per email, different per email, compressible about as much as prose (not a repeated pattern).
+const WORDS = (
+  'order invoice shipment account password reset confirm welcome receipt payment delivery tracking update ' +
+  'subscription renewal reminder security alert login device address change profile verify summary weekly ' +
+  'report export ready download link expires hours thanks regards team support question reply refund item ' +
+  'quantity total tax discount coupon cart checkout warehouse courier parcel signature schedule window'
+).split(' ');
+
+export function bodyFor(seed: number): string {
+  let state = (seed * 2_654_435_761 + 1) >>> 0;
+  const parts: string[] = [`Hello customer ${seed},\n\n`];
+  let length = parts[0].length;
+  while (length < 2_000) {
+    state = (state * 1_664_525 + 1_013_904_223) >>> 0;
+    const word = WORDS[state % WORDS.length];
+    const piece = state % 11 === 0 ? `${word}.\n` : `${word} `;
+    parts.push(piece);
+    length += piece.length;
+  }
+  return parts.join('');
+}
+
+export interface BenchMail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export function mailFor(index: number, tag: string): BenchMail {
+  return { to: `user${index}@example.com`, subject: `Bench ${tag} #${index}`, text: bodyFor(index) };
+}
+
+/** The job payload of the queue systems: the mail and the Message-ID the worker sends it with. */
+export interface JobPayload extends BenchMail {
+  messageId: string;
+}
+
+export function queueMessageId(system: string, tag: string, index: number): string {
+  return `<${system}-${tag}-${index}@${MESSAGE_ID_DOMAIN}>`;
+}
+
+export function percentile(values: number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export function smtpTransport(port: number) {
+  return { host: '127.0.0.1', port, secure: false, ignoreTLS: true } as const;
+}
+
+// ---- IPC between the runner and its children: requests with an id, answered once; pushes without one. ----
+
+export interface IpcRequest {
+  id: number;
+  cmd: string;
+  [key: string]: unknown;
+}
+
+export interface IpcReply {
+  id: number;
+  ok: boolean;
+  result?: unknown;
+  error?: string;
+}
+
+export interface IpcPush {
+  type: string;
+  [key: string]: unknown;
+}
+
+/** A forked TypeScript child with request/reply over IPC. */
+export class Child {
+  readonly process: ChildProcess;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  private readonly pushListeners: ((message: IpcPush) => void)[] = [];
+  exited = false;
+
+  constructor(
+    readonly name: string,
+    file: string,
+    args: string[],
+  ) {
+    this.process = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
+      execArgv: ['--import', '@swc-node/register/esm-register'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.process.on('message', (message: IpcReply | IpcPush) => {
+      if ('id' in message && typeof message.id === 'number') {
+        const waiting = this.pending.get(message.id);
+        if (!waiting) return;
+        this.pending.delete(message.id);
+        clearTimeout(waiting.timer);
+        if (message.ok) waiting.resolve(message.result);
+        else waiting.reject(new Error(`${this.name}: ${message.error}`));
+      } else {
+        for (const listener of this.pushListeners) listener(message as IpcPush);
+      }
+    });
+    this.process.on('exit', (code, signal) => {
+      this.exited = true;
+      for (const [id, waiting] of this.pending) {
+        clearTimeout(waiting.timer);
+        waiting.reject(new Error(`${this.name} exited (${code ?? signal}) before answering request ${id}`));
+      }
+      this.pending.clear();
+    });
+  }
+
+  onPush(listener: (message: IpcPush) => void): void {
+    this.pushListeners.push(listener);
+  }
+
+  /** Resolves on the first push of this type. */
+  waitForPush(type: string, timeoutMs: number): Promise<IpcPush> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.name}: no '${type}' within ${timeoutMs} ms`)), timeoutMs);
+      const onExit = () => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited before '${type}'`));
+      };
+      this.process.once('exit', onExit);
+      this.onPush((message) => {
+        if (message.type !== type) return;
+        clearTimeout(timer);
+        this.process.off('exit', onExit);
+        resolve(message);
+      });
+    });
+  }
+
+  request<T>(cmd: string, body: Record<string, unknown> = {}, timeoutMs = 30_000): Promise<T> {
+    if (this.exited) return Promise.reject(new Error(`${this.name} has exited`));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`${this.name}: '${cmd}' timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      this.process.send({ id, cmd, ...body } satisfies IpcRequest);
+    });
+  }
+
+  /** Asks the child to stop, then kills it (by its pid) if it has not exited in time. */
+  async stop(timeoutMs = 15_000): Promise<void> {
+    if (this.exited) return;
+    const exited = new Promise<void>((resolve) => this.process.once('exit', () => resolve()));
+    try {
+      await this.request('stop', {}, timeoutMs);
+    } catch {
+      // killed below
+    }
+    await Promise.race([exited, sleep(timeoutMs)]);
+    if (!this.exited) {
+      this.process.kill('SIGKILL');
+      await Promise.race([exited, sleep(2_000)]);
+    }
+  }
+
+  kill(): void {
+    if (!this.exited) this.process.kill('SIGKILL');
+  }
+}
+
+/** The child side: answers requests with the given handlers, exits when the parent goes away. */
+export function serveIpc(handlers: Record<string, (request: IpcRequest) => unknown>): void {
+  process.on('message', async (request: IpcRequest) => {
+    const handler = handlers[request.cmd];
+    try {
+      if (!handler) throw new Error(`unknown command ${request.cmd}`);
+      const result = await handler(request);
+      process.send?.({ id: request.id, ok: true, result } satisfies IpcReply);
+    } catch (error) {
+      process.send?.({ id: request.id, ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies IpcReply);
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+}
+
+export function push(message: IpcPush): void {
+  if (process.connected) process.send?.(message);
+}

@@ -1,0 +1,30 @@
+// reliable-mail's ORM config and module options for the benchmark (kept apart so that other systems' worker
+// processes do not load MikroORM and Nest).
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig } from '@mikro-orm/postgresql';
+import { reliableMailEntities, reliableMailMigrations, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import { FROM, MESSAGE_ID_DOMAIN, smtpTransport } from './common.js';
+
+export function ormConfig(url: string, poolMax?: number) {
+  return defineConfig({
+    clientUrl: url,
+    entities: reliableMailEntities,
+    extensions: [Migrator],
+    migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
+    allowGlobalContext: true,
+    debug: false,
+    ...(poolMax ? { pool: { max: poolMax } } : {}),
+  });
+}
+
+/** The module options of the brief; the producer side runs the same options with the dispatcher off. */
+export function reliableMailOptions(smtpPort: number, dispatcherEnabled: boolean): ReliableMailOptions {
+  return {
+    // maxConnections 16 like the other systems; without it the shared pool is sized to the lanes' sum (28).
+    transport: { ...smtpTransport(smtpPort), maxConnections: 16 },
+    from: FROM,
+    messageIdDomain: MESSAGE_ID_DOMAIN,
+    dispatcher: { enabled: dispatcherEnabled, concurrency: 16, batchSize: 64, pollIntervalMs: 1000 },
+    lanes: { critical: { concurrency: 4 }, default: { concurrency: 16 }, bulk: { concurrency: 8 } },
+  };
+}
