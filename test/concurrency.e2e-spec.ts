@@ -83,18 +83,23 @@ describe('several dispatchers on one outbox', () => {
     expect(deliveredBeforeKill).toBeLessThan(300);
   });
 
-  it('shutdown stops claiming and lets the sends in flight finish and settle', async () => {
+  it('shutdown lets the send in flight finish and settle, and hands back the rows claimed ahead untouched', async () => {
     const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 500 }) });
-    const app = await bed.startApp(testMailOptions(smtp.url));
+    const app = await bed.startApp(testMailOptions(smtp.url, { lanes: { default: { concurrency: 1 } } }));
     const outbox = app.get(MailOutboxService);
-    const { id } = await outbox.enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+    const first = await outbox.enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+    const second = await outbox.enqueue({ to: 'bob@example.com', subject: 'Hi', text: 'x' });
     const em = app.get(EntityManager).fork();
-    const statusOf = async () => (await em.execute<{ status: string }[]>(`select status from mail_outbox where id = ?`, [id]))[0].status;
-    await waitFor('the send to start', async () => (await statusOf()) === 'sending');
+    const statuses = async () =>
+      (await em.execute<{ status: string }[]>(`select status from mail_outbox order by id`)).map((row) => row.status);
+    // One slot: the first is being sent while the second waits, claimed ahead.
+    await waitFor('both rows claimed', async () => (await statuses()).join() === 'sending,sending');
 
     await app.close();
-    const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
-    expect(await producer.get(MailOutboxService).get(id)).toMatchObject({ status: 'sent', attempts: 1 });
-    expect(app.events.sent).toHaveLength(1);
+    const admin = (await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }))).get(MailOutboxService);
+    expect(await admin.get(first.id)).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(await admin.get(second.id)).toMatchObject({ status: 'pending', attempts: 0, lockedBy: null, attemptLog: [] });
+    expect(app.events.sent.map((event) => event.id)).toEqual([first.id]);
+    expect(smtp.received).toHaveLength(1);
   });
 });

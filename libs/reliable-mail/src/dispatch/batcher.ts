@@ -6,7 +6,8 @@ interface Waiting<I, O> {
 
 /**
  * Coalesces concurrent requests into one call: items added while a call is in flight go together into the next.
- * An idle batcher runs an item on the next turn of the event loop, so batching costs no latency.
+ * An idle batcher runs an item after `lingerMs` (by default on the next turn of the event loop), so batching costs
+ * no latency unless a caller chooses to trade some for fewer calls.
  */
 export class Batcher<I, O> {
   private readonly queue: Waiting<I, O>[] = [];
@@ -15,6 +16,7 @@ export class Batcher<I, O> {
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
     private readonly maxBatch: number,
+    private readonly lingerMs = 0,
   ) {}
 
   add(item: I): Promise<O> {
@@ -27,7 +29,8 @@ export class Batcher<I, O> {
   private kick(): void {
     if (this.busy || this.queue.length === 0) return;
     this.busy = true;
-    setImmediate(() => void this.flush());
+    if (this.lingerMs > 0 && this.queue.length < this.maxBatch) setTimeout(() => void this.flush(), this.lingerMs);
+    else setImmediate(() => void this.flush());
   }
 
   private async flush(): Promise<void> {

@@ -17,6 +17,14 @@ import { renderFailureVerdict, settlementFor, skipSettlement } from './settlemen
 import { classifyDelivery, classifyFailure, type SmtpFailureDetails, type SmtpVerdict } from './smtp-reply.js';
 
 const SETTLE_RETRIES = 5;
+/** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
+const PENDING_SETTLES_PER_SLOT = 4;
+
+/** Whether a settle still owned its row, and the event it recorded for emission (none when nobody listens). */
+export interface SettleOutcome {
+  applied: boolean;
+  event: StoredEvent | null;
+}
 
 export interface LaneDispatcherDependencies {
   em: EntityManager;
@@ -26,7 +34,7 @@ export interface LaneDispatcherDependencies {
   transport: MailTransport;
   /** Renders a row's template and fetches its attachments just before the send. */
   renderer: MailRenderer;
-  settler: Batcher<Settlement, StoredEvent | null>;
+  settler: Batcher<Settlement, SettleOutcome>;
   metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
   logger: Logger;
@@ -48,11 +56,19 @@ function withoutSuppressed(row: ClaimedRow): ClaimedRow['payload'] {
 
 /**
  * The claim-send-settle loop of one lane. It reschedules itself through the scheduler registry so that two claims
- * of the lane never overlap, and claims only as many rows as it has free send slots (and rate tokens), so no
- * claimed row waits in memory while its lease runs.
+ * of the lane never overlap, and keeps at most one slot's worth of rows claimed ahead of its free send slots (and
+ * rate tokens), so a claimed row waits in memory for one send at most.
  */
 export class LaneDispatcher {
+  /** SMTP conversations under way: at most `lane.concurrency`. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Settles (and their events) of finished sends, which no longer hold a send slot. */
+  private readonly settling = new Set<Promise<void>>();
+  /**
+   * Claimed rows waiting for a slot: up to `lane.concurrency` are claimed ahead, so a slot that frees starts its
+   * next send at once instead of waiting for a claim. Handed back untouched at shutdown.
+   */
+  private readonly ready: ClaimedRow[] = [];
   private readonly throttle: LaneThrottle;
   private readonly timerName: string;
   private running = false;
@@ -74,12 +90,26 @@ export class LaneDispatcher {
     this.schedule(0);
   }
 
-  /** Stops claiming and waits up to `timeoutMs` for the sends in flight; returns how many did not finish. */
+  /**
+   * Stops claiming, hands back the prefetched rows that were not started, and waits up to `timeoutMs` for the sends
+   * in flight and their settles; returns how many did not finish.
+   */
   async stop(timeoutMs: number): Promise<number> {
     this.stopping = true;
     this.clearTimer();
-    await Promise.race([Promise.all(this.inFlight), sleep(timeoutMs, undefined, { ref: false })]);
-    return this.inFlight.size;
+    const unstarted = this.ready.splice(0);
+    if (unstarted.length > 0) {
+      try {
+        await this.deps.repository.release(this.deps.em, unstarted);
+      } catch (error) {
+        this.deps.logger.warn({ msg: 'could not hand back unstarted rows; they are claimed again after the lease', count: unstarted.length, error: String(error) });
+      }
+    }
+    const drained = (async () => {
+      while (this.inFlight.size + this.settling.size > 0) await Promise.allSettled([...this.inFlight, ...this.settling]);
+    })();
+    await Promise.race([drained, sleep(timeoutMs, undefined, { ref: false })]);
+    return this.inFlight.size + this.settling.size;
   }
 
   /** Runs the loop now unless it is already running, in which case it runs again right after. */
@@ -94,7 +124,9 @@ export class LaneDispatcher {
 
   private schedule(delayMs: number): void {
     this.clearTimer();
-    this.deps.scheduler.addTimeout(this.timerName, setTimeout(() => void this.tick(), delayMs));
+    // A timer's shortest delay is a millisecond: work that is due now runs on the next turn of the event loop.
+    if (delayMs <= 0) setImmediate(() => void this.tick());
+    else this.deps.scheduler.addTimeout(this.timerName, setTimeout(() => void this.tick(), delayMs));
   }
 
   private clearTimer(): void {
@@ -107,12 +139,14 @@ export class LaneDispatcher {
     this.running = true;
     this.rerunRequested = false;
     const { batchSize, leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
-    // -1: every slot is busy, and the next finished send wakes the loop.
+    // -1: the slots and the prefetch are full, and the next finished send or settle wakes the loop.
     let next = pollIntervalMs;
     try {
-      const free = this.lane.concurrency - this.inFlight.size;
-      const granted = free > 0 ? this.throttle.take(Math.min(batchSize, free), Date.now()) : 0;
-      if (free <= 0) {
+      const settlesBehind = this.settling.size >= this.lane.concurrency * PENDING_SETTLES_PER_SLOT;
+      const room = settlesBehind ? 0 : 2 * this.lane.concurrency - this.inFlight.size - this.ready.length;
+      const granted = room > 0 ? this.throttle.take(Math.min(batchSize, room), Date.now()) : 0;
+      if (room <= 0) {
+        this.backlogSeen = true;
         next = -1;
       } else if (granted === 0) {
         // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
@@ -121,9 +155,10 @@ export class LaneDispatcher {
         const rows = await this.deps.repository.claim(this.deps.em, this.lane.name, granted, leaseMs, workerId, randomUUID());
         this.throttle.giveBack(granted - rows.length);
         if (rows.length > 0) this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
-        for (const row of rows) this.track(this.process(row));
+        this.ready.push(...rows);
+        this.pump();
         this.backlogSeen = rows.length === granted;
-        if (this.backlogSeen) next = this.inFlight.size < this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
+        if (this.backlogSeen) next = this.inFlight.size + this.ready.length < 2 * this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
       }
     } catch (error) {
       this.deps.logger.error({ msg: 'claim failed; trying again after the poll interval', lane: this.lane.name, error: String(error) });
@@ -136,20 +171,33 @@ export class LaneDispatcher {
     if (next >= 0) this.schedule(next);
   }
 
-  private track(work: Promise<void>): void {
-    this.inFlight.add(work);
+  /** Starts sends from the prefetched rows while there are free slots. */
+  private pump(): void {
+    while (!this.stopping && this.inFlight.size < this.lane.concurrency && this.ready.length > 0) {
+      this.track(this.process(this.ready.shift()!));
+    }
+  }
+
+  private track(work: Promise<void>, set = this.inFlight): void {
+    set.add(work);
     void work.finally(() => {
-      this.inFlight.delete(work);
+      set.delete(work);
+      this.pump();
       if (this.backlogSeen) this.wake();
     });
   }
 
+  /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
   private async process(row: ClaimedRow): Promise<void> {
     const settlement = row.skipReason ? skipSettlement({ ...row, skipReason: row.skipReason }) : await this.send(row);
-    const event = await this.settle(settlement);
-    if (!event) return;
+    this.track(this.finish(row, settlement), this.settling);
+  }
+
+  private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
+    const outcome = await this.settle(settlement);
+    if (!outcome?.applied) return;
     if (settlement.status !== 'pending') this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
-    await this.deps.publisher.publish([event]);
+    if (outcome.event) await this.deps.publisher.publish([outcome.event]);
   }
 
   private async send(row: ClaimedRow): Promise<Settlement> {
@@ -173,15 +221,15 @@ export class LaneDispatcher {
     return settlement;
   }
 
-  /** Settles with a few retries, since the statement is idempotent; returns the recorded event if it applied. */
-  private async settle(settlement: Settlement): Promise<StoredEvent | null> {
+  /** Settles with a few retries, since the statement is idempotent; null when it could not be written at all. */
+  private async settle(settlement: Settlement): Promise<SettleOutcome | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const event = await this.deps.settler.add(settlement);
-        if (!event) {
+        const outcome = await this.deps.settler.add(settlement);
+        if (!outcome.applied) {
           this.deps.logger.warn({ msg: 'settle ignored: the lease was lost and another worker owns the row', id: settlement.id, outcome: settlement.outcome });
         }
-        return event;
+        return outcome;
       } catch (error) {
         if (attempt >= SETTLE_RETRIES) {
           this.deps.logger.error({ msg: 'settle failed; the row is claimed again after its lease', id: settlement.id, outcome: settlement.outcome, error: String(error) });

@@ -3,13 +3,13 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
-import { OutboxRepository, type Settlement, type StoredEvent } from '../outbox/outbox.repository.js';
+import { OutboxRepository, type Settlement } from '../outbox/outbox.repository.js';
 import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import { MailRenderer } from '../templates/mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { Batcher } from './batcher.js';
-import { LaneDispatcher } from './lane.dispatcher.js';
+import { LaneDispatcher, type SettleOutcome } from './lane.dispatcher.js';
 import { WakeUpListener } from './wake-up.listener.js';
 
 const SETTLE_BATCH = 100;
@@ -54,9 +54,12 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcher.enabled) return;
-    const settler = new Batcher<Settlement, StoredEvent | null>(async (settlements) => {
-      const { applied } = await this.repository.settle(this.em, settlements, this.options.dispatcher.eventLeaseMs);
-      return settlements.map((settlement) => applied.get(settlement.id) ?? null);
+    const settler = new Batcher<Settlement, SettleOutcome>(async (settlements) => {
+      const recorded = settlements.map((settlement) =>
+        settlement.eventName && this.publisher.isListenedTo(settlement.eventName) ? settlement : { ...settlement, eventName: null },
+      );
+      const { applied } = await this.repository.settle(this.em, recorded, this.options.dispatcher.eventLeaseMs);
+      return settlements.map((settlement) => ({ applied: applied.has(settlement.id), event: applied.get(settlement.id) ?? null }));
     }, SETTLE_BATCH);
     for (const lane of this.options.lanes) {
       this.lanes.set(

@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { CompiledQuery } from 'kysely';
+import type { Pool } from 'pg';
 import { Injectable } from '@nestjs/common';
 import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
 import type {
@@ -11,8 +13,9 @@ import type {
   RejectedRecipient,
 } from './mail.types.js';
 
-// Every statement of the outbox lives in this file. MikroORM's `execute` interpolates `?` placeholders itself,
-// so the SQL below has no other question marks and passes JSON as text with an explicit cast.
+// The queue's statements live in this file (the operators' are in outbox-operations.repository.ts). Values are
+// bound parameters, never text spliced into the SQL: a batch's JSON goes to the server as one parameter. The
+// dispatcher's statements are also named, so each connection plans them once.
 
 export interface NewOutboxRow {
   id: string;
@@ -76,13 +79,14 @@ export interface Settlement {
   durationMs: number;
   /** Addresses the server said do not exist: they go on the suppression list. */
   bounced: string[];
-  eventName: string;
+  /** Null when nobody in this process listens for the event: then there is nothing to record or emit. */
+  eventName: string | null;
   eventPayload: Record<string, unknown>;
 }
 
 export interface SettleResult {
-  /** Rows whose lock token still matched: their new state and event (as stored) are committed. */
-  applied: Map<string, StoredEvent>;
+  /** Rows whose lock token still matched, with the event recorded for each (if any): both are committed. */
+  applied: Map<string, StoredEvent | null>;
 }
 
 export interface StoredEvent {
@@ -141,6 +145,22 @@ export function mapAttempt(row: Row): OutboxAttempt {
   };
 }
 
+/** Runs a statement with bound parameters in the EntityManager's transaction, if it has one. */
+async function query(em: EntityManager, sql: string, params: unknown[]): Promise<Row[]> {
+  const result = await em.getKysely().executeQuery(CompiledQuery.raw(sql, params));
+  return result.rows as Row[];
+}
+
+/**
+ * Runs one of the dispatcher's statements as a named prepared statement on the pool (never inside a caller's
+ * transaction): it is planned once per connection instead of at every claim and settle.
+ */
+async function prepared(em: EntityManager, name: string, sql: string, params: unknown[]): Promise<Row[]> {
+  const pool = (await em.getConnection().getNativeClient()) as Pool;
+  const result = await pool.query({ name, text: sql, values: params });
+  return result.rows as Row[];
+}
+
 @Injectable()
 export class OutboxRepository {
   /**
@@ -160,9 +180,10 @@ export class OutboxRepository {
       next_attempt_at: row.notBefore?.toISOString() ?? null,
       expires_at: row.expiresAt?.toISOString() ?? null,
     }));
-    const inserted = await em.execute<Row[]>(
+    const inserted = await query(
+      em,
       `with input as (
-         select * from jsonb_to_recordset(cast(? as jsonb)) as x(
+         select * from jsonb_to_recordset($1::jsonb) as x(
            id uuid, idempotency_key text, content_hash text, message_id text, payload jsonb, metadata jsonb,
            max_attempts int, lane text, next_attempt_at timestamptz, expires_at timestamptz)
        ), inserted as (
@@ -185,10 +206,10 @@ export class OutboxRepository {
 
   async findByIdempotencyKeys(em: EntityManager, idempotencyKeys: string[]): Promise<InsertedRow[]> {
     if (idempotencyKeys.length === 0) return [];
-    const rows = await em.execute<Row[]>(
-      `select id, idempotency_key, message_id, status, content_hash from mail_outbox
-       where idempotency_key in (select jsonb_array_elements_text(cast(? as jsonb)))`,
-      [JSON.stringify(idempotencyKeys)],
+    const rows = await query(
+      em,
+      `select id, idempotency_key, message_id, status, content_hash from mail_outbox where idempotency_key = any($1::text[])`,
+      [idempotencyKeys],
     );
     return rows.map((row) => this.mapInserted(row, false));
   }
@@ -209,28 +230,30 @@ export class OutboxRepository {
    * Returns the row's status afterwards, or null when there is no such row.
    */
   async cancel(em: EntityManager, id: string): Promise<OutboxStatus | null> {
-    const [row] = await em.execute<Row[]>(
+    const [row] = await query(
+      em,
       `with changed as (
          update mail_outbox
          set status = case when status = 'pending' then 'cancelled' else status end,
              cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
              updated_at = now()
-         where id = ? and status in ('pending', 'sending')
+         where id = $1 and status in ('pending', 'sending')
          returning status
        )
        select status from changed
        union all
-       select status from mail_outbox where id = ? and not exists (select 1 from changed)`,
-      [id, id],
+       select status from mail_outbox where id = $1 and not exists (select 1 from changed)`,
+      [id],
     );
     return row ? row.status : null;
   }
 
   async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
-    const [row] = await em.execute<Row[]>(
+    const [row] = await query(
+      em,
       `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
                              from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
-       from mail_outbox o where o.id = ?`,
+       from mail_outbox o where o.id = $1`,
       [id],
     );
     return row ? { ...mapOutboxRow(row), attemptLog: (row.attempt_log as Row[]).map(mapAttempt) } : null;
@@ -243,23 +266,25 @@ export class OutboxRepository {
    * dead worker left open is marked `unknown`: the server may or may not have taken that message.
    */
   async claim(em: EntityManager, lane: string, limit: number, leaseMs: number, workerId: string, lockToken: string): Promise<ClaimedRow[]> {
-    const rows = await em.execute<Row[]>(
+    const rows = await prepared(
+      em,
+      'reliable_mail_claim',
       `with expired as (
          select id from mail_outbox
-         where status = 'sending' and lane = ? and locked_until <= now()
-         order by locked_until limit ? for update skip locked
+         where status = 'sending' and lane = $1 and locked_until <= now()
+         order by locked_until limit $2 for update skip locked
        ), pending as (
          select id from mail_outbox
-         where status = 'pending' and lane = ? and next_attempt_at <= now()
-         order by next_attempt_at limit ? for update skip locked
+         where status = 'pending' and lane = $1 and next_attempt_at <= now()
+         order by next_attempt_at limit $2 for update skip locked
        ), due as (
-         select id from (select id from expired union all select id from pending) candidates limit ?
+         select id from (select id from expired union all select id from pending) candidates limit $2
        ), abandoned as (
          update mail_outbox_attempt set outcome = 'unknown', finished_at = now()
          where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
        ), claimed as (
          update mail_outbox o
-         set status = 'sending', lock_token = ?, locked_by = ?, locked_until = now() + ? * interval '1 millisecond',
+         set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::int * interval '1 millisecond',
              attempts = o.attempts + 1, updated_at = now()
          from due where o.id = due.id
          returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
@@ -268,21 +293,26 @@ export class OutboxRepository {
          select claimed.*, suppressed.addresses as suppressed,
                 case when claimed.cancel_requested_at is not null then 'cancelled'
                      when claimed.expires_at <= now() then 'expired'
-                     when jsonb_array_length(suppressed.addresses) = suppressed.recipients then 'suppressed'
+                     when jsonb_array_length(suppressed.addresses) = recipients.total then 'suppressed'
                 end as skip_reason
-         from claimed cross join lateral (
-           select count(*) as recipients,
-                  coalesce(jsonb_agg(s.address) filter (where s.address is not null), '[]'::jsonb) as addresses
+         from claimed
+         cross join lateral (
+           select count(*) as total, array_agg(lower(r->>'address')) as addresses
            from jsonb_array_elements((claimed.payload->'to') || (claimed.payload->'cc') || (claimed.payload->'bcc')) r
-           left join mail_suppression s on s.address = lower(r->>'address')
+         ) recipients
+         -- Looked up by primary key from the recipient list: a join on the expanded array would let the planner
+         -- read the whole suppression list for every claimed row.
+         cross join lateral (
+           select coalesce(jsonb_agg(s.address), '[]'::jsonb) as addresses
+           from mail_suppression s where s.address = any(recipients.addresses)
          ) suppressed
        ), attempts as (
          insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
-         select gen_random_uuid(), id, attempts, ?, ? from screened where skip_reason is null
+         select gen_random_uuid(), id, attempts, $4, $3 from screened where skip_reason is null
          returning id, outbox_id
        )
        select screened.*, attempts.id as attempt_id from screened left join attempts on attempts.outbox_id = screened.id`,
-      [lane, limit, lane, limit, limit, lockToken, workerId, leaseMs, workerId, lockToken],
+      [lane, limit, lockToken, workerId, leaseMs],
     );
     return rows.map((row) => ({
       id: row.id,
@@ -331,9 +361,11 @@ export class OutboxRepository {
       event_name: s.eventName,
       event_payload: s.eventPayload,
     }));
-    const rows = await em.execute<Row[]>(
+    const rows = await prepared(
+      em,
+      'reliable_mail_settle',
       `with input as (
-         select * from jsonb_to_recordset(cast(? as jsonb)) as x(
+         select * from jsonb_to_recordset($1::jsonb) as x(
            id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
            last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
            rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, bounced jsonb, event_name text,
@@ -370,24 +402,50 @@ export class OutboxRepository {
          select i.id, i.event_name,
                 case when settled.status = i.status then i.event_payload
                      else i.event_payload || jsonb_build_object('status', settled.status, 'nextAttemptAt', null) end,
-                now() + ? * interval '1 millisecond'
+                now() + $2::int * interval '1 millisecond'
          from input i join settled on settled.id = i.id
+         where i.event_name is not null
          returning id, outbox_id, name, payload
        )
-       select events.outbox_id as id, events.id as event_id, events.name, events.payload from events`,
+       select settled.id, events.id as event_id, events.name, events.payload
+       from settled left join events on events.outbox_id = settled.id`,
       [JSON.stringify(input), eventLeaseMs],
     );
     return {
-      applied: new Map(rows.map((row) => [row.id as string, { id: String(row.event_id), name: row.name, payload: row.payload }])),
+      applied: new Map(
+        rows.map((row) => [row.id as string, row.event_id === null ? null : { id: String(row.event_id), name: row.name, payload: row.payload }]),
+      ),
     };
+  }
+
+  /**
+   * Gives claimed rows back untouched (shutdown before their send started): the claim's attempt is taken back and
+   * its attempt record deleted, so the row is as if it had never been claimed.
+   */
+  async release(em: EntityManager, rows: Array<Pick<ClaimedRow, 'id' | 'lockToken' | 'attemptId'>>): Promise<void> {
+    await query(
+      em,
+      `with released as (
+         update mail_outbox o
+         set status = 'pending', attempts = o.attempts - 1, locked_until = null, lock_token = null, locked_by = null,
+             updated_at = now()
+         from unnest($1::uuid[], $2::uuid[]) as r(id, lock_token)
+         where o.id = r.id and o.lock_token = r.lock_token and o.status = 'sending'
+         returning o.id
+       )
+       delete from mail_outbox_attempt a using released where a.outbox_id = released.id and a.id = any($3::uuid[])`,
+      [rows.map((row) => row.id), rows.map((row) => row.lockToken), rows.flatMap((row) => (row.attemptId ? [row.attemptId] : []))],
+    );
   }
 
   /** Takes events whose emitter did not confirm them in time (it crashed, or is another instance that did). */
   async claimUnconfirmedEvents(em: EntityManager, limit: number, leaseMs: number): Promise<StoredEvent[]> {
-    const rows = await em.execute<Row[]>(
-      `update mail_outbox_event e set locked_until = now() + ? * interval '1 millisecond'
+    const rows = await prepared(
+      em,
+      'reliable_mail_claim_events',
+      `update mail_outbox_event e set locked_until = now() + $1::int * interval '1 millisecond'
        where e.id in (
-         select id from mail_outbox_event where locked_until <= now() order by id limit ? for update skip locked
+         select id from mail_outbox_event where locked_until <= now() order by id limit $2 for update skip locked
        )
        returning e.id, e.name, e.payload`,
       [leaseMs, limit],
@@ -397,6 +455,6 @@ export class OutboxRepository {
 
   async deleteEvents(em: EntityManager, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await em.execute(`delete from mail_outbox_event where id = any(cast(? as bigint[]))`, [`{${ids.join(',')}}`]);
+    await prepared(em, 'reliable_mail_confirm_events', `delete from mail_outbox_event where id = any($1::bigint[])`, [ids]);
   }
 }
