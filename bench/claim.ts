@@ -41,28 +41,27 @@ export interface ClaimResult {
 /** The claim statement exactly as the repository sends it, with its parameters. */
 export async function captureClaimStatement(lane: string, limit: number): Promise<{ sql: string; params: unknown[] }> {
   let captured: { sql: string; params: unknown[] } | null = null;
-  const recorder = {
-    execute: async (sql: string, params: unknown[]) => {
-      captured = { sql, params };
-      return [];
+  // The repository runs the claim as a named prepared statement on the ORM's pg pool: stand in for that pool.
+  const pool = {
+    query: async ({ text, values }: { text: string; values: unknown[] }) => {
+      captured = { sql: text, params: values };
+      return { rows: [] };
     },
   };
+  const recorder = { getConnection: () => ({ getNativeClient: async () => pool }) };
   await new OutboxRepository().claim(recorder as never, lane, limit, 300_000, 'bench-claim:1', randomUUID());
   if (!captured) throw new Error('OutboxRepository.claim sent no statement');
   return captured;
 }
 
-/** Inlines `?` parameters the way MikroORM's execute does (the repository's SQL has no other question marks). */
+/** Inlines the `$n` parameters, so that EXPLAIN can run the statement as it is planned with them. */
 function inline(sql: string, params: unknown[]): string {
-  let index = 0;
-  const out = sql.replace(/\?/g, () => {
-    const value = params[index++];
+  return sql.replace(/\$(\d+)/g, (_placeholder, position: string) => {
+    const value = params[Number(position) - 1];
     if (typeof value === 'number') return String(value);
     if (typeof value === 'string') return `'${value.replace(/'/g, "''")}'`;
     throw new Error(`unexpected parameter ${JSON.stringify(value)}`);
   });
-  if (index !== params.length) throw new Error(`claim SQL has ${index} placeholders for ${params.length} parameters`);
-  return out;
 }
 
 async function claimSql(limit: number): Promise<string> {

@@ -40,6 +40,10 @@ describe('the demo shop over HTTP', () => {
     const { orderId, mail } = (await response.json()) as { orderId: number; mail: { id: string; messageId: string } };
 
     await waitFor('the confirmation mail', () => smtp.received.some((message) => message.messageId === mail.messageId));
+    const raw = smtp.received.find((message) => message.messageId === mail.messageId)!.raw;
+    // Rendered from the order-confirmation template at send time.
+    expect(raw).toContain(`Subject: Your order #${orderId} is confirmed`);
+    expect(raw).toContain('2 x mug @ 12.50');
     await waitFor('the row to be sent', async () => (await getJson(`/outbox/${mail.id}`)).body.status === 'sent');
     const row = (await getJson(`/outbox/${mail.id}`)).body;
     expect(row).toMatchObject({ idempotencyKey: `order-confirmation:${orderId}`, lane: 'default', metadata: { source: 'orders', orderId } });

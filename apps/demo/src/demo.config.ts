@@ -1,4 +1,5 @@
 import type { ReliableMailOptions } from '@reliable-mail/nestjs';
+import { orderConfirmationTemplate } from './orders/order-confirmation.template.js';
 
 /** Everything the demo app needs from outside; `createDemoApp` takes it. */
 export interface DemoAppOptions {
@@ -36,6 +37,7 @@ export function resolveDemoConfig(options: DemoAppOptions): DemoConfig {
       transport: options.smtpUrl,
       from: 'Demo Shop <shop@example.com>',
       messageIdDomain: 'shop.example.com',
+      templates: [orderConfirmationTemplate],
       ...options.mail,
     },
   };

@@ -3,6 +3,7 @@ import { BadRequestException, Inject, Injectable, NotFoundException } from '@nes
 import { MailOutboxService, type OutgoingMail } from '@reliable-mail/nestjs';
 import { emailField, objectBody } from '../common/input.js';
 import { DEMO_CONFIG, type DemoConfig } from '../demo.config.js';
+import { orderConfirmationTemplate } from './order-confirmation.template.js';
 import { Order, type OrderItem } from './order.entity.js';
 
 export interface PlacedOrder {
@@ -38,10 +39,6 @@ function totalOf(items: OrderItem[]): number {
 }
 
 const money = (amount: number) => amount.toFixed(2);
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 @Injectable()
 export class OrdersService {
@@ -81,23 +78,15 @@ export class OrdersService {
   }
 
   private confirmationMail(order: Order): OutgoingMail {
-    const lines = order.items.map(({ sku, qty, price }) => `${qty} x ${sku} @ ${money(price)} = ${money(qty * price)}`);
-    const link = `${this.config.baseUrl}/orders/${order.id}`;
     return {
       to: order.customerEmail,
-      subject: `Your order #${order.id} is confirmed`,
-      text: [
-        `Thank you for your order #${order.id}.`,
-        '',
-        ...lines,
-        `Total: ${money(order.total)}`,
-        '',
-        `See it at ${link}`,
-      ].join('\n'),
-      html:
-        `<p>Thank you for your order #${order.id}.</p><ul>` +
-        lines.map((line) => `<li>${escapeHtml(line)}</li>`).join('') +
-        `</ul><p><strong>Total: ${money(order.total)}</strong></p><p><a href="${link}">See your order</a></p>`,
+      template: orderConfirmationTemplate.name,
+      params: {
+        orderId: order.id,
+        lines: order.items.map(({ sku, qty, price }) => ({ sku, qty, price: money(price), amount: money(qty * price) })),
+        total: money(order.total),
+        link: `${this.config.baseUrl}/orders/${order.id}`,
+      },
       headers: { 'X-Demo-Order-Id': String(order.id) },
     };
   }

@@ -71,7 +71,8 @@ export class LaneDispatcher {
   private readonly ready: ClaimedRow[] = [];
   private readonly throttle: LaneThrottle;
   private readonly timerName: string;
-  private running = false;
+  /** The tick under way, if any: shutdown waits for its claim before handing rows back. */
+  private running: Promise<void> | null = null;
   private stopping = false;
   private rerunRequested = false;
   /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
@@ -97,6 +98,7 @@ export class LaneDispatcher {
   async stop(timeoutMs: number): Promise<number> {
     this.stopping = true;
     this.clearTimer();
+    await this.running;
     const unstarted = this.ready.splice(0);
     if (unstarted.length > 0) {
       try {
@@ -124,6 +126,7 @@ export class LaneDispatcher {
 
   private schedule(delayMs: number): void {
     this.clearTimer();
+    if (this.stopping) return;
     // A timer's shortest delay is a millisecond: work that is due now runs on the next turn of the event loop.
     if (delayMs <= 0) setImmediate(() => void this.tick());
     else this.deps.scheduler.addTimeout(this.timerName, setTimeout(() => void this.tick(), delayMs));
@@ -133,10 +136,16 @@ export class LaneDispatcher {
     if (this.deps.scheduler.doesExist('timeout', this.timerName)) this.deps.scheduler.deleteTimeout(this.timerName);
   }
 
-  private async tick(): Promise<void> {
+  private tick(): Promise<void> {
     this.clearTimer();
-    if (this.stopping || this.running) return;
-    this.running = true;
+    if (this.stopping || this.running) return Promise.resolve();
+    this.running = this.claimAndStart().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async claimAndStart(): Promise<void> {
     this.rerunRequested = false;
     const { batchSize, leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
     // -1: the slots and the prefetch are full, and the next finished send or settle wakes the loop.
@@ -163,12 +172,12 @@ export class LaneDispatcher {
     } catch (error) {
       this.deps.logger.error({ msg: 'claim failed; trying again after the poll interval', lane: this.lane.name, error: String(error) });
     } finally {
-      this.running = false;
       this.lastTickAt = new Date();
     }
     if (this.stopping) return;
     if (this.rerunRequested && next !== -1) next = Math.min(next, this.throttle.waitMs(Date.now()));
-    if (next >= 0) this.schedule(next);
+    // Scheduled once this tick is no longer running, so that an immediate rerun is not refused as an overlap.
+    if (next >= 0) setImmediate(() => this.schedule(next));
   }
 
   /** Starts sends from the prefetched rows while there are free slots. */

@@ -1,5 +1,30 @@
 import { Migration } from '@mikro-orm/migrations';
 
+/**
+ * The indexes and checks this migration creates, shared with the entity definitions so that an app's own
+ * `migration:create` sees them as existing instead of generating statements that drop them.
+ */
+export const OUTBOX_SCHEMA_V1 = {
+  indexes: {
+    idempotencyKey: `create unique index "mail_outbox_idempotency_key_unique" on "mail_outbox" ("idempotency_key") where "idempotency_key" is not null`,
+    // The claim reads only these two partial indexes, so its cost does not grow with the number of settled rows.
+    due: `create index "mail_outbox_due_index" on "mail_outbox" ("lane", "next_attempt_at") where "status" = 'pending'`,
+    lease: `create index "mail_outbox_lease_index" on "mail_outbox" ("lane", "locked_until") where "status" = 'sending'`,
+    // Retention deletes closed rows by age; health and stats count recent problems: each reads only its own rows.
+    closed: `create index "mail_outbox_closed_index" on "mail_outbox" ("updated_at") where "status" in ('sent', 'cancelled', 'expired', 'suppressed')`,
+    problem: `create index "mail_outbox_problem_index" on "mail_outbox" ("updated_at") where "status" in ('failed', 'dead')`,
+    attemptsOfRow: `create index "mail_outbox_attempt_outbox_id_index" on "mail_outbox_attempt" ("outbox_id", "attempt")`,
+    eventLease: `create index "mail_outbox_event_locked_until_index" on "mail_outbox_event" ("locked_until")`,
+  },
+  checks: {
+    status: `"status" in ('pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed')`,
+    outcome: `"outcome" in ('started', 'sent', 'transient', 'permanent', 'sender', 'unknown')`,
+    suppressionSource: `"source" in ('bounce', 'operator')`,
+  },
+} as const;
+
+const { indexes, checks } = OUTBOX_SCHEMA_V1;
+
 export class Migration20261130000000_CreateOutbox extends Migration {
   override up(): void {
     this.addSql(`
@@ -8,8 +33,7 @@ export class Migration20261130000000_CreateOutbox extends Migration {
         "idempotency_key" text null,
         "content_hash" text not null,
         "message_id" text not null,
-        "status" text not null default 'pending'
-          check ("status" in ('pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed')),
+        "status" text not null default 'pending',
         "lane" text not null default 'default',
         "payload" jsonb not null,
         "metadata" jsonb null,
@@ -32,54 +56,56 @@ export class Migration20261130000000_CreateOutbox extends Migration {
         "created_at" timestamptz not null default now(),
         "sent_at" timestamptz null,
         "updated_at" timestamptz not null default now(),
-        constraint "mail_outbox_message_id_unique" unique ("message_id")
+        constraint "mail_outbox_message_id_unique" unique ("message_id"),
+        constraint "mail_outbox_status_check" check (${checks.status})
       )`);
-    this.addSql(`create unique index "mail_outbox_idempotency_key_unique" on "mail_outbox" ("idempotency_key") where "idempotency_key" is not null`);
-    // The claim reads only these two partial indexes, so its cost does not grow with the number of settled rows.
-    this.addSql(`create index "mail_outbox_due_index" on "mail_outbox" ("lane", "next_attempt_at") where "status" = 'pending'`);
-    this.addSql(`create index "mail_outbox_lease_index" on "mail_outbox" ("lane", "locked_until") where "status" = 'sending'`);
-    // Retention deletes closed rows by age; health and stats count recent problems: each reads only its own rows.
-    this.addSql(`create index "mail_outbox_closed_index" on "mail_outbox" ("updated_at") where "status" in ('sent', 'cancelled', 'expired', 'suppressed')`);
-    this.addSql(`create index "mail_outbox_problem_index" on "mail_outbox" ("updated_at") where "status" in ('failed', 'dead')`);
+    this.addSql(indexes.idempotencyKey);
+    this.addSql(indexes.due);
+    this.addSql(indexes.lease);
+    this.addSql(indexes.closed);
+    this.addSql(indexes.problem);
 
     this.addSql(`
       create table "mail_outbox_attempt" (
         "id" uuid primary key,
-        "outbox_id" uuid not null references "mail_outbox" ("id") on delete cascade,
+        "outbox_id" uuid not null,
         "attempt" int not null,
         "worker_id" text not null,
         "lock_token" uuid not null,
         "started_at" timestamptz not null default now(),
         "finished_at" timestamptz null,
-        "outcome" text not null default 'started'
-          check ("outcome" in ('started', 'sent', 'transient', 'permanent', 'sender', 'unknown')),
+        "outcome" text not null default 'started',
         "reply_code" int null,
         "enhanced_status" text null,
         "reply" text null,
-        "duration_ms" int null
+        "duration_ms" int null,
+        constraint "mail_outbox_attempt_outbox_id_foreign" foreign key ("outbox_id") references "mail_outbox" ("id") on delete cascade,
+        constraint "mail_outbox_attempt_outcome_check" check (${checks.outcome})
       )`);
-    this.addSql(`create index "mail_outbox_attempt_outbox_id_index" on "mail_outbox_attempt" ("outbox_id", "attempt")`);
+    this.addSql(indexes.attemptsOfRow);
 
     // Events recorded in the settle's transaction and deleted once emitted: a crash between the two re-emits them.
     this.addSql(`
       create table "mail_outbox_event" (
-        "id" bigint generated always as identity primary key,
-        "outbox_id" uuid not null references "mail_outbox" ("id") on delete cascade,
+        "id" bigserial primary key,
+        "outbox_id" uuid not null,
         "name" text not null,
         "payload" jsonb not null,
         "locked_until" timestamptz not null,
-        "created_at" timestamptz not null default now()
+        "created_at" timestamptz not null default now(),
+        constraint "mail_outbox_event_outbox_id_foreign" foreign key ("outbox_id") references "mail_outbox" ("id") on delete cascade
       )`);
-    this.addSql(`create index "mail_outbox_event_locked_until_index" on "mail_outbox_event" ("locked_until")`);
+    this.addSql(indexes.eventLease);
 
     // Addresses that must get no mail: hard bounces and operators' entries, kept in lower case.
     this.addSql(`
       create table "mail_suppression" (
         "address" text primary key,
         "reason" text not null,
-        "source" text not null check ("source" in ('bounce', 'operator')),
+        "source" text not null,
         "outbox_id" uuid null,
-        "created_at" timestamptz not null default now()
+        "created_at" timestamptz not null default now(),
+        constraint "mail_suppression_source_check" check (${checks.suppressionSource})
       )`);
   }
 

@@ -1,5 +1,9 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-outbox.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
+
+const { indexes, checks } = OUTBOX_SCHEMA_V1;
+const timestamp = () => p.datetime().columnType('timestamptz');
 
 // The tables are created by reliable-mail's migrations; these definitions let an app read them with the ORM.
 // reliable-mail itself goes through OutboxRepository's SQL, where the claim and the settles need statements
@@ -8,6 +12,14 @@ import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } fro
 export const MailOutbox = defineEntity({
   name: 'MailOutbox',
   tableName: 'mail_outbox',
+  indexes: [
+    { name: 'mail_outbox_due_index', expression: indexes.due },
+    { name: 'mail_outbox_lease_index', expression: indexes.lease },
+    { name: 'mail_outbox_closed_index', expression: indexes.closed },
+    { name: 'mail_outbox_problem_index', expression: indexes.problem },
+  ],
+  uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
+  checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
   properties: {
     id: p.uuid().primary(),
     idempotencyKey: p.text().nullable(),
@@ -19,10 +31,10 @@ export const MailOutbox = defineEntity({
     metadata: p.json<Record<string, unknown>>().nullable(),
     attempts: p.integer().default(0),
     maxAttempts: p.integer(),
-    nextAttemptAt: p.datetime().columnType('timestamptz'),
-    expiresAt: p.datetime().columnType('timestamptz').nullable(),
-    cancelRequestedAt: p.datetime().columnType('timestamptz').nullable(),
-    lockedUntil: p.datetime().columnType('timestamptz').nullable(),
+    nextAttemptAt: timestamp().defaultRaw('now()'),
+    expiresAt: timestamp().nullable(),
+    cancelRequestedAt: timestamp().nullable(),
+    lockedUntil: timestamp().nullable(),
     lockToken: p.uuid().nullable(),
     lockedBy: p.text().nullable(),
     lastError: p.text().nullable(),
@@ -30,26 +42,28 @@ export const MailOutbox = defineEntity({
     lastEnhancedStatus: p.text().nullable(),
     providerReply: p.text().nullable(),
     providerMessageId: p.text().nullable(),
-    requeuedAt: p.datetime().columnType('timestamptz').nullable(),
+    requeuedAt: timestamp().nullable(),
     requeueReason: p.text().nullable(),
     rejectedRecipients: p.json<RejectedRecipient[]>().nullable(),
-    createdAt: p.datetime().columnType('timestamptz'),
-    sentAt: p.datetime().columnType('timestamptz').nullable(),
-    updatedAt: p.datetime().columnType('timestamptz'),
+    createdAt: timestamp().defaultRaw('now()'),
+    sentAt: timestamp().nullable(),
+    updatedAt: timestamp().defaultRaw('now()'),
   },
 });
 
 export const MailOutboxAttempt = defineEntity({
   name: 'MailOutboxAttempt',
   tableName: 'mail_outbox_attempt',
+  indexes: [{ name: 'mail_outbox_attempt_outbox_id_index', expression: indexes.attemptsOfRow }],
+  checks: [{ name: 'mail_outbox_attempt_outcome_check', expression: checks.outcome }],
   properties: {
     id: p.uuid().primary(),
     outbox: () => p.manyToOne(MailOutbox).fieldName('outbox_id').deleteRule('cascade'),
     attempt: p.integer(),
     workerId: p.text(),
     lockToken: p.uuid(),
-    startedAt: p.datetime().columnType('timestamptz'),
-    finishedAt: p.datetime().columnType('timestamptz').nullable(),
+    startedAt: timestamp().defaultRaw('now()'),
+    finishedAt: timestamp().nullable(),
     outcome: p.text().$type<AttemptOutcome>().default('started'),
     replyCode: p.integer().nullable(),
     enhancedStatus: p.text().nullable(),
@@ -61,25 +75,27 @@ export const MailOutboxAttempt = defineEntity({
 export const MailOutboxEvent = defineEntity({
   name: 'MailOutboxEvent',
   tableName: 'mail_outbox_event',
+  indexes: [{ name: 'mail_outbox_event_locked_until_index', expression: indexes.eventLease }],
   properties: {
     id: p.bigint().primary(),
     outbox: () => p.manyToOne(MailOutbox).fieldName('outbox_id').deleteRule('cascade'),
     name: p.text(),
     payload: p.json<Record<string, unknown>>(),
-    lockedUntil: p.datetime().columnType('timestamptz'),
-    createdAt: p.datetime().columnType('timestamptz'),
+    lockedUntil: timestamp(),
+    createdAt: timestamp().defaultRaw('now()'),
   },
 });
 
 export const MailSuppression = defineEntity({
   name: 'MailSuppression',
   tableName: 'mail_suppression',
+  checks: [{ name: 'mail_suppression_source_check', expression: checks.suppressionSource }],
   properties: {
     address: p.text().primary(),
     reason: p.text(),
     source: p.text().$type<'bounce' | 'operator'>(),
     outboxId: p.uuid().nullable(),
-    createdAt: p.datetime().columnType('timestamptz'),
+    createdAt: timestamp().defaultRaw('now()'),
   },
 });
 
