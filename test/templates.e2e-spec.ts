@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import {
@@ -13,11 +13,8 @@ import {
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
 import { OutboxRepository } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
-import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
-import { SmtpTestServer } from './support/smtp-test-server.js';
-
-type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { type TestApp, type TestBed, useTestBed } from './support/test-bed.js';
 
 interface MimePart {
   headers: string;
@@ -91,38 +88,11 @@ class WelcomeV2Registration implements OnModuleInit {
 }
 
 describe('templates and attachments', () => {
-  let database: TestDatabase;
-  let smtp: SmtpTestServer | undefined;
-  let apps: TestApp[] = [];
+  const bed = useTestBed();
+  const startSmtp = () => bed.startSmtp();
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    await migrate(database.url);
-  });
-
-  afterEach(async () => {
-    for (const app of apps) await app.close();
-    apps = [];
-    await smtp?.close();
-    smtp = undefined;
-    const cleaner = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
-    await cleaner.get(EntityManager).execute('delete from mail_outbox');
-    await cleaner.close();
-  });
-
-  afterAll(async () => {
-    await database?.drop();
-  });
-
-  async function startSmtp(): Promise<SmtpTestServer> {
-    smtp = new SmtpTestServer();
-    await smtp.listen();
-    return smtp;
-  }
-
-  async function start(options: Partial<ReliableMailOptions>, providers: Parameters<typeof createTestApp>[2] = []): Promise<{ app: TestApp; outbox: MailOutboxService }> {
-    const app = await createTestApp(database.url, testMailOptions(smtp?.url ?? 'smtp://127.0.0.1:1', options), providers);
-    apps.push(app);
+  async function start(options: Partial<ReliableMailOptions>, providers: Parameters<TestBed['startApp']>[1] = []): Promise<{ app: TestApp; outbox: MailOutboxService }> {
+    const app = await bed.startApp(testMailOptions(bed.smtpUrl, options), providers);
     return { app, outbox: app.get(MailOutboxService) };
   }
 
@@ -197,7 +167,7 @@ describe('templates and attachments', () => {
     const reason = 'template "welcome"@1 is not registered (registered versions: 2); a row renders only with the version it was enqueued with';
     expect(app.events.failed[0]).toMatchObject({ id: mail.id, status: 'failed', permanent: true, replyCode: null, reason });
     expect(await outbox.get(mail.id)).toMatchObject({ status: 'failed', attempts: 1, lastError: reason });
-    expect(smtp!.received).toHaveLength(0);
+    expect(bed.smtp.received).toHaveLength(0);
   });
 
   it('a template that throws at send time fails the row once, permanently, with the reason and one EmailFailedEvent', async () => {

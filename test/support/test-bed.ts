@@ -13,6 +13,8 @@ export interface TestBed {
   readonly databaseUrl: string;
   /** The SMTP server of the running test (after `startSmtp` or `start`). */
   readonly smtp: SmtpTestServer;
+  /** Its URL, or a port nothing listens on when the test started none. */
+  readonly smtpUrl: string;
   startSmtp(script?: SmtpScript): Promise<SmtpTestServer>;
   startApp(options: ReliableMailOptions, providers?: Type[]): Promise<TestApp>;
   /** An SMTP server answering by `script`, and an app sending to it with the test options and `overrides`. */
@@ -57,6 +59,9 @@ export function useTestBed(): TestBed {
     get smtp() {
       if (!smtp) throw new Error('no SMTP server started in this test');
       return smtp;
+    },
+    get smtpUrl() {
+      return smtp?.url ?? 'smtp://127.0.0.1:1';
     },
     async startSmtp(script = {}) {
       smtp = new SmtpTestServer();
