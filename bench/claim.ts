@@ -49,7 +49,7 @@ export async function captureClaimStatement(lane: string, limit: number): Promis
     },
   };
   const recorder = { getConnection: () => ({ getNativeClient: async () => pool }) };
-  await new OutboxRepository().claim(recorder as never, lane, limit, 300_000, 'bench-claim:1', randomUUID());
+  await new OutboxRepository().claim(recorder as never, lane, limit, 600_000, 86_400_000, 'bench-claim:1', randomUUID());
   if (!captured) throw new Error('OutboxRepository.claim sent no statement');
   return captured;
 }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { MailOutboxService } from '@reliable-mail/nestjs';
+import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
+import { EMAIL_SENT_EVENT, type EmailSentEvent, MailOutboxService } from '@reliable-mail/nestjs';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, migrate, spawnDispatcherProcess, testMailOptions, waitFor } from './support/test-app.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
@@ -46,4 +48,28 @@ describe('events survive a crash between the status commit and the emission', ()
     });
     expect(smtp.received).toHaveLength(1);
   });
+
+  it('emits the event again when a listener with suppressErrors: false throws', async () => {
+    await app?.close();
+    app = await createTestApp(database.url, testMailOptions(smtp.url), [FlakyListener]);
+    const { id } = await app.get(MailOutboxService).enqueue({ to: 'bob@example.com', subject: 'Hi', text: 'x' });
+    const listener = app.get(FlakyListener);
+    await waitFor('the second delivery of the event', () => listener.calls.filter((call) => call === id).length === 2, 10_000);
+    await waitFor('the event to be confirmed', async () => {
+      const [{ count }] = await app!.get(EntityManager).execute(`select count(*)::int as count from mail_outbox_event`);
+      return count === 0;
+    });
+  });
 });
+
+/** Throws the first time it hears of a row, as a listener whose database was briefly down would. */
+@Injectable()
+class FlakyListener {
+  readonly calls: string[] = [];
+
+  @OnEvent(EMAIL_SENT_EVENT, { suppressErrors: false })
+  onSent(event: EmailSentEvent): void {
+    this.calls.push(event.id);
+    if (this.calls.filter((call) => call === event.id).length === 1) throw new Error('listener failed once');
+  }
+}

@@ -133,11 +133,15 @@ describe('operating the outbox', () => {
     expect(bed.smtp.received.at(-1)!.recipients).toEqual(['ann@example.com']);
     expect((await admin.inspect(mixed.id)).rejectedRecipients).toEqual([{ address: 'gone@example.com', reply: 'suppressed: not sent', replyCode: null }]);
 
+    const twice = await outbox.enqueue({ ...mail, to: 'gone@example.com', cc: 'GONE@example.com' });
+    await waitFor('the second suppressed event', () => app.events.failed.length === 3);
+    expect(await admin.inspect(twice.id)).toMatchObject({ status: 'suppressed', attemptLog: [] });
+
     await admin.suppress('eve@example.com', 'asked to be removed');
     expect(await admin.unsuppress('GONE@example.com')).toBe(true);
     expect((await admin.listSuppressions()).map((entry) => [entry.address, entry.source])).toEqual([['eve@example.com', 'operator']]);
     await outbox.enqueue({ ...mail, to: 'gone@example.com' });
-    await waitFor('the next bounce', () => app.events.failed.length === 3);
-    expect(app.events.failed[2]).toMatchObject({ permanent: true, replyCode: 550 });
+    await waitFor('the next bounce', () => app.events.failed.length === 4);
+    expect(app.events.failed[3]).toMatchObject({ permanent: true, replyCode: 550 });
   });
 });

@@ -4,6 +4,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import {
   IdempotencyConflictError,
   InvalidOptionsError,
+  MailOutboxAdmin,
   MailOutboxService,
   MailValidationError,
   type OutgoingMail,
@@ -115,9 +116,9 @@ describe('the outbox API without a dispatcher', () => {
   it('a settle with a stale lock token changes nothing', async () => {
     const repository = app.get(OutboxRepository);
     const { id } = await outbox.enqueue(mail);
-    const [stale] = await repository.claim(em, 'default', 1, 1, 'worker-a', randomUUID());
+    const [stale] = await repository.claim(em, 'default', 1, 1, 86_400_000, 'worker-a', randomUUID());
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const [fresh] = await repository.claim(em, 'default', 1, 60_000, 'worker-b', randomUUID());
+    const [fresh] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-b', randomUUID());
     expect(fresh.id).toBe(id);
 
     const sent: SmtpVerdict = {
@@ -139,5 +140,27 @@ describe('the outbox API without a dispatcher', () => {
     expect([...freshResult.applied.keys()]).toEqual([id]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
+  });
+
+  it('a row whose lease keeps running out is closed as dead once no attempt is left, without another send', async () => {
+    const repository = app.get(OutboxRepository);
+    const { id } = await outbox.enqueue(mail);
+    await em.execute(`update mail_outbox set max_attempts = 1 where id = ?`, [id]);
+    const [first] = await repository.claim(em, 'default', 1, 1, 86_400_000, 'worker-a', randomUUID());
+    expect(first).toMatchObject({ id, skipReason: null });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [again] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-b', randomUUID());
+    expect(again).toMatchObject({ id, skipReason: 'dead', attemptId: null });
+    const row = await outbox.get(id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown']);
+  });
+
+  it('a requeued row counts its age from the requeue', async () => {
+    const repository = app.get(OutboxRepository);
+    const { id } = await outbox.enqueue(mail);
+    await em.execute(`update mail_outbox set status = 'dead', created_at = now() - interval '2 days' where id = ?`, [id]);
+    await app.get(MailOutboxAdmin).requeue({ ids: [id] }, 'relay fixed');
+    const [claimed] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-a', randomUUID());
+    expect(Date.now() - claimed.ageFrom.getTime()).toBeLessThan(60_000);
   });
 });

@@ -65,7 +65,7 @@ export function testMailOptions(smtpUrl: string, overrides: Partial<ReliableMail
     from: 'shop@example.com',
     messageIdDomain: 'test.example.com',
     ...overrides,
-    dispatcher: { pollIntervalMs: 50, leaseMs: 10_000, shutdownTimeoutMs: 5_000, eventLeaseMs: 1_000, ...overrides.dispatcher },
+    dispatcher: { pollIntervalMs: 50, leaseMs: 15_000, shutdownTimeoutMs: 5_000, eventLeaseMs: 1_000, ...overrides.dispatcher },
     retry: { baseDelayMs: 10, maxDelayMs: 50, ...overrides.retry },
   };
 }

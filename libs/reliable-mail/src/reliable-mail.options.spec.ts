@@ -20,7 +20,7 @@ const defaultDispatcher = {
   pollIntervalMs: 1_000,
   batchSize: 50,
   concurrency: 8,
-  leaseMs: 300_000,
+  leaseMs: 600_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
   workerId: 'worker-host:4242',
@@ -46,7 +46,7 @@ describe('resolveOptions', () => {
     { name: 'transport object', options: { transport: { host: 'smtp.example.com', port: 587, auth: { user: 'u', pass: 'p' } } } },
     { name: 'dispatcher overrides merge with defaults', options: { dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } }, dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } },
     { name: 'retry overrides merge with defaults', options: { retry: { maxAttempts: 3, maxDelayMs: 5_000 } }, retry: { maxAttempts: 3, maxDelayMs: 5_000 } },
-    { name: 'lease just above the SMTP timeouts sum', options: { dispatcher: { leaseMs: 180_001 } }, dispatcher: { leaseMs: 180_001 } },
+    { name: 'lease just above twice the SMTP timeouts sum', options: { dispatcher: { leaseMs: 360_001 } }, dispatcher: { leaseMs: 360_001 } },
     { name: 'retry.maxDelayMs equal to baseDelayMs', options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } }, retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } },
   ])('$name', ({ options, dispatcher, retry }) => {
     const input = { ...valid, ...options };

@@ -15,7 +15,10 @@ export interface DispatcherOptions {
   batchSize?: number;
   /** The most SMTP sends in flight in this instance. Default 8. */
   concurrency?: number;
-  /** How long a claim holds a row; after it another worker may claim the row again. Default 300000. */
+  /**
+   * How long a claim holds a row; after it another worker may claim the row again. Must exceed twice the longest
+   * send the transport's timeouts allow (a row claimed ahead waits for one send, then takes one). Default 600000.
+   */
   leaseMs?: number;
   /** How long shutdown waits for sends in flight. Default 30000. */
   shutdownTimeoutMs?: number;
@@ -148,7 +151,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'work
   pollIntervalMs: 1_000,
   batchSize: 50,
   concurrency: 8,
-  leaseMs: 300_000,
+  leaseMs: 600_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
 };
@@ -277,11 +280,12 @@ function resolveLane(name: string, lane: LaneOptions, sharedTransport: string | 
     throw new InvalidOptionsError(`lanes.${name}.ratePerSecond`, `must be a number > 0, got ${JSON.stringify(lane.ratePerSecond)}`);
   }
   const transport = lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
+  // A row claimed ahead waits for at most one send before its own starts: its lease must outlast two sends.
   const sendBound = longestSendMs(transport);
-  if (dispatcher.leaseMs <= sendBound) {
+  if (dispatcher.leaseMs <= 2 * sendBound) {
     throw new InvalidOptionsError(
       'dispatcher.leaseMs',
-      `must be longer than the longest SMTP send the transport timeouts allow (${sendBound} ms), ` +
+      `must be longer than twice the longest SMTP send the transport timeouts allow (2 x ${sendBound} ms), ` +
         `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
     );
   }

@@ -99,19 +99,23 @@ export class LaneDispatcher {
     this.stopping = true;
     this.clearTimer();
     await this.running;
-    const unstarted = this.ready.splice(0);
-    if (unstarted.length > 0) {
-      try {
-        await this.deps.repository.release(this.deps.em, unstarted);
-      } catch (error) {
-        this.deps.logger.warn({ msg: 'could not hand back unstarted rows; they are claimed again after the lease', count: unstarted.length, error: String(error) });
-      }
-    }
+    await this.handBackReady();
     const drained = (async () => {
       while (this.inFlight.size + this.settling.size > 0) await Promise.allSettled([...this.inFlight, ...this.settling]);
     })();
     await Promise.race([drained, sleep(timeoutMs, undefined, { ref: false })]);
     return this.inFlight.size + this.settling.size;
+  }
+
+  /** Returns the rows claimed ahead to the queue untouched, as if they had never been claimed. */
+  private async handBackReady(): Promise<void> {
+    const unstarted = this.ready.splice(0);
+    if (unstarted.length === 0) return;
+    try {
+      await this.deps.repository.release(this.deps.em, unstarted);
+    } catch (error) {
+      this.deps.logger.warn({ msg: 'could not hand back unstarted rows; they are claimed again after the lease', count: unstarted.length, error: String(error) });
+    }
   }
 
   /** Runs the loop now unless it is already running, in which case it runs again right after. */
@@ -147,6 +151,7 @@ export class LaneDispatcher {
 
   private async claimAndStart(): Promise<void> {
     this.rerunRequested = false;
+    this.pump();
     const { batchSize, leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
     // -1: the slots and the prefetch are full, and the next finished send or settle wakes the loop.
     let next = pollIntervalMs;
@@ -161,7 +166,9 @@ export class LaneDispatcher {
         // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
         next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
-        const rows = await this.deps.repository.claim(this.deps.em, this.lane.name, granted, leaseMs, workerId, randomUUID());
+        const rows = await this.deps.repository.claim(
+          this.deps.em, this.lane.name, granted, leaseMs, this.deps.options.retry.maxAgeMs, workerId, randomUUID(),
+        );
         this.throttle.giveBack(granted - rows.length);
         if (rows.length > 0) this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
         this.ready.push(...rows);
@@ -180,9 +187,9 @@ export class LaneDispatcher {
     if (next >= 0) setImmediate(() => this.schedule(next));
   }
 
-  /** Starts sends from the prefetched rows while there are free slots. */
+  /** Starts sends from the prefetched rows while there are free slots and the lane is not paused. */
   private pump(): void {
-    while (!this.stopping && this.inFlight.size < this.lane.concurrency && this.ready.length > 0) {
+    while (!this.stopping && !this.throttle.isPaused(Date.now()) && this.inFlight.size < this.lane.concurrency && this.ready.length > 0) {
       this.track(this.process(this.ready.shift()!));
     }
   }
@@ -223,7 +230,11 @@ export class LaneDispatcher {
       verdict = error instanceof MailRenderError ? renderFailureVerdict(error.message) : classifyFailure(error as SmtpFailureDetails);
     }
     const signal = signalOf(verdict);
-    if (signal) this.throttle.record(signal, Date.now());
+    if (signal) {
+      this.throttle.record(signal, Date.now());
+      // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
+      if (this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
+    }
     const settlement = settlementFor(row, verdict, this.deps.options.retry, new Date(), Math.round(performance.now() - started));
     this.deps.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
     this.log(row, settlement, verdict);

@@ -35,7 +35,7 @@ describe('decideRetry', () => {
     { name: 'next attempt pulled in to the age deadline', attempts: 4, ageMs: 86_399_000, countsAsAttempt: true, random: 0.999, expected: { retry: true, nextAttemptAt: at(1_000) } },
     { name: 'next attempt before the deadline is kept', attempts: 4, ageMs: 86_300_000, countsAsAttempt: true, random: 0.999, expected: { retry: true, nextAttemptAt: at(7_992) } },
   ])('$name', ({ attempts, ageMs, countsAsAttempt, random, expected }) => {
-    const row = { attempts, maxAttempts: 5, createdAt: at(-ageMs) };
+    const row = { attempts, maxAttempts: 5, ageFrom: at(-ageMs) };
     expect(decideRetry(row, countsAsAttempt, policy, now, () => random)).toEqual(expected);
   });
 });

@@ -22,7 +22,7 @@ export type RetryDecision = { retry: true; nextAttemptAt: Date } | { retry: fals
  * rather than dropped, so that a row always gets the attempts its age allows.
  */
 export function decideRetry(
-  row: { attempts: number; maxAttempts: number; createdAt: Date },
+  row: { attempts: number; maxAttempts: number; ageFrom: Date },
   countsAsAttempt: boolean,
   policy: RetryPolicy,
   now: Date,
@@ -31,7 +31,7 @@ export function decideRetry(
   if (countsAsAttempt && row.attempts >= row.maxAttempts) {
     return { retry: false, reason: 'attempts' };
   }
-  const deadline = row.createdAt.getTime() + policy.maxAgeMs;
+  const deadline = row.ageFrom.getTime() + policy.maxAgeMs;
   if (now.getTime() >= deadline) {
     return { retry: false, reason: 'age' };
   }

@@ -32,7 +32,7 @@ function claimedRow(attempts: number, ageMs = 60_000): ClaimedRow {
     metadata: { source: 'unit' },
     attempts,
     maxAttempts: 3,
-    createdAt: at(-ageMs),
+    ageFrom: at(-ageMs),
     lane: 'default',
     expiresAt: null,
     lockToken: 'lock-1',

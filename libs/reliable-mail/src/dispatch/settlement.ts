@@ -113,6 +113,7 @@ const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, string> = {
   cancelled: 'cancelled while it was being sent',
   expired: 'expired before it could be sent',
   suppressed: 'every recipient is on the suppression list',
+  dead: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
 };
 
 /** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */

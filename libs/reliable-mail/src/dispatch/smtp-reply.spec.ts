@@ -183,6 +183,11 @@ describe('classifyFailure', () => {
         expected: permanent('550 5.7.1 Relaying denied', false),
       },
       {
+        name: '554 5.7.1 after the final dot (rejected as spam): final, not the sender\'s configuration',
+        failure: smtpError('EMESSAGE', 554, 'DATA', '554 5.7.1 Message rejected as spam'),
+        expected: permanent('554 5.7.1 Message rejected as spam', false),
+      },
+      {
         name: '454 4.7.0 rate limited',
         failure: smtpError('EENVELOPE', 454, 'RCPT TO', '454 4.7.0 Temporary service failure'),
         expected: transient('454 4.7.0 Temporary service failure', true),

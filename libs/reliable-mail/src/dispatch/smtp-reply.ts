@@ -113,7 +113,8 @@ export function classifyFailure(failure: SmtpFailureDetails): SmtpVerdict {
     if (enhancedStatus?.endsWith('.2.2')) {
       return { kind: 'transient', ...base, outcomeUnknown: false, slowDown: false };
     }
-    if (SENDER_COMMANDS.test(failure.command ?? '') || (enhancedStatus?.startsWith('5.7.') && failure.command !== 'RCPT TO')) {
+    // A 5yz to the sender's own commands is about the sender; to RCPT or the message (554 5.7.1 spam) it is final.
+    if (SENDER_COMMANDS.test(failure.command ?? '')) {
       return { kind: 'sender', ...base };
     }
     const perRecipient = failure.rejectedErrors?.filter((error) => error.recipient && isHardBounce(error.response));

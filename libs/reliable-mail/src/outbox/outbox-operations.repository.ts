@@ -178,7 +178,7 @@ export class OutboxOperationsRepository {
 
   /**
    * What a health probe needs, from the open rows' indexes. A row waits since its first due time: its
-   * `next_attempt_at` before any attempt, its creation once it is being retried.
+   * `next_attempt_at` before any attempt, its creation (or last requeue) once it is being retried.
    */
   async healthFigures(em: EntityManager, deadLetterWindowMs: number): Promise<HealthFigures> {
     const [row] = await em.execute<Row[]>(
@@ -187,10 +187,10 @@ export class OutboxOperationsRepository {
               (select count(*)::int from mail_outbox
                where status = 'dead' and updated_at > now() - ? * interval '1 millisecond') as dead_letters
        from (
-         select case when attempts = 0 then next_attempt_at else created_at end as waiting_since
+         select case when attempts = 0 then next_attempt_at else coalesce(requeued_at, created_at) end as waiting_since
          from mail_outbox where status = 'pending' and (attempts > 0 or next_attempt_at <= now())
          union all
-         select created_at from mail_outbox where status = 'sending'
+         select coalesce(requeued_at, created_at) from mail_outbox where status = 'sending'
        ) open_rows`,
       [deadLetterWindowMs],
     );

@@ -47,14 +47,18 @@ export interface ClaimedRow {
   metadata: Record<string, unknown> | null;
   attempts: number;
   maxAttempts: number;
-  createdAt: Date;
+  /** Where the row's age (`retry.maxAgeMs`) counts from: its last requeue, or its creation. */
+  ageFrom: Date;
   lane: string;
   expiresAt: Date | null;
   lockToken: string;
   /** Null when the row is claimed only to be closed without a send (see `skipReason`). */
   attemptId: string | null;
-  /** Why the row must not be sent: cancelled while it was being sent, expired, or every recipient suppressed. */
-  skipReason: 'cancelled' | 'expired' | 'suppressed' | null;
+  /**
+   * Why the row must not be sent: cancelled while it was being sent, expired, every recipient suppressed, or dead
+   * (its lease ran out once more with no attempt or no age left: a message that takes its worker down each time).
+   */
+  skipReason: 'cancelled' | 'expired' | 'suppressed' | 'dead' | null;
   /** Recipients on the suppression list, lower case; the send leaves them out. */
   suppressed: string[];
 }
@@ -145,6 +149,11 @@ export function mapAttempt(row: Row): OutboxAttempt {
   };
 }
 
+/** PostgreSQL's jsonb refuses \u0000, which a server reply or an error message may carry: drop it. */
+function jsonWithoutNul(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' ? item.replaceAll('\0', '') : item));
+}
+
 /** Runs a statement with bound parameters in the EntityManager's transaction, if it has one. */
 async function query(em: EntityManager, sql: string, params: unknown[]): Promise<Row[]> {
   const result = await em.getKysely().executeQuery(CompiledQuery.raw(sql, params));
@@ -230,22 +239,20 @@ export class OutboxRepository {
    * Returns the row's status afterwards, or null when there is no such row.
    */
   async cancel(em: EntityManager, id: string): Promise<OutboxStatus | null> {
-    const [row] = await query(
+    const [changed] = await query(
       em,
-      `with changed as (
-         update mail_outbox
-         set status = case when status = 'pending' then 'cancelled' else status end,
-             cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
-             updated_at = now()
-         where id = $1 and status in ('pending', 'sending')
-         returning status
-       )
-       select status from changed
-       union all
-       select status from mail_outbox where id = $1 and not exists (select 1 from changed)`,
+      `update mail_outbox
+       set status = case when status = 'pending' then 'cancelled' else status end,
+           cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
+           updated_at = now()
+       where id = $1 and status in ('pending', 'sending')
+       returning status`,
       [id],
     );
-    return row ? row.status : null;
+    if (changed) return changed.status;
+    // A statement of its own: one that waited for a concurrent settle must see what that settle committed.
+    const [current] = await query(em, `select status from mail_outbox where id = $1`, [id]);
+    return current ? current.status : null;
   }
 
   async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
@@ -265,7 +272,15 @@ export class OutboxRepository {
    * be sent, one more attempt and an attempt record that exists before the SMTP conversation starts. The attempt a
    * dead worker left open is marked `unknown`: the server may or may not have taken that message.
    */
-  async claim(em: EntityManager, lane: string, limit: number, leaseMs: number, workerId: string, lockToken: string): Promise<ClaimedRow[]> {
+  async claim(
+    em: EntityManager,
+    lane: string,
+    limit: number,
+    leaseMs: number,
+    maxAgeMs: number,
+    workerId: string,
+    lockToken: string,
+  ): Promise<ClaimedRow[]> {
     const rows = await prepared(
       em,
       'reliable_mail_claim',
@@ -284,20 +299,24 @@ export class OutboxRepository {
          where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
        ), claimed as (
          update mail_outbox o
-         set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::int * interval '1 millisecond',
+         set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::float8 * interval '1 millisecond',
              attempts = o.attempts + 1, updated_at = now()
          from due where o.id = due.id
          returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
-                   o.created_at, o.lane, o.expires_at, o.cancel_requested_at
+                   coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at
        ), screened as (
          select claimed.*, suppressed.addresses as suppressed,
                 case when claimed.cancel_requested_at is not null then 'cancelled'
                      when claimed.expires_at <= now() then 'expired'
+                     -- A reclaimed row past its limits is closed here: its worker died without a settle to decide.
+                     when claimed.id in (select id from expired)
+                          and (claimed.attempts > claimed.max_attempts
+                               or claimed.age_from <= now() - $6::float8 * interval '1 millisecond') then 'dead'
                      when jsonb_array_length(suppressed.addresses) = recipients.total then 'suppressed'
                 end as skip_reason
          from claimed
          cross join lateral (
-           select count(*) as total, array_agg(lower(r->>'address')) as addresses
+           select count(distinct lower(r->>'address')) as total, array_agg(distinct lower(r->>'address')) as addresses
            from jsonb_array_elements((claimed.payload->'to') || (claimed.payload->'cc') || (claimed.payload->'bcc')) r
          ) recipients
          -- Looked up by primary key from the recipient list: a join on the expanded array would let the planner
@@ -312,7 +331,7 @@ export class OutboxRepository {
          returning id, outbox_id
        )
        select screened.*, attempts.id as attempt_id from screened left join attempts on attempts.outbox_id = screened.id`,
-      [lane, limit, lockToken, workerId, leaseMs],
+      [lane, limit, lockToken, workerId, leaseMs, maxAgeMs],
     );
     return rows.map((row) => ({
       id: row.id,
@@ -322,7 +341,7 @@ export class OutboxRepository {
       metadata: row.metadata,
       attempts: row.attempts,
       maxAttempts: row.max_attempts,
-      createdAt: toDate(row.created_at),
+      ageFrom: toDate(row.age_from),
       lane: row.lane,
       expiresAt: toDateOrNull(row.expires_at),
       lockToken,
@@ -402,14 +421,14 @@ export class OutboxRepository {
          select i.id, i.event_name,
                 case when settled.status = i.status then i.event_payload
                      else i.event_payload || jsonb_build_object('status', settled.status, 'nextAttemptAt', null) end,
-                now() + $2::int * interval '1 millisecond'
+                now() + $2::float8 * interval '1 millisecond'
          from input i join settled on settled.id = i.id
          where i.event_name is not null
          returning id, outbox_id, name, payload
        )
        select settled.id, events.id as event_id, events.name, events.payload
        from settled left join events on events.outbox_id = settled.id`,
-      [JSON.stringify(input), eventLeaseMs],
+      [jsonWithoutNul(input), eventLeaseMs],
     );
     return {
       applied: new Map(
@@ -443,7 +462,7 @@ export class OutboxRepository {
     const rows = await prepared(
       em,
       'reliable_mail_claim_events',
-      `update mail_outbox_event e set locked_until = now() + $1::int * interval '1 millisecond'
+      `update mail_outbox_event e set locked_until = now() + $1::float8 * interval '1 millisecond'
        where e.id in (
          select id from mail_outbox_event where locked_until <= now() order by id limit $2 for update skip locked
        )

@@ -183,7 +183,7 @@ describe('a render failure settles as a permanent failure', () => {
       metadata: null,
       attempts: 1,
       maxAttempts: 8,
-      createdAt: new Date(),
+      ageFrom: new Date(),
       lane: 'default',
       expiresAt: null,
       lockToken: 'lock',
