@@ -93,8 +93,6 @@ export interface EnqueueOptions {
 }
 
 export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed'] as const;
-/** Statuses a row never leaves on its own; only an operator's requeue moves it on. */
-export const FINAL_STATUSES: readonly OutboxStatus[] = ['sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed'];
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 export interface EnqueueResult {
