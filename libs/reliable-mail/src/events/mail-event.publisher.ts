@@ -75,7 +75,10 @@ export class MailEventPublisher {
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener threw. */
   async redeliverUnconfirmed(): Promise<number> {
-    const events = await this.repository.claimUnconfirmedEvents(this.em, REDELIVERY_BATCH, this.options.dispatcher.eventLeaseMs);
+    // Only events this process has listeners for: another instance's would be confirmed here unheard.
+    const names = Object.keys(EVENT_CLASSES).filter((name) => this.isListenedTo(name));
+    if (names.length === 0) return 0;
+    const events = await this.repository.claimUnconfirmedEvents(this.em, names, REDELIVERY_BATCH, this.options.dispatcher.eventLeaseMs);
     if (events.length > 0) {
       this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
       await this.publish(events);

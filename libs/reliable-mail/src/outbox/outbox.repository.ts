@@ -457,17 +457,20 @@ export class OutboxRepository {
     );
   }
 
-  /** Takes events whose emitter did not confirm them in time (it crashed, or is another instance that did). */
-  async claimUnconfirmedEvents(em: EntityManager, limit: number, leaseMs: number): Promise<StoredEvent[]> {
+  /**
+   * Takes events of the given names whose emitter did not confirm them in time (it crashed, or a listener threw).
+   */
+  async claimUnconfirmedEvents(em: EntityManager, names: string[], limit: number, leaseMs: number): Promise<StoredEvent[]> {
     const rows = await prepared(
       em,
       'reliable_mail_claim_events',
       `update mail_outbox_event e set locked_until = now() + $1::float8 * interval '1 millisecond'
        where e.id in (
-         select id from mail_outbox_event where locked_until <= now() order by id limit $2 for update skip locked
+         select id from mail_outbox_event where locked_until <= now() and name = any($3::text[])
+         order by id limit $2 for update skip locked
        )
        returning e.id, e.name, e.payload`,
-      [leaseMs, limit],
+      [leaseMs, limit, names],
     );
     return rows.map((row) => ({ id: String(row.id), name: row.name, payload: row.payload }));
   }
