@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { EntityManager } from '@mikro-orm/postgresql';
 import { IdempotencyConflictError, MailOutboxService, MailValidationError, OutboxRowNotCancellableError } from '@reliable-mail/nestjs';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
@@ -124,11 +124,15 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       expect(failedAttempts).toBeLessThan(20);
     });
 
-    it('an idle dispatcher wakes on the NOTIFY of the enqueue, not at its next poll', async () => {
-      const { outbox, app } = await start({}, { dispatcher: { pollIntervalMs: 600_000 } });
+    it('an idle dispatcher wakes on the NOTIFY of a committed enqueue, from its own process or another', async () => {
+      const { outbox, app, em } = await start({}, { dispatcher: { pollIntervalMs: 600_000 } });
+      const producer = await bed.startApp(testMailOptions(bed.smtpUrl, { dispatcher: { enabled: false } }));
       await new Promise((resolve) => setTimeout(resolve, 200));
-      await outbox.enqueue(mail);
-      await waitFor('the mail, long before a poll', () => app.events.sent.length === 1, 10_000);
+      await em.transactional(() => outbox.enqueue(mail));
+      await waitFor('the mail enqueued in the same process, long before a poll', () => app.events.sent.length === 1, 10_000);
+      const producerEm = producer.get(EntityManager);
+      await producerEm.transactional(() => producer.get(MailOutboxService).enqueue({ ...mail, to: 'bob@example.com' }));
+      await waitFor('the mail enqueued by the other instance, long before a poll', () => app.events.sent.length === 2, 10_000);
     });
   });
 
