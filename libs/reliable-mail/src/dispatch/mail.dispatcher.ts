@@ -10,6 +10,7 @@ import { MailRenderer } from '../templates/mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { Batcher } from './batcher.js';
 import { LaneDispatcher, type SettleOutcome } from './lane.dispatcher.js';
+import { RecurringTask } from './recurring-task.js';
 import { WakeUpListener } from './wake-up.listener.js';
 
 const SETTLE_BATCH = 100;
@@ -21,7 +22,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('ReliableMail');
   private readonly em: EntityManager;
   private readonly lanes = new Map<string, LaneDispatcher>();
-  private stopping = false;
+  private readonly redelivery: RecurringTask;
 
   constructor(
     em: EntityManager,
@@ -36,6 +37,13 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   ) {
     // A fork of its own: the loops must never join a transaction that happens to be open where a timer was armed.
     this.em = em.fork();
+    this.redelivery = new RecurringTask(
+      scheduler,
+      REDELIVERY_TIMER,
+      options.dispatcher.pollIntervalMs,
+      () => this.publisher.redeliverUnconfirmed(),
+      this.logger,
+    );
   }
 
   /** When the least recently active lane last ran its loop; null before every lane has run once. */
@@ -80,13 +88,12 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     }
     await this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
-    this.scheduleRedelivery(0);
+    this.redelivery.start(0);
     this.logger.log({ msg: 'dispatcher started', workerId: this.options.dispatcher.workerId, lanes: [...this.lanes.keys()] });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    if (this.scheduler.doesExist('timeout', REDELIVERY_TIMER)) this.scheduler.deleteTimeout(REDELIVERY_TIMER);
+    this.redelivery.stop();
     await this.wakeUp.stop();
     const unfinished = await Promise.all([...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)));
     const inFlight = unfinished.reduce((sum, count) => sum + count, 0);
@@ -100,19 +107,5 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   wake(lane?: string): void {
     if (lane && this.lanes.has(lane)) this.lanes.get(lane)!.wake();
     else for (const dispatcher of this.lanes.values()) dispatcher.wake();
-  }
-
-  private scheduleRedelivery(delayMs: number): void {
-    if (this.stopping) return;
-    const timer = setTimeout(async () => {
-      this.scheduler.deleteTimeout(REDELIVERY_TIMER);
-      try {
-        await this.publisher.redeliverUnconfirmed();
-      } catch (error) {
-        this.logger.error({ msg: 'event redelivery failed', error: String(error) });
-      }
-      this.scheduleRedelivery(this.options.dispatcher.pollIntervalMs);
-    }, delayMs);
-    this.scheduler.addTimeout(REDELIVERY_TIMER, timer);
   }
 }

@@ -14,6 +14,7 @@ import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from '../templates/
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
 import { hashableContent, type MailContentRules, toMailPayload } from './mail-validation.js';
+import { OutboxOperationsRepository } from './outbox-operations.repository.js';
 import { type InsertedRow, type NewOutboxRow, OutboxRepository } from './outbox.repository.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -63,6 +64,7 @@ export class MailOutboxService {
   constructor(
     private readonly em: EntityManager,
     private readonly repository: OutboxRepository,
+    private readonly operations: OutboxOperationsRepository,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     templates: MailTemplateRegistry,
     @Inject(MAIL_CONTENT_OPTIONS) content: ResolvedContentOptions,
@@ -107,7 +109,7 @@ export class MailOutboxService {
 
   /** The row and every attempt made to send it. */
   async get(id: string): Promise<OutboxRowWithAttempts> {
-    const row = UUID_PATTERN.test(id) ? await this.repository.findWithAttempts(this.em, id) : null;
+    const row = UUID_PATTERN.test(id) ? await this.operations.findWithAttempts(this.em, id) : null;
     if (!row) throw new OutboxRowNotFoundError(id);
     return row;
   }

@@ -1,11 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
-import type { OutboxRowWithAttempts, OutboxStatus } from './mail.types.js';
-import { mapAttempt, mapOutboxRow, type Row, toDate } from './outbox.repository.js';
+import type { OutboxAttempt, OutboxRow, OutboxRowWithAttempts, OutboxStatus } from './mail.types.js';
+import { type Row, toDate, toDateOrNull } from './outbox.repository.js';
 
-// The statements of operators, monitoring and retention. The queue's own statements (insert, claim, settle) are in
-// outbox.repository.ts; together the two files hold every statement reliable-mail runs.
+// The statements of operators, monitoring and retention, and reading a row with its attempts. The queue's own
+// statements (insert, claim, settle) are in outbox.repository.ts; together the two files hold every statement
+// reliable-mail runs.
 
 /** Which rows an operator means. Every field narrows the set. */
 export interface OutboxFilter {
@@ -74,6 +75,51 @@ function whereOf(filter: OutboxFilter, alias = 'o'): { sql: string; params: unkn
   return { sql: clauses.length > 0 ? clauses.join(' and ') : 'true', params };
 }
 
+function mapOutboxRow(row: Row): OutboxRow {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    messageId: row.message_id,
+    status: row.status,
+    lane: row.lane,
+    payload: row.payload,
+    metadata: row.metadata,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    nextAttemptAt: toDate(row.next_attempt_at),
+    expiresAt: toDateOrNull(row.expires_at),
+    cancelRequestedAt: toDateOrNull(row.cancel_requested_at),
+    lockedUntil: toDateOrNull(row.locked_until),
+    lockedBy: row.locked_by,
+    lastError: row.last_error,
+    lastReplyCode: row.last_reply_code,
+    lastEnhancedStatus: row.last_enhanced_status,
+    providerReply: row.provider_reply,
+    providerMessageId: row.provider_message_id,
+    rejectedRecipients: row.rejected_recipients,
+    requeuedAt: toDateOrNull(row.requeued_at),
+    requeueReason: row.requeue_reason,
+    createdAt: toDate(row.created_at),
+    sentAt: toDateOrNull(row.sent_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+function mapAttempt(row: Row): OutboxAttempt {
+  return {
+    id: row.id,
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    startedAt: toDate(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    outcome: row.outcome,
+    replyCode: row.reply_code,
+    enhancedStatus: row.enhanced_status,
+    reply: row.reply,
+    durationMs: row.duration_ms,
+  };
+}
+
 const ATTEMPT_LOG = `coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
                               from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log`;
 
@@ -83,6 +129,11 @@ function withAttempts(row: Row): OutboxRowWithAttempts {
 
 @Injectable()
 export class OutboxOperationsRepository {
+  async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
+    const [row] = await this.list(em, { ids: [id] }, 1);
+    return row ?? null;
+  }
+
   /** Rows matching the filter, newest first, with their attempts; `before` is the id to continue after. */
   async list(em: EntityManager, filter: OutboxFilter, limit: number, before?: string): Promise<OutboxRowWithAttempts[]> {
     const where = whereOf(filter);

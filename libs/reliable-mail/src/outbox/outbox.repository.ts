@@ -6,9 +6,6 @@ import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
 import type {
   AttemptOutcome,
   MailPayload,
-  OutboxAttempt,
-  OutboxRow,
-  OutboxRowWithAttempts,
   OutboxStatus,
   RejectedRecipient,
 } from './mail.types.js';
@@ -104,50 +101,7 @@ export type Row = Record<string, any>;
 export const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)));
 export const toDateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
 
-export function mapOutboxRow(row: Row): OutboxRow {
-  return {
-    id: row.id,
-    idempotencyKey: row.idempotency_key,
-    messageId: row.message_id,
-    status: row.status,
-    lane: row.lane,
-    payload: row.payload,
-    metadata: row.metadata,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    nextAttemptAt: toDate(row.next_attempt_at),
-    expiresAt: toDateOrNull(row.expires_at),
-    cancelRequestedAt: toDateOrNull(row.cancel_requested_at),
-    lockedUntil: toDateOrNull(row.locked_until),
-    lockedBy: row.locked_by,
-    lastError: row.last_error,
-    lastReplyCode: row.last_reply_code,
-    lastEnhancedStatus: row.last_enhanced_status,
-    providerReply: row.provider_reply,
-    providerMessageId: row.provider_message_id,
-    rejectedRecipients: row.rejected_recipients,
-    requeuedAt: toDateOrNull(row.requeued_at),
-    requeueReason: row.requeue_reason,
-    createdAt: toDate(row.created_at),
-    sentAt: toDateOrNull(row.sent_at),
-    updatedAt: toDate(row.updated_at),
-  };
-}
 
-export function mapAttempt(row: Row): OutboxAttempt {
-  return {
-    id: row.id,
-    attempt: row.attempt,
-    workerId: row.worker_id,
-    startedAt: toDate(row.started_at),
-    finishedAt: toDateOrNull(row.finished_at),
-    outcome: row.outcome,
-    replyCode: row.reply_code,
-    enhancedStatus: row.enhanced_status,
-    reply: row.reply,
-    durationMs: row.duration_ms,
-  };
-}
 
 /** PostgreSQL's jsonb refuses \u0000, which a server reply or an error message may carry: drop it. */
 function jsonWithoutNul(value: unknown): string {
@@ -253,17 +207,6 @@ export class OutboxRepository {
     // A statement of its own: one that waited for a concurrent settle must see what that settle committed.
     const [current] = await query(em, `select status from mail_outbox where id = $1`, [id]);
     return current ? current.status : null;
-  }
-
-  async findWithAttempts(em: EntityManager, id: string): Promise<OutboxRowWithAttempts | null> {
-    const [row] = await query(
-      em,
-      `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
-                             from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
-       from mail_outbox o where o.id = $1`,
-      [id],
-    );
-    return row ? { ...mapOutboxRow(row), attemptLog: (row.attempt_log as Row[]).map(mapAttempt) } : null;
   }
 
   /**

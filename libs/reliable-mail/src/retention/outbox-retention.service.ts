@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { RecurringTask } from '../dispatch/recurring-task.js';
 import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
 import { DISPATCHER_TIMEOUT_NAME, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
@@ -15,24 +16,26 @@ const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
 export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private readonly em: EntityManager;
+  private readonly task: RecurringTask;
   private stopping = false;
 
   constructor(
     em: EntityManager,
     private readonly operations: OutboxOperationsRepository,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.em = em.fork();
+    this.task = new RecurringTask(scheduler, RETENTION_TIMER, options.retention.intervalMs, () => this.run(), this.logger);
   }
 
   onApplicationBootstrap(): void {
-    if (this.options.retention.enabled) this.schedule(this.options.retention.intervalMs);
+    if (this.options.retention.enabled) this.task.start();
   }
 
   beforeApplicationShutdown(): void {
     this.stopping = true;
-    if (this.scheduler.doesExist('timeout', RETENTION_TIMER)) this.scheduler.deleteTimeout(RETENTION_TIMER);
+    this.task.stop();
   }
 
   /** Deletes every row past retention, batch by batch; returns how many. */
@@ -46,20 +49,5 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
     }
     if (deleted > 0) this.logger.log({ msg: 'retention deleted closed rows', count: deleted, olderThanMs: keepClosedForMs });
     return deleted;
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopping) return;
-    const timer = setTimeout(async () => {
-      this.scheduler.deleteTimeout(RETENTION_TIMER);
-      try {
-        await this.run();
-      } catch (error) {
-        this.logger.error({ msg: 'retention failed; trying again at the next interval', error: String(error) });
-      }
-      this.schedule(this.options.retention.intervalMs);
-    }, delayMs);
-    timer.unref();
-    this.scheduler.addTimeout(RETENTION_TIMER, timer);
   }
 }
