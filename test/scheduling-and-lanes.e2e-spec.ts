@@ -1,6 +1,7 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { IdempotencyConflictError, MailOutboxService, MailValidationError, OutboxRowNotCancellableError } from '@reliable-mail/nestjs';
+import { type WakeUpPlan, WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 const mail = { to: 'ann@example.com', subject: 'Your code', text: '123456' };
@@ -133,6 +134,39 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       const producerEm = producer.get(EntityManager);
       await producerEm.transactional(() => producer.get(MailOutboxService).enqueue({ ...mail, to: 'bob@example.com' }));
       await waitFor('the mail enqueued by the other instance, long before a poll', () => app.events.sent.length === 2, 10_000);
+    });
+
+    it('enqueues that overlap another open enqueue notify after their commit, and every one of them wakes the dispatcher', async () => {
+      const { app } = await start({}, { dispatcher: { pollIntervalMs: 600_000 } });
+      const producer = await bed.startApp(testMailOptions(bed.smtpUrl, { dispatcher: { enabled: false } }));
+      const outbox = producer.get(MailOutboxService);
+      const em = producer.get(EntityManager);
+      const plans = jest.spyOn(producer.get(WakeUpNotifier), 'plan');
+      const inStatement = () => plans.mock.results.map((result) => (result.value as WakeUpPlan).inStatement);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+
+      let commitFirst!: () => void;
+      const firstCommitted = em.transactional(async () => {
+        await outbox.enqueue({ ...mail, to: 'first@example.com' });
+        await new Promise<void>((resolve) => (commitFirst = resolve));
+      });
+      await waitFor('the first enqueue', () => plans.mock.calls.length === 1);
+      await outbox.enqueue({ ...mail, to: 'own-commit@example.com' });
+      await em.transactional(() => outbox.enqueue({ ...mail, to: 'callers-commit@example.com' }));
+      await waitFor('both overlapping mails, long before a poll', () => app.events.sent.length === 2, 10_000);
+      expect(bed.smtp.received.map((received) => received.recipients).sort()).toEqual([['callers-commit@example.com'], ['own-commit@example.com']]);
+
+      commitFirst();
+      await firstCommitted;
+      await waitFor('the first mail, at its commit', () => app.events.sent.length === 3, 10_000);
+      await expect(em.transactional(async () => {
+        await outbox.enqueue({ ...mail, to: 'rolled-back@example.com' });
+        throw new Error('rolled back');
+      })).rejects.toThrow('rolled back');
+      await outbox.enqueue({ ...mail, to: 'alone-again@example.com' });
+      await waitFor('the last mail', () => app.events.sent.length === 4, 10_000);
+      // Once no enqueue is open the next one notifies in its own statement again: nothing was left counted as open.
+      expect(inStatement()).toEqual([true, false, false, true, true]);
     });
   });
 

@@ -308,7 +308,7 @@ describe('templates and attachments', () => {
         notBefore: null,
         expiresAt: null,
       },
-    ]);
+    ], true);
     await waitFor('EmailSentEvent', () => app.events.sent.length === 1);
     expect(server.received[0].messageId).toBe(messageId);
     expect(server.received[0].raw).toMatch(/^Subject: Stored in v1\r?$/m);

@@ -11,6 +11,7 @@ import { WakeUpListener } from './dispatch/wake-up.listener.js';
 import { MailEventPublisher } from './events/mail-event.publisher.js';
 import { MailOutboxService } from './outbox/mail-outbox.service.js';
 import { OutboxRepository } from './outbox/outbox.repository.js';
+import { WakeUpNotifier } from './outbox/wake-up.notifier.js';
 import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule, RELIABLE_MAIL_OPTIONS } from './reliable-mail.module-definition.js';
 import { resolveOptions, type ReliableMailOptions, type ResolvedReliableMailOptions } from './reliable-mail.options.js';
@@ -55,6 +56,7 @@ function createLaneTransports(options: ResolvedReliableMailOptions): Map<string,
     MailRenderer,
     OutboxRepository,
     OutboxOperationsRepository,
+    WakeUpNotifier,
     MailOutboxService,
     MailOutboxAdmin,
     MailEventPublisher,

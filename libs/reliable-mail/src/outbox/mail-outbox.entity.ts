@@ -23,7 +23,7 @@ export const MailOutbox = defineEntity({
   properties: {
     id: p.uuid().primary(),
     idempotencyKey: p.text().nullable(),
-    contentHash: p.text(),
+    contentHash: p.text().nullable(),
     messageId: p.text().unique('mail_outbox_message_id_unique'),
     status: p.text().$type<OutboxStatus>().default('pending'),
     lane: p.text().default('default'),

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
-import { v7 as uuidv7 } from 'uuid';
 import {
   IdempotencyConflictError,
   MailValidationError,
@@ -16,6 +15,8 @@ import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus
 import { hashableContent, type MailContentRules, toMailPayload } from './mail-validation.js';
 import { OutboxOperationsRepository } from './outbox-operations.repository.js';
 import { type InsertedRow, type NewOutboxRow, OutboxRepository } from './outbox.repository.js';
+import { uuidv7 } from './uuid-v7.js';
+import { WakeUpNotifier } from './wake-up.notifier.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -51,7 +52,10 @@ function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second:
   }
 }
 
-/** A stable fingerprint of what the mail says and how it is to be sent, to tell a retried enqueue from another mail. */
+/**
+ * A stable fingerprint of what the mail says and how it is to be sent, to tell a retried enqueue from another mail.
+ * Only a row with an idempotency key is ever compared, so only such a row gets one.
+ */
 function contentHashOf(row: Pick<NewOutboxRow, 'payload' | 'lane'>): string {
   return createHash('sha256').update(JSON.stringify([hashableContent(row.payload), row.lane])).digest('base64url');
 }
@@ -65,6 +69,7 @@ export class MailOutboxService {
     private readonly em: EntityManager,
     private readonly repository: OutboxRepository,
     private readonly operations: OutboxOperationsRepository,
+    private readonly wakeUp: WakeUpNotifier,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     templates: MailTemplateRegistry,
     @Inject(MAIL_CONTENT_OPTIONS) content: ResolvedContentOptions,
@@ -117,7 +122,15 @@ export class MailOutboxService {
   private async write(mails: BatchMail[], options: EnqueueOptions): Promise<EnqueueResult[]> {
     const rows = this.prepare(mails, options);
     const em = options.em ?? this.em;
-    const inserted = await this.repository.insert(em, rows);
+    const wakeUp = this.wakeUp.plan(em);
+    let inserted: InsertedRow[];
+    try {
+      inserted = await this.repository.insert(em, rows, wakeUp.inStatement);
+    } catch (error) {
+      wakeUp.abandoned();
+      throw error;
+    }
+    wakeUp.inserted(rows.map((row) => row.lane));
     const byId = new Map<string, InsertedRow>(inserted.map((row) => [row.id, row]));
     const missingKeys = rows.filter((row) => !byId.has(row.id)).map((row) => row.idempotencyKey!);
     const existing = new Map((await this.repository.findByIdempotencyKeys(em, [...new Set(missingKeys)])).map((row) => [row.idempotencyKey, row]));
@@ -169,7 +182,7 @@ export class MailOutboxService {
       const row: NewOutboxRow = {
         id,
         idempotencyKey: idempotencyKey ?? null,
-        contentHash: '',
+        contentHash: null,
         messageId: `<${id}@${this.options.messageIdDomain}>`,
         payload,
         metadata: storedMetadata,
@@ -178,8 +191,8 @@ export class MailOutboxService {
         notBefore,
         expiresAt,
       };
-      row.contentHash = contentHashOf(row);
       if (idempotencyKey !== undefined) {
+        row.contentHash = contentHashOf(row);
         const twin = seen.get(idempotencyKey);
         if (twin && twin.contentHash !== row.contentHash) throw new IdempotencyConflictError(idempotencyKey, 'an earlier mail of this batch');
         seen.set(idempotencyKey, row);

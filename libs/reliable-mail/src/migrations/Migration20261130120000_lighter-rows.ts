@@ -1,0 +1,33 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * Makes an enqueue cheaper for the database:
+ * - `content_hash` is only needed to compare a retried enqueue with its idempotency key's row, so rows without a
+ *   key no longer carry one;
+ * - a ~2 KB payload makes the row just large enough for PostgreSQL to compress it, and lz4 (PostgreSQL 14+, when
+ *   built with it) does that at a fraction of the default pglz's cost. Where lz4 is not available pglz stays.
+ */
+export class Migration20261130120000_LighterRows extends Migration {
+  override up(): void {
+    this.addSql(`alter table "mail_outbox" alter column "content_hash" drop not null`);
+    this.addSql(`
+      do $$
+      begin
+        alter table "mail_outbox" alter column "payload" set compression lz4;
+      exception when others then
+        raise notice 'reliable-mail: lz4 is not available, the outbox payload stays compressed with pglz';
+      end $$`);
+  }
+
+  override down(): void {
+    this.addSql(`
+      do $$
+      begin
+        alter table "mail_outbox" alter column "payload" set compression default;
+      exception when others then
+        null;
+      end $$`);
+    this.addSql(`update "mail_outbox" set "content_hash" = '' where "content_hash" is null`);
+    this.addSql(`alter table "mail_outbox" alter column "content_hash" set not null`);
+  }
+}

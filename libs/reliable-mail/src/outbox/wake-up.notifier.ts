@@ -1,0 +1,118 @@
+import { EntityManager, type EventSubscriber, type TransactionEventArgs } from '@mikro-orm/postgresql';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import type { Pool } from 'pg';
+import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
+
+/** How the dispatchers learn of one enqueue's rows. */
+export interface WakeUpPlan {
+  /** The insert itself NOTIFYs; PostgreSQL delivers it when the transaction commits. */
+  readonly inStatement: boolean;
+  /** Called once the insert succeeded: schedules the NOTIFY that follows the commit, where the statement sent none. */
+  inserted(lanes: Iterable<string>): void;
+  /** Called when the insert failed. */
+  abandoned(): void;
+}
+
+/**
+ * Wakes the dispatchers (of every instance) after an enqueue commits.
+ *
+ * A NOTIFY inside the enqueuing transaction is the fastest wake-up, but PostgreSQL serialises the commits of
+ * notifying transactions (they queue on one lock, each waiting for its own WAL flush), which halves the rate at
+ * which concurrent transactions can enqueue. So only a transaction that enqueues while no other enqueue of this
+ * process is open notifies in its own statement; the others ask for a NOTIFY after their commit, and those are
+ * coalesced into one small statement at a time. Either way the notification arrives after the rows are visible.
+ * A process that dies between a commit and its NOTIFY leaves the rows to the dispatchers' polling.
+ */
+@Injectable()
+export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
+  private readonly logger = new Logger('ReliableMail');
+  /** Enqueues whose transaction has not ended yet. */
+  private open = 0;
+  /** Top-level transactions with an enqueue, and the lanes to notify after their commit (none: notified in statement). */
+  private readonly transactions = new Map<object, Set<string> | null>();
+  private readonly due = new Set<string>();
+  private sending = false;
+
+  constructor(private readonly em: EntityManager) {}
+
+  onModuleInit(): void {
+    this.em.getEventManager().registerSubscriber(this);
+  }
+
+  /** Decides how a write through `em` wakes the dispatchers. */
+  plan(em: EntityManager): WakeUpPlan {
+    const transaction = em.isInTransaction() ? em.getTransactionContext<object>() : undefined;
+    if (transaction && 'savepointName' in transaction) {
+      // A savepoint's release is not the commit; the outer transaction's own commit delivers this NOTIFY.
+      return { inStatement: true, inserted: () => undefined, abandoned: () => undefined };
+    }
+    if (transaction) return this.planInTransaction(transaction);
+    const inStatement = this.open === 0;
+    this.open++;
+    return {
+      inStatement,
+      inserted: (lanes) => {
+        this.open--;
+        if (!inStatement) this.notifyLater(lanes);
+      },
+      abandoned: () => {
+        this.open--;
+      },
+    };
+  }
+
+  private planInTransaction(transaction: object): WakeUpPlan {
+    const known = this.transactions.get(transaction);
+    if (known !== undefined) {
+      return { inStatement: known === null, inserted: (lanes) => known && addAll(known, lanes), abandoned: () => undefined };
+    }
+    const lanes = this.open === 0 ? null : new Set<string>();
+    this.open++;
+    this.transactions.set(transaction, lanes);
+    return { inStatement: lanes === null, inserted: (inserted) => lanes && addAll(lanes, inserted), abandoned: () => undefined };
+  }
+
+  afterTransactionCommit({ transaction }: TransactionEventArgs): void {
+    const lanes = this.end(transaction);
+    if (lanes) this.notifyLater(lanes);
+  }
+
+  afterTransactionRollback({ transaction }: TransactionEventArgs): void {
+    this.end(transaction);
+  }
+
+  private end(transaction: unknown): Set<string> | null | undefined {
+    if (!transaction || !this.transactions.has(transaction)) return undefined;
+    const lanes = this.transactions.get(transaction);
+    this.transactions.delete(transaction);
+    this.open--;
+    return lanes;
+  }
+
+  /** Queues the lanes for the next NOTIFY statement; one runs at a time and takes every lane queued meanwhile. */
+  private notifyLater(lanes: Iterable<string>): void {
+    addAll(this.due, lanes);
+    if (this.due.size > 0 && !this.sending) void this.send();
+  }
+
+  private async send(): Promise<void> {
+    this.sending = true;
+    try {
+      const pool = (await this.em.getConnection().getNativeClient()) as Pool;
+      while (this.due.size > 0) {
+        const lanes = [...this.due];
+        this.due.clear();
+        await pool.query(`select pg_notify($1, lane) from unnest($2::text[]) lane`, [WAKE_UP_CHANNEL, lanes]);
+      }
+    } catch (error) {
+      this.due.clear();
+      this.logger.warn({ msg: 'could not notify the dispatchers; they find the mail at their next poll', error: String(error) });
+    } finally {
+      this.sending = false;
+    }
+  }
+}
+
+function addAll(target: Set<string>, items: Iterable<string>): void {
+  for (const item of items) target.add(item);
+}
