@@ -323,6 +323,11 @@ export class OutboxRepository {
    * Applies settlements in one statement. A row changes only while it is still `sending` under the settling
    * worker's lock token, so a worker whose lease ran out cannot overwrite what another worker did; its attempt
    * record is completed either way, as it tells what really happened on the wire.
+   *
+   * Both tables are reached through their primary keys, given as arrays. The statement is planned once per
+   * connection, often while the outbox is nearly empty; its plan must stay right when the table has grown. That is
+   * also why the status is a parameter: with the literal 'sending' the planner may read the whole lease index
+   * (whose predicate that is), and that index fills with the dead entries of every row sent since the last vacuum.
    */
   async settle(em: EntityManager, settlements: Settlement[], eventLeaseMs: number): Promise<SettleResult> {
     if (settlements.length === 0) {
@@ -372,13 +377,13 @@ export class OutboxRepository {
              sent_at = coalesce(i.sent_at, o.sent_at),
              updated_at = now()
          from input i
-         where o.id = i.id and o.lock_token = i.lock_token and o.status = 'sending'
+         where o.id = any($3::uuid[]) and o.id = i.id and o.lock_token = i.lock_token and o.status = $5
          returning o.id, o.status
        ), attempts as (
          update mail_outbox_attempt a
          set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
              enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms
-         from input i where a.id = i.attempt_id
+         from input i where a.id = any($4::uuid[]) and a.id = i.attempt_id
        ), suppressed as (
          insert into mail_suppression (address, reason, source, outbox_id)
          select distinct on (address.value) address.value, i.reply, 'bounce', i.id
@@ -396,7 +401,7 @@ export class OutboxRepository {
        )
        select settled.id, events.id as event_id, events.name, events.payload
        from settled left join events on events.outbox_id = settled.id`,
-      [jsonWithoutNul(input), eventLeaseMs],
+      [jsonWithoutNul(input), eventLeaseMs, settlements.map((s) => s.id), settlements.flatMap((s) => (s.attemptId ? [s.attemptId] : [])), 'sending'],
     );
     return {
       applied: new Map(
