@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { MikroORM } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { OutboxRepository, type Settlement } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+import { ormConfig } from './support/test-app.js';
+
+/** The statement and parameters a repository method sends to the pool, without running it. */
+async function captureStatement(call: (em: never) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
+  let captured: { text: string; values: unknown[] } | null = null;
+  const pool = {
+    query: async (statement: { text: string; values: unknown[] }) => {
+      captured = statement;
+      return { rows: [] };
+    },
+  };
+  await call({ getConnection: () => ({ getNativeClient: async () => pool }) } as never);
+  if (!captured) throw new Error('no statement was sent');
+  return captured;
+}
+
+const settlement: Settlement = {
+  id: randomUUID(),
+  lockToken: randomUUID(),
+  attemptId: randomUUID(),
+  status: 'sent',
+  refundAttempt: 0,
+  nextAttemptAt: null,
+  lastError: null,
+  replyCode: 250,
+  enhancedStatus: '2.0.0',
+  reply: '250 2.0.0 queued',
+  providerMessageId: 'queued',
+  rejectedRecipients: [],
+  sentAt: new Date(),
+  outcome: 'sent',
+  durationMs: 12,
+  bounced: [],
+  eventName: null,
+  eventPayload: {},
+};
+
+// The dispatcher's statements are prepared once per connection, and PostgreSQL may keep a generic plan made when
+// the dispatcher started: these plans must not read a table (or a partial index) whole once it has grown.
+describe('the dispatcher\'s generic plans, made while the attempts table is empty', () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+
+  const genericPlan = async (statement: { text: string; values: unknown[] }): Promise<string> => {
+    await client.query(`prepare statement_under_test as ${statement.text}`);
+    try {
+      const literals = statement.values.map((value) =>
+        client.escapeLiteral(Array.isArray(value) ? `{${value.join(',')}}` : String(value)),
+      );
+      const { rows } = await client.query(`explain (costs off) execute statement_under_test(${literals.join(', ')})`);
+      return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+    } finally {
+      await client.query('deallocate statement_under_test');
+    }
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const orm = await MikroORM.init(ormConfig(database.url));
+    await orm.migrator.up();
+    await orm.close();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await client.query(
+      `insert into mail_outbox (id, message_id, lane, payload, max_attempts)
+       select gen_random_uuid(), g || '@plan.test', 'default', jsonb_build_object('text', repeat('x', 2000)), 5
+       from generate_series(1, 10000) g`,
+    );
+    await client.query('set plan_cache_mode = force_generic_plan');
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
+
+  it('settle finds the outbox and attempt rows by primary key', async () => {
+    const plan = await genericPlan(await captureStatement((em) => new OutboxRepository().settle(em, [settlement], 30_000)));
+    expect(plan).toMatch(/Index Scan on mail_outbox_pkey/);
+    expect(plan).toMatch(/Index Scan on mail_outbox_attempt_pkey/);
+    expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
+  });
+
+  it('claim reads the due and lease indexes, never a whole table', async () => {
+    const plan = await genericPlan(
+      await captureStatement((em) => new OutboxRepository().claim(em, 'default', 16, 600_000, 86_400_000, 'plan-test:1', randomUUID())),
+    );
+    expect(plan).toMatch(/mail_outbox_due_index/);
+    expect(plan).toMatch(/mail_outbox_lease_index/);
+    expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
+  });
+});
