@@ -43,7 +43,7 @@ const settlement: Settlement = {
 
 // The dispatcher's statements are prepared once per connection, and PostgreSQL may keep a generic plan made when
 // the dispatcher started: these plans must not read a table (or a partial index) whole once it has grown.
-describe('the dispatcher\'s generic plans, made while the attempts table is empty', () => {
+describe('the dispatcher\'s statements on a grown outbox, planned while its attempts table was empty', () => {
   let database: TestDatabase;
   let client: pg.Client;
 
@@ -94,5 +94,20 @@ describe('the dispatcher\'s generic plans, made while the attempts table is empt
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
+  });
+
+  it('the claim\'s commit without a flush wait stays within the claim: its connection waits for flushes afterwards', async () => {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      const em = { getConnection: () => ({ getNativeClient: async () => pool }) } as never;
+      const claimed = await new OutboxRepository().claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:1', randomUUID());
+      expect(claimed).toHaveLength(2);
+      const { rows } = await pool.query(`select current_setting('synchronous_commit') as setting`);
+      expect(rows[0].setting).toBe('on');
+      const { rows: committed } = await client.query(`select count(*)::int as count from mail_outbox where status = 'sending'`);
+      expect(committed[0].count).toBe(2);
+    } finally {
+      await pool.end();
+    }
   });
 });
