@@ -24,7 +24,7 @@ export const MailOutbox = defineEntity({
     id: p.uuid().primary(),
     idempotencyKey: p.text().nullable(),
     contentHash: p.text().nullable(),
-    messageId: p.text().unique('mail_outbox_message_id_unique'),
+    messageId: p.text(),
     status: p.text().$type<OutboxStatus>().default('pending'),
     lane: p.text().default('default'),
     payload: p.json<MailPayload>(),
