@@ -1,5 +1,6 @@
 // Shared settings and helpers of the benchmark (see bench/README.md). Nothing here is part of the library.
 import { type ChildProcess, fork } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 function intFromEnv(name: string, fallback: number, minimum = 1): number {
@@ -50,6 +51,70 @@ export const PG_BOSS_QUEUE = 'email';
 export const GRAPHILE_TASK = 'send_email';
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable between processes of this machine. */
+/** Linux's clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on every common kernel). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** User + system CPU time of a process so far, ms, or null where /proc cannot tell (not Linux, or it exited). */
+function cpuMsOfProcess(pid: string | number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime: fields 14 and 15 of the line, counted from the state (field 3).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time so far (user + system, ms) of some processes, and of each PostgreSQL server process by pid; read from /proc. */
+export interface CpuSnapshot {
+  processes: Record<string, number | null>;
+  postgres: Map<string, number> | null;
+}
+
+export function cpuSnapshot(pids: Record<string, number | undefined>): CpuSnapshot {
+  const processes: Record<string, number | null> = {};
+  for (const [name, pid] of Object.entries(pids)) processes[name] = pid === undefined ? null : cpuMsOfProcess(pid);
+  let postgres: Map<string, number> | null = new Map();
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let comm: string;
+      try {
+        comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      } catch {
+        continue;
+      }
+      const ms = comm === 'postgres' ? cpuMsOfProcess(pid) : null;
+      if (ms !== null) postgres.set(pid, ms);
+    }
+  } catch {
+    postgres = null;
+  }
+  return { processes, postgres };
+}
+
+/**
+ * CPU time spent between two snapshots, ms, by each named process and by PostgreSQL as a whole (its processes that
+ * lived through both, plus those started in between). A server process that exited in between takes its time with
+ * it: the figure is a lower bound, close when the systems keep their connections open, as they do in a drain.
+ */
+export function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): Record<string, number | null> {
+  const spent: Record<string, number | null> = {};
+  for (const [name, ms] of Object.entries(after.processes)) {
+    const start = before.processes[name];
+    spent[name] = ms === null || start === null || start === undefined ? null : ms - start;
+  }
+  if (before.postgres && after.postgres) {
+    let postgres = 0;
+    for (const [pid, ms] of after.postgres) postgres += ms - (before.postgres.get(pid) ?? 0);
+    spent.postgres = postgres;
+  } else {
+    spent.postgres = null;
+  }
+  return spent;
+}
+
 export function now(): number {
   return performance.timeOrigin + performance.now();
 }

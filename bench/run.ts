@@ -5,7 +5,7 @@ import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { type ClaimResult, runClaimBenchmark } from './claim.js';
-import { Child, databaseUrl, type IpcPush, now, percentile, queueMessageId, settings, sleep, SYSTEMS, type SystemName } from './common.js';
+import { Child, cpuSnapshot, cpuSpent, databaseUrl, type IpcPush, now, percentile, queueMessageId, settings, sleep, SYSTEMS, type SystemName } from './common.js';
 import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from './producers.js';
 
 interface SinkStats {
@@ -56,6 +56,8 @@ interface SystemResult {
     /** The worker process's RSS once connected, before it started: what the drain added is the difference. */
     readyRssMb: number | null;
     vmHwmMb: number | null;
+    /** CPU time per email during the drain, ms: the worker process, the sink and all of PostgreSQL (null off Linux). */
+    cpuMsPerEmail: Record<string, number | null>;
     workerStats?: unknown;
   };
   idle?: LatencyFigure;
@@ -259,8 +261,11 @@ async function measureDrain(
   expected: string[],
 ): Promise<NonNullable<SystemResult['drain']>> {
   await sink.request('reset');
+  const pids = { worker: worker.process.pid, sink: sink.process.pid };
+  const cpuBefore = cpuSnapshot(pids);
   const { startedAt } = await worker.request<{ startedAt: number }>('start', {}, 120_000);
   const { stats, timedOut } = await waitForSink(sink, expected.length, settings.drainTimeoutMs);
+  const cpuAfter = cpuSnapshot(pids);
   const finishedAt = stats.lastAt ?? now();
   // Anything still on its way (a duplicate) shows up in the final count.
   await sleep(500);
@@ -287,6 +292,9 @@ async function measureDrain(
     peakRssMb: during.length ? +(Math.max(...during.map((sample) => sample.rss)) / 2 ** 20).toFixed(1) : null,
     readyRssMb: before.length ? +(before[before.length - 1].rss / 2 ** 20).toFixed(1) : null,
     vmHwmMb: vmHwm ? +(vmHwm / 2 ** 20).toFixed(1) : null,
+    cpuMsPerEmail: Object.fromEntries(
+      Object.entries(cpuSpent(cpuBefore, cpuAfter)).map(([name, ms]) => [name, ms === null || received === 0 ? null : +(ms / received).toFixed(3)]),
+    ),
     workerStats: system === 'smtp-only' ? undefined : workerStats,
   };
 }
@@ -472,6 +480,21 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
     ),
   );
   lines.push('(* = the phase hit its time limit; figures cover what it did)', '');
+  const cpuRows = results.filter((r) => r.drain?.cpuMsPerEmail);
+  if (cpuRows.length > 0) {
+    lines.push('CPU time per email during the drain, ms (the machine has 2 cores shared by all of them):');
+    lines.push(
+      table(
+        ['system', 'worker process', 'PostgreSQL', 'sink', 'total'],
+        cpuRows.map((r) => {
+          const { worker, postgres, sink } = r.drain!.cpuMsPerEmail;
+          const total = [worker, postgres, sink].every((value) => value !== null) ? worker! + postgres! + sink! : null;
+          return [r.system, fmt(worker, 3), fmt(postgres, 3), fmt(sink, 3), fmt(total, 3)];
+        }),
+      ),
+    );
+    lines.push('');
+  }
 
   const by = (system: SystemName) => results.find((r) => r.system === system && !r.error);
   const rm = by('reliable-mail');

@@ -84,7 +84,7 @@ describe('settlementFor a sent verdict', () => {
         attempt: 2,
         reply: '250 2.0.0 Ok: queued as 4BZ1x2',
         providerMessageId: '4BZ1x2',
-        sentAt: '2026-12-01T12:00:00.000Z',
+        sentAt: now,
         metadata: { source: 'unit' },
       },
     };
@@ -247,7 +247,7 @@ describe('settlementFor a failed verdict', () => {
         replyCode: verdict.replyCode,
         enhancedStatus: verdict.enhancedStatus,
         reason: lastError,
-        nextAttemptAt: nextAttemptAt?.toISOString() ?? null,
+        nextAttemptAt,
         deadLettered: event.deadLettered,
         metadata: { source: 'unit' },
       },

@@ -14,11 +14,6 @@ function bouncedBy(row: ClaimedRow, verdict: SmtpVerdict): string[] {
   return verdict.bouncedRecipients ?? recipientsOf(row.payload).map((address) => address.toLowerCase());
 }
 
-/** The event as it is stored in `mail_outbox_event`, so that a first emission and a redelivery see the same thing. */
-function asStoredJson(event: object): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(event)) as Record<string, unknown>;
-}
-
 /**
  * The verdict of a row that could not be made into a message (its template is not registered or throws, an
  * attachment cannot be fetched): nothing was sent, and trying again would fail the same way, so the row fails.
@@ -71,7 +66,7 @@ export function settlementFor(
       sentAt: now,
       outcome: 'sent',
       eventName: EMAIL_SENT_EVENT,
-      eventPayload: asStoredJson(event),
+      eventPayload: event,
     };
   }
 
@@ -99,13 +94,13 @@ export function settlementFor(
     sentAt: null,
     outcome: senderFault ? 'sender' : outcomeUnknown ? 'unknown' : verdict.kind,
     eventName: EMAIL_FAILED_EVENT,
-    eventPayload: asStoredJson(failedEvent(row, status, reason, nextAttemptAt, {
+    eventPayload: failedEvent(row, status, reason, nextAttemptAt, {
       permanent: verdict.kind === 'permanent',
       senderFault,
       outcomeUnknown,
       replyCode: verdict.replyCode,
       enhancedStatus: verdict.enhancedStatus,
-    })),
+    }),
   };
 }
 
@@ -137,15 +132,13 @@ export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<Claim
     durationMs: 0,
     bounced: [],
     eventName: EMAIL_FAILED_EVENT,
-    eventPayload: asStoredJson(
-      failedEvent({ ...row, attempts: row.attempts - 1 }, row.skipReason, reason, null, {
-        permanent: true,
-        senderFault: false,
-        outcomeUnknown: false,
-        replyCode: null,
-        enhancedStatus: null,
-      }),
-    ),
+    eventPayload: failedEvent({ ...row, attempts: row.attempts - 1 }, row.skipReason, reason, null, {
+      permanent: true,
+      senderFault: false,
+      outcomeUnknown: false,
+      replyCode: null,
+      enhancedStatus: null,
+    }),
   };
 }
 

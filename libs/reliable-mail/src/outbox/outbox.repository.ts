@@ -83,7 +83,8 @@ export interface Settlement {
   bounced: string[];
   /** Null when nobody in this process listens for the event: then there is nothing to record or emit. */
   eventName: string | null;
-  eventPayload: Record<string, unknown>;
+  /** The event; it is recorded as its JSON, which is what a first emission and a redelivery both emit. */
+  eventPayload: object;
 }
 
 export interface SettleResult {
@@ -107,8 +108,13 @@ const INSERT_COLUMNS =
 const INSERT_CONFLICT = 'on conflict (idempotency_key) where idempotency_key is not null do nothing';
 const INSERT_RETURNING = 'returning id, idempotency_key, message_id, status, content_hash, lane';
 
-/** PostgreSQL's jsonb refuses \u0000, which a server reply or an error message may carry: drop it. */
+/**
+ * PostgreSQL's jsonb refuses \u0000, which a server reply or an error message may carry: drop it. The replacer that
+ * does so is slow, so it runs only when the plain JSON shows the escape (or a backslash followed by "u0000").
+ */
 function jsonWithoutNul(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (!json.includes('\\u0000')) return json;
   return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' ? item.replaceAll('\0', '') : item));
 }
 
@@ -359,7 +365,8 @@ export class OutboxRepository {
       duration_ms: s.durationMs,
       bounced: s.bounced,
       event_name: s.eventName,
-      event_payload: s.eventPayload,
+      // Serialised only when the event is to be recorded: most settles have no listener for theirs.
+      event_payload: s.eventName === null ? null : s.eventPayload,
     }));
     const rows = await prepared(
       em,

@@ -110,4 +110,24 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
       await pool.end();
     }
   });
+
+  it('settle stores a reply with a NUL without it, and one with a backslash and "u0000" as it is', async () => {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      const em = { getConnection: () => ({ getNativeClient: async () => pool }) } as never;
+      const repository = new OutboxRepository();
+      const claimed = await repository.claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:2', randomUUID());
+      const replies = ['250 queued\0 as A1', '250 queued as \\u0000B2'];
+      const { applied } = await repository.settle(
+        em,
+        claimed.map((row, index) => ({ ...settlement, id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, reply: replies[index] })),
+        30_000,
+      );
+      expect(applied.size).toBe(2);
+      const { rows } = await client.query(`select provider_reply from mail_outbox where id = any($1) order by array_position($1, id)`, [claimed.map((row) => row.id)]);
+      expect(rows.map((row: { provider_reply: string }) => row.provider_reply)).toEqual(['250 queued as A1', '250 queued as \\u0000B2']);
+    } finally {
+      await pool.end();
+    }
+  });
 });
