@@ -26,6 +26,8 @@ export interface ClaimMeasurement {
 export interface ClaimResult {
   sql: string;
   empty: ClaimMeasurement[];
+  /** The due rows alone, before any sent row is added: against `loaded`, what a million sent rows cost the claim. */
+  dueOnly: ClaimMeasurement[];
   loaded: ClaimMeasurement[];
   /** Loaded, with `suppressions` addresses on the suppression list. */
   withSuppressions: ClaimMeasurement[];
@@ -166,6 +168,18 @@ export async function runClaimBenchmark(
     const base = `'${new Date().toISOString()}'::timestamptz`;
     const body = bodyFor(1);
     const populateStarted = performance.now();
+    await client.query(`set statement_timeout = ${remaining()}`);
+    await client.query(
+      `insert into mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, next_attempt_at, created_at, updated_at)
+       select ${UUID7_SQL(`${base} - interval '1 hour' + g * interval '1 millisecond'`)}, md5('due' || g), '<due-' || g || '@bench.example.com>',
+              'pending', 'default', ${PAYLOAD_SQL}, 8, ${base} - interval '1 hour' + g * interval '1 millisecond',
+              ${base} - interval '1 hour' + g * interval '1 millisecond', ${base} - interval '1 hour' + g * interval '1 millisecond'
+       from generate_series(${sentRows + 1}::int, ${sentRows + dueRows}::int) g`,
+      [body],
+    );
+    await client.query('analyze mail_outbox, mail_outbox_attempt');
+    const dueOnly = [await measure(client, 'due', 64), await measure(client, 'due', 1)];
+    log(`  claim with ${dueRows.toLocaleString('en-US')} due rows and no sent row: ${dueOnly[0].measurement.executionMs} ms (limit 64)`);
     const chunk = 100_000;
     for (let from = 1; from <= sentRows; from += chunk) {
       const to = Math.min(sentRows, from + chunk - 1);
@@ -190,15 +204,6 @@ export async function runClaimBenchmark(
       );
       log(`  populated ${to.toLocaleString('en-US')} / ${sentRows.toLocaleString('en-US')} sent rows (+ attempts) in ${((performance.now() - populateStarted) / 1000).toFixed(1)} s`);
     }
-    await client.query(`set statement_timeout = ${remaining()}`);
-    await client.query(
-      `insert into mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, next_attempt_at, created_at, updated_at)
-       select ${UUID7_SQL(`${base} - interval '1 hour' + g * interval '1 millisecond'`)}, md5('due' || g), '<due-' || g || '@bench.example.com>',
-              'pending', 'default', ${PAYLOAD_SQL}, 8, ${base} - interval '1 hour' + g * interval '1 millisecond',
-              ${base} - interval '1 hour' + g * interval '1 millisecond', ${base} - interval '1 hour' + g * interval '1 millisecond'
-       from generate_series(${sentRows + 1}::int, ${sentRows + dueRows}::int) g`,
-      [body],
-    );
     const populateMs = performance.now() - populateStarted;
     log(`  populated ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows in ${(populateMs / 1000).toFixed(1)} s`);
     const analyzeStarted = performance.now();
@@ -225,6 +230,7 @@ export async function runClaimBenchmark(
     return {
       sql: await claimSql(64),
       empty: empty.map((m) => m.measurement),
+      dueOnly: dueOnly.map((m) => m.measurement),
       loaded: loaded.map((m) => m.measurement),
       withSuppressions: suppressed.map((m) => m.measurement),
       suppressions,

@@ -538,11 +538,11 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
   }
   if (claim) {
     const row = (m: ClaimResult['empty'][number]) =>
-      `${m.label === 'empty' ? 'empty outbox' : `${fmt(claim.sentRows)} sent + ${fmt(claim.dueRows)} due`}, limit ${m.limit}: ` +
+      `${m.label === 'empty' ? 'empty outbox' : m.label === 'due' ? `0 sent + ${fmt(claim.dueRows)} due` : `${fmt(claim.sentRows)} sent + ${fmt(claim.dueRows)} due`}, limit ${m.limit}: ` +
       `execution ${m.executionMs.toFixed(2)} ms (planning ${m.planningMs.toFixed(2)} ms, statement wall ${m.wallMs.toFixed(2)} ms, ` +
       `${m.rowsClaimed} rows, buffers hit ${m.sharedHit} read ${m.sharedRead})`;
     lines.push('claim statement (EXPLAIN ANALYZE, median of 5, rolled back):');
-    for (const m of [...claim.empty, ...claim.loaded]) lines.push(`  ${row(m)}`);
+    for (const m of [...claim.empty, ...claim.dueOnly, ...claim.loaded]) lines.push(`  ${row(m)}`);
     for (const m of claim.withSuppressions) lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
     lines.push(`  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`);
     lines.push('');
