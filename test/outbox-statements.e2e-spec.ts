@@ -6,6 +6,9 @@ import { OutboxRepository, type Settlement } from '../libs/reliable-mail/src/out
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { ormConfig } from './support/test-app.js';
 
+/** What the repository needs of an EntityManager for the dispatcher's statements: its pool. */
+const emOver = (pool: { query: unknown }) => ({ getConnection: () => ({ getNativeClient: async () => pool }) }) as never;
+
 /** The statement and parameters a repository method sends to the pool, without running it. */
 async function captureStatement(call: (em: never) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
   let captured: { text: string; values: unknown[] } | null = null;
@@ -15,7 +18,7 @@ async function captureStatement(call: (em: never) => Promise<unknown>): Promise<
       return { rows: [] };
     },
   };
-  await call({ getConnection: () => ({ getNativeClient: async () => pool }) } as never);
+  await call(emOver(pool));
   if (!captured) throw new Error('no statement was sent');
   return captured;
 }
@@ -99,7 +102,7 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
   it('the claim\'s commit without a flush wait stays within the claim: its connection waits for flushes afterwards', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {
-      const em = { getConnection: () => ({ getNativeClient: async () => pool }) } as never;
+      const em = emOver(pool);
       const claimed = await new OutboxRepository().claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:1', randomUUID());
       expect(claimed).toHaveLength(2);
       const { rows } = await pool.query(`select current_setting('synchronous_commit') as setting`);
@@ -114,7 +117,7 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
   it('settle stores a reply with a NUL without it, and one with a backslash and "u0000" as it is', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {
-      const em = { getConnection: () => ({ getNativeClient: async () => pool }) } as never;
+      const em = emOver(pool);
       const repository = new OutboxRepository();
       const claimed = await repository.claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:2', randomUUID());
       const replies = ['250 queued\0 as A1', '250 queued as \\u0000B2'];

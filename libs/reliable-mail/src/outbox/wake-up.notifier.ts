@@ -26,9 +26,9 @@ export interface WakeUpPlan {
 @Injectable()
 export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private readonly logger = new Logger('ReliableMail');
-  /** Enqueues whose transaction has not ended yet. */
-  private open = 0;
-  /** Top-level transactions with an enqueue, and the lanes to notify after their commit (none: notified in statement). */
+  /** Enqueue statements running outside a transaction (each commits on its own). */
+  private ownStatements = 0;
+  /** Open top-level transactions with an enqueue, and the lanes to notify after their commit (null: notified in statement). */
   private readonly transactions = new Map<object, Set<string> | null>();
   private readonly due = new Set<string>();
   private sending = false;
@@ -47,18 +47,23 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
       return { inStatement: true, inserted: () => undefined, abandoned: () => undefined };
     }
     if (transaction) return this.planInTransaction(transaction);
-    const inStatement = this.open === 0;
-    this.open++;
+    const inStatement = !this.anyOpen();
+    this.ownStatements++;
     return {
       inStatement,
       inserted: (lanes) => {
-        this.open--;
+        this.ownStatements--;
         if (!inStatement) this.notifyLater(lanes);
       },
       abandoned: () => {
-        this.open--;
+        this.ownStatements--;
       },
     };
+  }
+
+  /** Whether an enqueue of this process is open: its statement running, or its transaction not ended. */
+  private anyOpen(): boolean {
+    return this.ownStatements > 0 || this.transactions.size > 0;
   }
 
   private planInTransaction(transaction: object): WakeUpPlan {
@@ -66,8 +71,7 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
     if (known !== undefined) {
       return { inStatement: known === null, inserted: (lanes) => known && addAll(known, lanes), abandoned: () => undefined };
     }
-    const lanes = this.open === 0 ? null : new Set<string>();
-    this.open++;
+    const lanes = this.anyOpen() ? new Set<string>() : null;
     this.transactions.set(transaction, lanes);
     return { inStatement: lanes === null, inserted: (inserted) => lanes && addAll(lanes, inserted), abandoned: () => undefined };
   }
@@ -85,7 +89,6 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
     if (!transaction || !this.transactions.has(transaction)) return undefined;
     const lanes = this.transactions.get(transaction);
     this.transactions.delete(transaction);
-    this.open--;
     return lanes;
   }
 
