@@ -51,7 +51,15 @@ export async function captureClaimStatement(lane: string, limit: number): Promis
     },
   };
   const recorder = { getConnection: () => ({ getNativeClient: async () => pool }) };
-  await new OutboxRepository().claim(recorder as never, lane, limit, 600_000, 86_400_000, 'bench-claim:1', randomUUID());
+  await new OutboxRepository().claim(
+    recorder as never,
+    lane,
+    limit,
+    600_000,
+    86_400_000,
+    'bench-claim:1',
+    randomUUID(),
+  );
   if (!captured) throw new Error('OutboxRepository.claim sent no statement');
   return captured;
 }
@@ -77,7 +85,12 @@ interface PlanNode {
   'Shared Read Blocks'?: number;
 }
 
-async function measure(client: pg.Client, label: string, limit: number, runs = 5): Promise<{ measurement: ClaimMeasurement; planText: string }> {
+async function measure(
+  client: pg.Client,
+  label: string,
+  limit: number,
+  runs = 5,
+): Promise<{ measurement: ClaimMeasurement; planText: string }> {
   const sql = await claimSql(limit);
   const explained: { execution: number; planning: number; rows: number; hit: number; read: number }[] = [];
   const wall: number[] = [];
@@ -179,7 +192,9 @@ export async function runClaimBenchmark(
     );
     await client.query('analyze mail_outbox, mail_outbox_attempt');
     const dueOnly = [await measure(client, 'due', 64), await measure(client, 'due', 1)];
-    log(`  claim with ${dueRows.toLocaleString('en-US')} due rows and no sent row: ${dueOnly[0].measurement.executionMs} ms (limit 64)`);
+    log(
+      `  claim with ${dueRows.toLocaleString('en-US')} due rows and no sent row: ${dueOnly[0].measurement.executionMs} ms (limit 64)`,
+    );
     const chunk = 100_000;
     for (let from = 1; from <= sentRows; from += chunk) {
       const to = Math.min(sentRows, from + chunk - 1);
@@ -202,10 +217,14 @@ export async function runClaimBenchmark(
                 'sent', 250, '250 OK: queued', 40
          from generate_series(${from}::int, ${to}::int) g`,
       );
-      log(`  populated ${to.toLocaleString('en-US')} / ${sentRows.toLocaleString('en-US')} sent rows (+ attempts) in ${((performance.now() - populateStarted) / 1000).toFixed(1)} s`);
+      log(
+        `  populated ${to.toLocaleString('en-US')} / ${sentRows.toLocaleString('en-US')} sent rows (+ attempts) in ${((performance.now() - populateStarted) / 1000).toFixed(1)} s`,
+      );
     }
     const populateMs = performance.now() - populateStarted;
-    log(`  populated ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows in ${(populateMs / 1000).toFixed(1)} s`);
+    log(
+      `  populated ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows in ${(populateMs / 1000).toFixed(1)} s`,
+    );
     const analyzeStarted = performance.now();
     await client.query('analyze mail_outbox, mail_outbox_attempt, mail_suppression');
     const analyzeMs = performance.now() - analyzeStarted;
@@ -215,7 +234,9 @@ export async function runClaimBenchmark(
     );
     await client.query(`set statement_timeout = ${remaining()}`);
     const loaded = [await measure(client, 'loaded', 64), await measure(client, 'loaded', 1)];
-    log(`  claim with ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows: ${loaded[0].measurement.executionMs} ms (limit 64)`);
+    log(
+      `  claim with ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows: ${loaded[0].measurement.executionMs} ms (limit 64)`,
+    );
     let suppressed: typeof loaded = [];
     if (suppressions > 0) {
       await client.query(
@@ -225,7 +246,9 @@ export async function runClaimBenchmark(
       );
       await client.query('analyze mail_suppression');
       suppressed = [await measure(client, 'loaded+suppressions', 64), await measure(client, 'loaded+suppressions', 1)];
-      log(`  the same with ${suppressions.toLocaleString('en-US')} addresses on the suppression list: ${suppressed[0].measurement.executionMs} ms (limit 64)`);
+      log(
+        `  the same with ${suppressions.toLocaleString('en-US')} addresses on the suppression list: ${suppressed[0].measurement.executionMs} ms (limit 64)`,
+      );
     }
     return {
       sql: await claimSql(64),
@@ -239,7 +262,11 @@ export async function runClaimBenchmark(
       populateMs,
       analyzeMs,
       tableSizes: Object.fromEntries(sizes.map((row) => [row.name, row.size])),
-      planText: { empty: empty[0].planText, loaded: loaded[0].planText, withSuppressions: suppressed[0]?.planText ?? null },
+      planText: {
+        empty: empty[0].planText,
+        loaded: loaded[0].planText,
+        withSuppressions: suppressed[0]?.planText ?? null,
+      },
     };
   } finally {
     await client.end();

@@ -7,7 +7,8 @@ function intFromEnv(name: string, fallback: number, minimum = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < minimum) throw new Error(`${name} must be an integer >= ${minimum}, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(value) || value < minimum)
+    throw new Error(`${name} must be an integer >= ${minimum}, got ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -205,7 +206,10 @@ export interface IpcPush {
 export class Child {
   readonly process: ChildProcess;
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve(value: unknown): void; reject(error: Error): void; timer: NodeJS.Timeout }
+  >();
   private readonly pushListeners: ((message: IpcPush) => void)[] = [];
   exited = false;
 
@@ -216,7 +220,11 @@ export class Child {
   ) {
     this.process = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
       // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every child process there, for finding hot spots.
-      execArgv: ['--import', '@swc-node/register/esm-register', ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [])],
+      execArgv: [
+        '--import',
+        '@swc-node/register/esm-register',
+        ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      ],
       env: { ...process.env, NODE_OPTIONS: '' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -307,7 +315,11 @@ export function serveIpc(handlers: Record<string, (request: IpcRequest) => unkno
       const result = await handler(request);
       process.send?.({ id: request.id, ok: true, result } satisfies IpcReply);
     } catch (error) {
-      process.send?.({ id: request.id, ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) } satisfies IpcReply);
+      process.send?.({
+        id: request.id,
+        ok: false,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      } satisfies IpcReply);
     }
   });
   process.on('disconnect', () => process.exit(0));

@@ -52,7 +52,11 @@ const quietNestLogger: LoggerService = {
 
 /** A pooled nodemailer transport as every system uses it: 16 connections to the sink. */
 function pooledTransport() {
-  return nodemailer.createTransport({ ...smtpTransport(args.smtpPort), pool: true, maxConnections: settings.concurrency });
+  return nodemailer.createTransport({
+    ...smtpTransport(args.smtpPort),
+    pool: true,
+    maxConnections: settings.concurrency,
+  });
 }
 
 async function sendJob(transport: ReturnType<typeof pooledTransport>, job: JobPayload): Promise<void> {
@@ -84,7 +88,11 @@ class Timing {
       rowsPerCall: this.calls ? +(this.rows / this.calls).toFixed(2) : null,
       avgMs: this.calls ? +(this.totalMs / this.calls).toFixed(2) : null,
       maxMs: +this.maxMs.toFixed(1),
-      callsByRows: Object.fromEntries([...this.rowHistogram.entries()].sort((a, b) => a[0] - b[0]).map(([k, v]) => [k <= 1 ? String(k) : `<=${k}`, v])),
+      callsByRows: Object.fromEntries(
+        [...this.rowHistogram.entries()]
+          .sort((a, b) => a[0] - b[0])
+          .map(([k, v]) => [k <= 1 ? String(k) : `<=${k}`, v]),
+      ),
     };
   }
 }
@@ -144,7 +152,10 @@ function smtpOnly(): SystemRunner {
         while (next < args.n) {
           const index = next++;
           try {
-            await sendJob(transport, { ...mailFor(index, 'drain'), messageId: queueMessageId('smtp-only', 'drain', index) });
+            await sendJob(transport, {
+              ...mailFor(index, 'drain'),
+              messageId: queueMessageId('smtp-only', 'drain', index),
+            });
           } catch {
             failures++;
           }

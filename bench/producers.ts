@@ -163,7 +163,10 @@ export class PgBossProducer implements Producer {
 
   async enqueueBatch(start: number, count: number, tag: string): Promise<string[]> {
     const payloads = Array.from({ length: count }, (_, offset) => this.payload(start + offset, tag));
-    await this.boss.insert(PG_BOSS_QUEUE, payloads.map((data) => ({ data })));
+    await this.boss.insert(
+      PG_BOSS_QUEUE,
+      payloads.map((data) => ({ data })),
+    );
     return payloads.map((payload) => payload.messageId);
   }
 
@@ -190,7 +193,9 @@ export class GraphileWorkerProducer implements Producer {
   constructor(databaseUrl: string) {
     this.pool = new pg.Pool({ connectionString: databaseUrl, max: PRODUCER_POOL });
     this.pool.on('error', (error) => console.error('[graphile-worker producer pool]', String(error)));
-    this.pool.on('connect', (client) => client.on('error', (error) => console.error('[graphile-worker producer client]', String(error))));
+    this.pool.on('connect', (client) =>
+      client.on('error', (error) => console.error('[graphile-worker producer client]', String(error))),
+    );
   }
 
   async setup(): Promise<void> {
@@ -205,7 +210,9 @@ export class GraphileWorkerProducer implements Producer {
   async enqueueOne(index: number, tag: string): Promise<string> {
     const payload = this.payload(index, tag);
     // graphile-worker's documented way to enqueue from the application's own transaction: the add_job SQL function.
-    await inTransaction(this.pool, (client) => client.query(`select graphile_worker.add_job($1, $2::json)`, [GRAPHILE_TASK, JSON.stringify(payload)]));
+    await inTransaction(this.pool, (client) =>
+      client.query(`select graphile_worker.add_job($1, $2::json)`, [GRAPHILE_TASK, JSON.stringify(payload)]),
+    );
     return payload.messageId;
   }
 

@@ -5,7 +5,20 @@ import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { type ClaimResult, runClaimBenchmark } from './claim.js';
-import { Child, cpuSnapshot, cpuSpent, databaseUrl, type IpcPush, now, percentile, queueMessageId, settings, sleep, SYSTEMS, type SystemName } from './common.js';
+import {
+  Child,
+  cpuSnapshot,
+  cpuSpent,
+  databaseUrl,
+  type IpcPush,
+  now,
+  percentile,
+  queueMessageId,
+  settings,
+  sleep,
+  SYSTEMS,
+  type SystemName,
+} from './common.js';
 import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from './producers.js';
 
 interface SinkStats {
@@ -141,7 +154,12 @@ function sinkStats(sink: Child, body: Record<string, unknown> = {}): Promise<Sin
 }
 
 /** Polls the sink until it holds `count` distinct Message-IDs or `timeoutMs` passes. */
-async function waitForSink(sink: Child, count: number, timeoutMs: number, intervalMs = 100): Promise<{ stats: SinkStats; timedOut: boolean }> {
+async function waitForSink(
+  sink: Child,
+  count: number,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<{ stats: SinkStats; timedOut: boolean }> {
   const until = now() + limit(timeoutMs);
   for (;;) {
     const stats = await sinkStats(sink);
@@ -154,7 +172,12 @@ async function waitForSink(sink: Child, count: number, timeoutMs: number, interv
 // ---- Figures ----
 
 /** Runs `total` jobs `index => work(index)` with `workers` of them in flight; stops starting new ones at the deadline. */
-async function runPool(total: number, workers: number, timeoutMs: number, work: (index: number) => Promise<void>): Promise<{ done: number; seconds: number; timedOut: boolean }> {
+async function runPool(
+  total: number,
+  workers: number,
+  timeoutMs: number,
+  work: (index: number) => Promise<void>,
+): Promise<{ done: number; seconds: number; timedOut: boolean }> {
   const until = now() + limit(timeoutMs);
   let next = 0;
   let done = 0;
@@ -181,19 +204,34 @@ function enqueueFigure(emails: number, seconds: number, timedOut: boolean): Enqu
 }
 
 async function enqueueSingle(producer: Producer, count: number, tagName: string): Promise<EnqueueFigure> {
-  const { done, seconds, timedOut } = await runPool(count, settings.concurrency, settings.enqueueTimeoutMs, async (index) => {
-    await producer.enqueueOne(index, tagName);
-  });
+  const { done, seconds, timedOut } = await runPool(
+    count,
+    settings.concurrency,
+    settings.enqueueTimeoutMs,
+    async (index) => {
+      await producer.enqueueOne(index, tagName);
+    },
+  );
   return enqueueFigure(done, seconds, timedOut);
 }
 
-async function enqueueBatched(producer: Producer, count: number, tagName: string, lane?: string): Promise<{ figure: EnqueueFigure; ids: string[] }> {
+async function enqueueBatched(
+  producer: Producer,
+  count: number,
+  tagName: string,
+  lane?: string,
+): Promise<{ figure: EnqueueFigure; ids: string[] }> {
   const batches = Math.ceil(count / settings.batchSize);
   const ids: string[][] = [];
-  const { done, seconds, timedOut } = await runPool(batches, settings.batchProducers, settings.enqueueTimeoutMs, async (batch) => {
-    const start = batch * settings.batchSize;
-    ids[batch] = await producer.enqueueBatch(start, Math.min(settings.batchSize, count - start), tagName, lane);
-  });
+  const { done, seconds, timedOut } = await runPool(
+    batches,
+    settings.batchProducers,
+    settings.enqueueTimeoutMs,
+    async (batch) => {
+      const start = batch * settings.batchSize;
+      ids[batch] = await producer.enqueueBatch(start, Math.min(settings.batchSize, count - start), tagName, lane);
+    },
+  );
   const flat = ids.flat();
   return { figure: enqueueFigure(flat.length, seconds, timedOut || done < batches), ids: flat };
 }
@@ -202,7 +240,11 @@ async function enqueueBatched(producer: Producer, count: number, tagName: string
 /** What an enqueue resolves to: the Message-ID (committed now), or the Message-ID and the instant to measure from. */
 type Enqueued = string | { messageId: string; at: number };
 
-async function enqueueSpaced(count: number, spacingMs: number, enqueue: (index: number) => Promise<Enqueued>): Promise<Map<string, number>> {
+async function enqueueSpaced(
+  count: number,
+  spacingMs: number,
+  enqueue: (index: number) => Promise<Enqueued>,
+): Promise<Map<string, number>> {
   const committedAt = new Map<string, number>();
   const started = now();
   const inFlight: Promise<void>[] = [];
@@ -244,7 +286,10 @@ function latencyFigure(committedAt: Map<string, number>, acceptedAt: Record<stri
 
 /** Starts bench/drain-worker.ts for a system and waits until it is connected (not yet sending). */
 async function startWorker(system: SystemName, url: string, smtpPort: number, n: number) {
-  const worker = spawn(`drain-worker ${system}`, './drain-worker.ts', [system, JSON.stringify({ databaseUrl: url, smtpPort, n })]);
+  const worker = spawn(`drain-worker ${system}`, './drain-worker.ts', [
+    system,
+    JSON.stringify({ databaseUrl: url, smtpPort, n }),
+  ]);
   const rss: { t: number; rss: number }[] = [];
   worker.onPush((message) => {
     if (message.type === 'rss') rss.push({ t: message.t as number, rss: message.rss as number });
@@ -277,7 +322,9 @@ async function measureDrain(
   const seconds = (finishedAt - startedAt) / 1000;
   const before = rss.filter((sample) => sample.t < startedAt);
   const during = rss.filter((sample) => sample.t >= startedAt && sample.t <= finishedAt + 100);
-  const workerStats = await worker.request<Record<string, unknown>>('stats').catch((error: unknown) => ({ error: String(error) }));
+  const workerStats = await worker
+    .request<Record<string, unknown>>('stats')
+    .catch((error: unknown) => ({ error: String(error) }));
   const vmHwm = (workerStats as { vmHwm?: number | null }).vmHwm ?? null;
   const received = expected.length - lost;
   return {
@@ -293,7 +340,10 @@ async function measureDrain(
     readyRssMb: before.length ? +(before[before.length - 1].rss / 2 ** 20).toFixed(1) : null,
     vmHwmMb: vmHwm ? +(vmHwm / 2 ** 20).toFixed(1) : null,
     cpuMsPerEmail: Object.fromEntries(
-      Object.entries(cpuSpent(cpuBefore, cpuAfter)).map(([name, ms]) => [name, ms === null || received === 0 ? null : +(ms / received).toFixed(3)]),
+      Object.entries(cpuSpent(cpuBefore, cpuAfter)).map(([name, ms]) => [
+        name,
+        ms === null || received === 0 ? null : +(ms / received).toFixed(3),
+      ]),
     ),
     workerStats: system === 'smtp-only' ? undefined : workerStats,
   };
@@ -316,7 +366,9 @@ async function benchSmtpOnly(sink: Child, port: number): Promise<SystemResult> {
   const { worker, rss } = await startWorker('smtp-only', '', port, settings.n);
   try {
     const expected = Array.from({ length: settings.n }, (_, index) => queueMessageId('smtp-only', 'drain', index));
-    result.drain = await phase('smtp-only: send N straight to the sink', () => measureDrain('smtp-only', sink, worker, rss, expected));
+    result.drain = await phase('smtp-only: send N straight to the sink', () =>
+      measureDrain('smtp-only', sink, worker, rss, expected),
+    );
     result.idle = await phase('smtp-only: idle latency', () =>
       measureIdle(sink, async (index) => {
         // No queue: measured from the call to sendMail (less the IPC hop) to the sink's acceptance.
@@ -339,9 +391,18 @@ function producerFor(system: SystemName, url: string, port: number): Producer {
   throw new Error(`no producer for ${system}`);
 }
 
-const SHORT: Record<SystemName, string> = { 'smtp-only': 'smtp', 'reliable-mail': 'rm', 'pg-boss': 'boss', 'graphile-worker': 'gw' };
+const SHORT: Record<SystemName, string> = {
+  'smtp-only': 'smtp',
+  'reliable-mail': 'rm',
+  'pg-boss': 'boss',
+  'graphile-worker': 'gw',
+};
 
-async function benchQueue(system: SystemName, sink: Child, port: number): Promise<{ result: SystemResult; critical?: CriticalResult }> {
+async function benchQueue(
+  system: SystemName,
+  sink: Child,
+  port: number,
+): Promise<{ result: SystemResult; critical?: CriticalResult }> {
   const result: SystemResult = { system };
   const dbName = `bench_${SHORT[system]}_${tag}`;
   const url = await createDatabase(dbName);
@@ -349,35 +410,48 @@ async function benchQueue(system: SystemName, sink: Child, port: number): Promis
   let critical: CriticalResult | undefined;
   try {
     await phase(`${system}: setup (schema)`, () => producer.setup());
-    result.enqueueSingle = await phase(`${system}: enqueue N, one per transaction`, () => enqueueSingle(producer, settings.n, 'single'));
+    result.enqueueSingle = await phase(`${system}: enqueue N, one per transaction`, () =>
+      enqueueSingle(producer, settings.n, 'single'),
+    );
     await producer.clear();
-    const batched = await phase(`${system}: enqueue N in batches of ${settings.batchSize}`, () => enqueueBatched(producer, settings.n, 'drain'));
+    const batched = await phase(`${system}: enqueue N in batches of ${settings.batchSize}`, () =>
+      enqueueBatched(producer, settings.n, 'drain'),
+    );
     result.enqueueBatched = batched.figure;
 
-    const { worker, rss } = await phase(`${system}: start the worker process`, () => startWorker(system, url, port, settings.n));
+    const { worker, rss } = await phase(`${system}: start the worker process`, () =>
+      startWorker(system, url, port, settings.n),
+    );
     try {
       result.drain = await phase(`${system}: drain N`, () => measureDrain(system, sink, worker, rss, batched.ids));
-      result.idle = await phase(`${system}: idle latency`, () => measureIdle(sink, (index) => producer.enqueueOne(index, 'idle')));
+      result.idle = await phase(`${system}: idle latency`, () =>
+        measureIdle(sink, (index) => producer.enqueueOne(index, 'idle')),
+      );
     } finally {
       await worker.stop();
     }
 
     if (producer instanceof ReliableMailProducer && settings.suppressions > 0) {
-      result.drainWithSuppressions = await phase(`reliable-mail: drain N with ${settings.suppressions} addresses on the suppression list`, async () => {
-        await producer.clear();
-        await producer.addSuppressions(settings.suppressions);
-        const again = await enqueueBatched(producer, settings.n, 'drain-suppressed');
-        const started = await startWorker(system, url, port, settings.n);
-        try {
-          return await measureDrain(system, sink, started.worker, started.rss, again.ids);
-        } finally {
-          await started.worker.stop();
-        }
-      });
+      result.drainWithSuppressions = await phase(
+        `reliable-mail: drain N with ${settings.suppressions} addresses on the suppression list`,
+        async () => {
+          await producer.clear();
+          await producer.addSuppressions(settings.suppressions);
+          const again = await enqueueBatched(producer, settings.n, 'drain-suppressed');
+          const started = await startWorker(system, url, port, settings.n);
+          try {
+            return await measureDrain(system, sink, started.worker, started.rss, again.ids);
+          } finally {
+            await started.worker.stop();
+          }
+        },
+      );
     }
 
     if (system === 'reliable-mail' && !process.env.BENCH_SKIP_CRITICAL) {
-      critical = await phase('reliable-mail: critical lane under a bulk backlog', () => benchCritical(producer, sink, url, port));
+      critical = await phase('reliable-mail: critical lane under a bulk backlog', () =>
+        benchCritical(producer, sink, url, port),
+      );
     }
   } finally {
     await producer.close().catch((error: unknown) => log(`  closing the ${system} producer failed: ${String(error)}`));
@@ -396,7 +470,9 @@ async function benchCritical(producer: Producer, sink: Child, url: string, port:
   const { worker } = await startWorker('reliable-mail', url, port, settings.bulk);
   try {
     await worker.request('start', {}, 120_000);
-    const committedAt = await enqueueSpaced(settings.criticalEmails, settings.criticalSpacingMs, (index) => producer.enqueueOne(index, 'critical', 'critical'));
+    const committedAt = await enqueueSpaced(settings.criticalEmails, settings.criticalSpacingMs, (index) =>
+      producer.enqueueOne(index, 'critical', 'critical'),
+    );
     const criticalIds = [...committedAt.keys()];
     const until = now() + limit(settings.criticalTimeoutMs);
     let timedOut = false;
@@ -414,7 +490,10 @@ async function benchCritical(producer: Producer, sink: Child, url: string, port:
     const lastCritical = Object.values(accepted).length ? Math.max(...Object.values(accepted)) : null;
     const all = (await sinkStats(sink, { withTimestamps: true })).perMessageId ?? {};
     const criticalSet = new Set(criticalIds);
-    const bulkBefore = lastCritical === null ? null : Object.entries(all).filter(([id, at]) => !criticalSet.has(id) && at <= lastCritical).length;
+    const bulkBefore =
+      lastCritical === null
+        ? null
+        : Object.entries(all).filter(([id, at]) => !criticalSet.has(id) && at <= lastCritical).length;
     return {
       bulk: bulk.ids.length,
       bulkEnqueue: bulk.figure,
@@ -444,7 +523,10 @@ function ratio(a: number | null | undefined, b: number | null | undefined): stri
 
 function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column].length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+      .join('  ');
   return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -457,12 +539,28 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
   );
   lines.push(
     table(
-      ['system', 'enq 1/tx /s', `enq x${settings.batchSize} /s`, 'drain /s', 'drain s', 'lost', 'dup', 'idle p50 ms', 'p95 ms', 'p99 ms', 'RSS ready MB', 'peak RSS MB'],
+      [
+        'system',
+        'enq 1/tx /s',
+        `enq x${settings.batchSize} /s`,
+        'drain /s',
+        'drain s',
+        'lost',
+        'dup',
+        'idle p50 ms',
+        'p95 ms',
+        'p99 ms',
+        'RSS ready MB',
+        'peak RSS MB',
+      ],
       [
         ...results,
         ...results
           .filter((r) => r.drainWithSuppressions)
-          .map((r) => ({ system: `${r.system} +${fmt(settings.suppressions)} suppressed` as SystemName, drain: r.drainWithSuppressions })),
+          .map((r) => ({
+            system: `${r.system} +${fmt(settings.suppressions)} suppressed` as SystemName,
+            drain: r.drainWithSuppressions,
+          })),
       ].map((r: SystemResult) => [
         r.system + (r.error ? ' (error)' : ''),
         fmt(r.enqueueSingle?.perSecond) + (r.enqueueSingle?.timedOut ? '*' : ''),
@@ -500,7 +598,10 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
   const rm = by('reliable-mail');
   const ceiling = by('smtp-only');
   const queues = [by('pg-boss'), by('graphile-worker')].filter((r): r is SystemResult => !!r);
-  const best = <T>(pick: (r: SystemResult) => number | null | undefined, better: (a: number, b: number) => boolean): { system: string; value: number } | null => {
+  const best = <T>(
+    pick: (r: SystemResult) => number | null | undefined,
+    better: (a: number, b: number) => boolean,
+  ): { system: string; value: number } | null => {
     let found: { system: string; value: number } | null = null;
     for (const r of queues) {
       const value = pick(r);
@@ -510,16 +611,36 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
     return found;
   };
   if (rm) {
-    const drainBest = best((r) => r.drain?.perSecond, (a, b) => a > b);
-    const idleBest = best((r) => r.idle?.p50, (a, b) => a < b);
-    const singleBest = best((r) => r.enqueueSingle?.perSecond, (a, b) => a > b);
-    const batchBest = best((r) => r.enqueueBatched?.perSecond, (a, b) => a > b);
+    const drainBest = best(
+      (r) => r.drain?.perSecond,
+      (a, b) => a > b,
+    );
+    const idleBest = best(
+      (r) => r.idle?.p50,
+      (a, b) => a < b,
+    );
+    const singleBest = best(
+      (r) => r.enqueueSingle?.perSecond,
+      (a, b) => a > b,
+    );
+    const batchBest = best(
+      (r) => r.enqueueBatched?.perSecond,
+      (a, b) => a > b,
+    );
     lines.push('reliable-mail ratios:');
     lines.push(`  drain vs smtp-only ceiling:        ${ratio(rm.drain?.perSecond, ceiling?.drain?.perSecond)}`);
-    lines.push(`  drain vs faster queue (${drainBest?.system ?? '-'}):  ${ratio(rm.drain?.perSecond, drainBest?.value)}`);
-    lines.push(`  idle p50 vs better queue (${idleBest?.system ?? '-'}): ${ratio(rm.idle?.p50, idleBest?.value)} (below 1 = lower latency)`);
-    lines.push(`  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`);
-    lines.push(`  enqueue x${settings.batchSize} vs faster queue (${batchBest?.system ?? '-'}): ${ratio(rm.enqueueBatched?.perSecond, batchBest?.value)}`);
+    lines.push(
+      `  drain vs faster queue (${drainBest?.system ?? '-'}):  ${ratio(rm.drain?.perSecond, drainBest?.value)}`,
+    );
+    lines.push(
+      `  idle p50 vs better queue (${idleBest?.system ?? '-'}): ${ratio(rm.idle?.p50, idleBest?.value)} (below 1 = lower latency)`,
+    );
+    lines.push(
+      `  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`,
+    );
+    lines.push(
+      `  enqueue x${settings.batchSize} vs faster queue (${batchBest?.system ?? '-'}): ${ratio(rm.enqueueBatched?.perSecond, batchBest?.value)}`,
+    );
     lines.push('');
   }
   if (critical) {
@@ -543,8 +664,11 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
       `${m.rowsClaimed} rows, buffers hit ${m.sharedHit} read ${m.sharedRead})`;
     lines.push('claim statement (EXPLAIN ANALYZE, median of 5, rolled back):');
     for (const m of [...claim.empty, ...claim.dueOnly, ...claim.loaded]) lines.push(`  ${row(m)}`);
-    for (const m of claim.withSuppressions) lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
-    lines.push(`  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`);
+    for (const m of claim.withSuppressions)
+      lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
+    lines.push(
+      `  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`,
+    );
     lines.push('');
   }
   for (const [label, drain] of [
@@ -553,8 +677,11 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
   ] as const) {
     const stats = drain?.workerStats as Record<string, unknown> | undefined;
     if (!stats || !('claim' in stats)) continue;
-    lines.push(`reliable-mail dispatcher during ${label} (timed wrappers around repository calls, in the worker process):`);
-    for (const key of ['claim', 'settle', 'deleteEvents', 'smtpSend']) lines.push(`  ${key}: ${JSON.stringify(stats[key])}`);
+    lines.push(
+      `reliable-mail dispatcher during ${label} (timed wrappers around repository calls, in the worker process):`,
+    );
+    for (const key of ['claim', 'settle', 'deleteEvents', 'smtpSend'])
+      lines.push(`  ${key}: ${JSON.stringify(stats[key])}`);
     lines.push('');
   }
   lines.push('phases:');
@@ -568,7 +695,9 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
 async function cleanup(): Promise<void> {
   for (const child of [...children]) child.kill();
   for (const name of [...databases]) {
-    await admin.query(`drop database if exists ${name} with (force)`).catch((error: unknown) => log(`  could not drop ${name}: ${String(error)}`));
+    await admin
+      .query(`drop database if exists ${name} with (force)`)
+      .catch((error: unknown) => log(`  could not drop ${name}: ${String(error)}`));
   }
   await admin.end().catch(() => undefined);
 }
@@ -591,7 +720,8 @@ watchdog.unref();
 
 async function main(): Promise<void> {
   const selected = (process.env.BENCH_SYSTEMS?.split(',').map((s) => s.trim()) ?? [...SYSTEMS]) as SystemName[];
-  for (const system of selected) if (!SYSTEMS.includes(system)) throw new Error(`unknown system in BENCH_SYSTEMS: ${system}`);
+  for (const system of selected)
+    if (!SYSTEMS.includes(system)) throw new Error(`unknown system in BENCH_SYSTEMS: ${system}`);
   log(`bench: N=${settings.n}, bulk=${settings.bulk}, claim rows=${settings.claimRows}, systems=${selected.join(',')}`);
 
   const results: SystemResult[] = [];
@@ -617,7 +747,13 @@ async function main(): Promise<void> {
       try {
         const url = await createDatabase(dbName);
         claim = await phase('claim statement on an empty and on a large outbox', () =>
-          runClaimBenchmark(url, settings.claimRows, settings.suppressions, now() + limit(settings.claimTimeoutMs), (line) => log(line)),
+          runClaimBenchmark(
+            url,
+            settings.claimRows,
+            settings.suppressions,
+            now() + limit(settings.claimTimeoutMs),
+            (line) => log(line),
+          ),
         );
       } catch (error) {
         log(`  claim benchmark failed: ${String(error)}`);

@@ -78,7 +78,8 @@ serveIpc({
     const ids = request.ids as string[] | undefined;
     let perMessageId: Record<string, number> | undefined;
     if (request.withTimestamps) perMessageId = Object.fromEntries(acceptedAt);
-    else if (ids) perMessageId = Object.fromEntries(ids.filter((id) => acceptedAt.has(id)).map((id) => [id, acceptedAt.get(id)!]));
+    else if (ids)
+      perMessageId = Object.fromEntries(ids.filter((id) => acceptedAt.has(id)).map((id) => [id, acceptedAt.get(id)!]));
     return {
       received,
       unique: acceptedAt.size,

@@ -11,7 +11,11 @@ describe('several dispatchers on one outbox', () => {
     const ids: string[] = [];
     for (let start = 0; start < count; start += 100) {
       const batch = Array.from({ length: Math.min(100, count - start) }, (_, index) =>
-        outbox.enqueue({ to: `customer${start + index}@example.com`, subject: `Order ${start + index}`, text: 'Thanks' }),
+        outbox.enqueue({
+          to: `customer${start + index}@example.com`,
+          subject: `Order ${start + index}`,
+          text: 'Thanks',
+        }),
       );
       ids.push(...(await Promise.all(batch)).map((result) => result.messageId));
     }
@@ -26,7 +30,11 @@ describe('several dispatchers on one outbox', () => {
 
     const instances = [await bed.startApp(options), await bed.startApp(options)];
     await waitFor('2,000 deliveries', () => smtp.received.length >= 2_000, 60_000);
-    await waitFor('2,000 sent events', () => instances[0].events.sent.length + instances[1].events.sent.length === 2_000, 30_000);
+    await waitFor(
+      '2,000 sent events',
+      () => instances[0].events.sent.length + instances[1].events.sent.length === 2_000,
+      30_000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 500));
 
     const copies = smtp.copiesByMessageId();
@@ -36,7 +44,9 @@ describe('several dispatchers on one outbox', () => {
     // Both instances did part of the work.
     expect(instances[0].events.sent.length).toBeGreaterThan(0);
     expect(instances[1].events.sent.length).toBeGreaterThan(0);
-    const [{ unsent }] = await producer.get(EntityManager).execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
+    const [{ unsent }] = await producer
+      .get(EntityManager)
+      .execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
     expect(unsent).toBe(0);
   });
 
@@ -60,10 +70,14 @@ describe('several dispatchers on one outbox', () => {
 
     await bed.startApp(testMailOptions(smtp.url, { dispatcher }));
     const em = producer.get(EntityManager);
-    await waitFor('every row sent', async () => {
-      const [{ unsent }] = await em.execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
-      return unsent === 0;
-    }, 60_000);
+    await waitFor(
+      'every row sent',
+      async () => {
+        const [{ unsent }] = await em.execute(`select count(*)::int as unsent from mail_outbox where status <> 'sent'`);
+        return unsent === 0;
+      },
+      60_000,
+    );
 
     const copies = smtp.copiesByMessageId();
     expect(new Set(copies.keys())).toEqual(new Set(messageIds));
@@ -96,9 +110,16 @@ describe('several dispatchers on one outbox', () => {
     await waitFor('both rows claimed', async () => (await statuses()).join() === 'sending,sending');
 
     await app.close();
-    const admin = (await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }))).get(MailOutboxService);
+    const admin = (await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }))).get(
+      MailOutboxService,
+    );
     expect(await admin.get(first.id)).toMatchObject({ status: 'sent', attempts: 1 });
-    expect(await admin.get(second.id)).toMatchObject({ status: 'pending', attempts: 0, lockedBy: null, attemptLog: [] });
+    expect(await admin.get(second.id)).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      lockedBy: null,
+      attemptLog: [],
+    });
     expect(app.events.sent.map((event) => event.id)).toEqual([first.id]);
     expect(smtp.received).toHaveLength(1);
   });

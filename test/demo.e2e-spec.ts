@@ -13,7 +13,11 @@ describe('the demo shop over HTTP', () => {
   let baseUrl: string;
 
   const post = (path: string, body: unknown) =>
-    fetch(`${baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const getJson = async (path: string) => {
     const response = await fetch(`${baseUrl}${path}`);
     return { status: response.status, body: (await response.json()) as Record<string, any> };
@@ -46,9 +50,15 @@ describe('the demo shop over HTTP', () => {
     expect(raw).toContain('2 x mug @ 12.50');
     await waitFor('the row to be sent', async () => (await getJson(`/outbox/${mail.id}`)).body.status === 'sent');
     const row = (await getJson(`/outbox/${mail.id}`)).body;
-    expect(row).toMatchObject({ idempotencyKey: `order-confirmation:${orderId}`, lane: 'default', metadata: { source: 'orders', orderId } });
+    expect(row).toMatchObject({
+      idempotencyKey: `order-confirmation:${orderId}`,
+      lane: 'default',
+      metadata: { source: 'orders', orderId },
+    });
     await waitFor('the audit entry', async () => ((await getJson('/events')).body as unknown as unknown[]).length > 0);
-    expect((await getJson('/events')).body).toEqual([expect.objectContaining({ type: 'sent', event: expect.objectContaining({ id: mail.id }) })]);
+    expect((await getJson('/events')).body).toEqual([
+      expect.objectContaining({ type: 'sent', event: expect.objectContaining({ id: mail.id }) }),
+    ]);
   });
 
   it('a bad address is refused with 400 and leaves no order behind', async () => {
@@ -72,7 +82,10 @@ describe('the demo shop over HTTP', () => {
     await waitFor('both mails settled', async () => (await getJson('/outbox')).body.stats.backlog === 0);
     const health = await getJson('/health');
     expect(health.status).toBe(200);
-    expect(health.body).toMatchObject({ status: 'ok', info: { database: { status: 'up' }, mail: { status: 'up', backlog: { count: 0 } } } });
+    expect(health.body).toMatchObject({
+      status: 'ok',
+      info: { database: { status: 'up' }, mail: { status: 'up', backlog: { count: 0 } } },
+    });
     const outbox = (await getJson('/outbox')).body;
     expect(outbox.stats.counts).toEqual(
       expect.arrayContaining([

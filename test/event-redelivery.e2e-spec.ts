@@ -27,11 +27,19 @@ describe('events survive a crash between the status commit and the emission', ()
 
   it('emits EmailSentEvent after restart when the process died while emitting it', async () => {
     const producer = await createTestApp(database.url, testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
-    const { id, messageId } = await producer.get(MailOutboxService).enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+    const { id, messageId } = await producer
+      .get(MailOutboxService)
+      .enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
     await producer.close();
 
-    const { child, lines } = await spawnDispatcherProcess({ databaseUrl: database.url, smtpUrl: smtp.url, crashOnSentEvent: true });
-    const exit = await new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const { child, lines } = await spawnDispatcherProcess({
+      databaseUrl: database.url,
+      smtpUrl: smtp.url,
+      crashOnSentEvent: true,
+    });
+    const exit = await new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
     expect(exit).toBe('SIGKILL');
     expect(lines).toContain(`sent-event ${id}`);
 
@@ -54,7 +62,11 @@ describe('events survive a crash between the status commit and the emission', ()
     app = await createTestApp(database.url, testMailOptions(smtp.url), [FlakyListener]);
     const { id } = await app.get(MailOutboxService).enqueue({ to: 'bob@example.com', subject: 'Hi', text: 'x' });
     const listener = app.get(FlakyListener);
-    await waitFor('the second delivery of the event', () => listener.calls.filter((call) => call === id).length === 2, 10_000);
+    await waitFor(
+      'the second delivery of the event',
+      () => listener.calls.filter((call) => call === id).length === 2,
+      10_000,
+    );
     await waitFor('the event to be confirmed', async () => {
       const [{ count }] = await app!.get(EntityManager).execute(`select count(*)::int as count from mail_outbox_event`);
       return count === 0;

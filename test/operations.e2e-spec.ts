@@ -25,20 +25,35 @@ describe('operating the outbox', () => {
     outage = false;
     await waitFor('every mail sent', () => app.events.sent.length === 5, 20_000);
     const after = await health.isHealthy();
-    expect(after.mail).toMatchObject({ status: 'up', backlog: { count: 0, lagMs: 0 }, deadLetters: { count: 0 }, database: { reachable: true } });
+    expect(after.mail).toMatchObject({
+      status: 'up',
+      backlog: { count: 0, lagMs: 0 },
+      deadLetters: { count: 0 },
+      database: { reachable: true },
+    });
     expect((after.mail.dispatcher as { idleMs: number }).idleMs).toBeLessThan(60_000);
   });
 
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {
-    const { outbox, health, app } = await start({ onData: () => ({ code: 451, text: '4.3.0 Try again later' }) }, { retry: { maxAttempts: 1 } });
+    const { outbox, health, app } = await start(
+      { onData: () => ({ code: 451, text: '4.3.0 Try again later' }) },
+      { retry: { maxAttempts: 1 } },
+    );
     await outbox.enqueue(mail);
     await waitFor('the dead letter', () => app.events.failed.some((event) => event.deadLettered));
     const result = await health.isHealthy('mail', { verifySmtp: true });
-    expect(result.mail).toMatchObject({ status: 'down', failing: ['deadLetters'], deadLetters: { count: 1, max: 0 }, smtp: { reachable: true } });
+    expect(result.mail).toMatchObject({
+      status: 'down',
+      failing: ['deadLetters'],
+      deadLetters: { count: 1, max: 0 },
+      smtp: { reachable: true },
+    });
   });
 
   it('stats count rows by status and lane, and the sends of the last minute', async () => {
-    const { outbox, admin, app } = await start({ onRcptTo: (to) => (to.startsWith('gone') ? { code: 550, text: '5.1.1 No such user' } : undefined) });
+    const { outbox, admin, app } = await start({
+      onRcptTo: (to) => (to.startsWith('gone') ? { code: 550, text: '5.1.1 No such user' } : undefined),
+    });
     await outbox.enqueue(mail, { lane: 'critical' });
     await outbox.enqueue({ ...mail, to: 'gone@example.com' });
     await outbox.enqueue(mail, { delayMs: 60_000 });
@@ -49,7 +64,11 @@ describe('operating the outbox', () => {
       { status: 'pending', lane: 'default', count: 1 },
       { status: 'sent', lane: 'critical', count: 1 },
     ]);
-    expect(stats).toMatchObject({ backlog: 0, sent: { lastMinute: 1, lastHour: 1 }, failed: { lastMinute: 1, lastHour: 1 } });
+    expect(stats).toMatchObject({
+      backlog: 0,
+      sent: { lastMinute: 1, lastHour: 1 },
+      failed: { lastMinute: 1, lastHour: 1 },
+    });
   });
 
   it('requeue: a dead letter goes out again with its id and Message-ID, the reason recorded', async () => {
@@ -79,7 +98,9 @@ describe('operating the outbox', () => {
     await waitFor('both sent', () => app.events.sent.length === 2);
     const pending = await outbox.enqueue(mail, { delayMs: 60_000 });
 
-    expect((await admin.list({ recipient: 'bob@example.com' })).map((row) => row.payload.to[0].address)).toEqual(['Bob@Example.com']);
+    expect((await admin.list({ recipient: 'bob@example.com' })).map((row) => row.payload.to[0].address)).toEqual([
+      'Bob@Example.com',
+    ]);
     expect(await admin.list({ idempotencyKey: 'order-1' })).toHaveLength(1);
     expect((await admin.list({ status: 'pending' })).map((row) => row.id)).toEqual([pending.id]);
     const [first] = await admin.list({}, { limit: 1 });
@@ -87,9 +108,17 @@ describe('operating the outbox', () => {
     expect(await admin.list({}, { limit: 5, before: first.id })).toHaveLength(2);
 
     const lines: string[] = [];
-    for await (const line of admin.exportJsonLines({ from: new Date(Date.now() - 60_000), to: new Date(Date.now() + 1_000) })) lines.push(line);
+    for await (const line of admin.exportJsonLines({
+      from: new Date(Date.now() - 60_000),
+      to: new Date(Date.now() + 1_000),
+    }))
+      lines.push(line);
     expect(lines).toHaveLength(3);
-    expect(JSON.parse(lines[0])).toMatchObject({ idempotencyKey: 'order-1', status: 'sent', attemptLog: [{ outcome: 'sent' }] });
+    expect(JSON.parse(lines[0])).toMatchObject({
+      idempotencyKey: 'order-1',
+      status: 'sent',
+      attemptLog: [{ outcome: 'sent' }],
+    });
 
     await expect(admin.purge({})).rejects.toBeInstanceOf(MailValidationError);
     expect(await admin.purge({ metadata: { source: 'signup' } })).toBe(1);
@@ -98,13 +127,19 @@ describe('operating the outbox', () => {
   });
 
   it('retention deletes old closed rows in batches and keeps dead letters', async () => {
-    const { outbox, app, em } = await start({}, { retention: { enabled: false, batchSize: 2, keepClosedForMs: 86_400_000 } });
+    const { outbox, app, em } = await start(
+      {},
+      { retention: { enabled: false, batchSize: 2, keepClosedForMs: 86_400_000 } },
+    );
     for (let index = 0; index < 5; index++) await outbox.enqueue({ ...mail, to: `user${index}@example.com` });
     await waitFor('five sent', () => app.events.sent.length === 5);
     const recent = await outbox.enqueue(mail);
     await waitFor('six sent', () => app.events.sent.length === 6);
     await em.execute(`update mail_outbox set updated_at = now() - interval '2 days' where id <> ?`, [recent.id]);
-    await em.execute(`update mail_outbox set status = 'dead' where id = (select id from mail_outbox where id <> ? limit 1)`, [recent.id]);
+    await em.execute(
+      `update mail_outbox set status = 'dead' where id = (select id from mail_outbox where id <> ? limit 1)`,
+      [recent.id],
+    );
 
     expect(await app.get(OutboxRetention).run()).toBe(4);
     const rows = await em.execute<{ status: string }[]>(`select status from mail_outbox order by status`);
@@ -114,11 +149,17 @@ describe('operating the outbox', () => {
   });
 
   it('suppression: a hard bounce lists the address; a later mail to it ends as suppressed without an SMTP attempt', async () => {
-    const { outbox, admin, app } = await start({ onRcptTo: (to) => (to === 'gone@example.com' ? { code: 550, text: '5.1.1 No such user' } : undefined) });
+    const { outbox, admin, app } = await start({
+      onRcptTo: (to) => (to === 'gone@example.com' ? { code: 550, text: '5.1.1 No such user' } : undefined),
+    });
     await outbox.enqueue({ ...mail, to: 'gone@example.com' });
     await waitFor('the bounce', () => app.events.failed.length === 1);
     expect(await admin.listSuppressions()).toEqual([
-      expect.objectContaining({ address: 'gone@example.com', source: 'bounce', reason: expect.stringContaining('5.1.1') }),
+      expect.objectContaining({
+        address: 'gone@example.com',
+        source: 'bounce',
+        reason: expect.stringContaining('5.1.1'),
+      }),
     ]);
 
     const connectionsBefore = bed.smtp.received.length;
@@ -131,7 +172,9 @@ describe('operating the outbox', () => {
     const mixed = await outbox.enqueue({ ...mail, to: ['gone@example.com', 'ann@example.com'] });
     await waitFor('the mixed mail', () => app.events.sent.length === 1);
     expect(bed.smtp.received.at(-1)!.recipients).toEqual(['ann@example.com']);
-    expect((await admin.inspect(mixed.id)).rejectedRecipients).toEqual([{ address: 'gone@example.com', reply: 'suppressed: not sent', replyCode: null }]);
+    expect((await admin.inspect(mixed.id)).rejectedRecipients).toEqual([
+      { address: 'gone@example.com', reply: 'suppressed: not sent', replyCode: null },
+    ]);
 
     const twice = await outbox.enqueue({ ...mail, to: 'gone@example.com', cc: 'GONE@example.com' });
     await waitFor('the second suppressed event', () => app.events.failed.length === 3);
@@ -139,7 +182,9 @@ describe('operating the outbox', () => {
 
     await admin.suppress('eve@example.com', 'asked to be removed');
     expect(await admin.unsuppress('GONE@example.com')).toBe(true);
-    expect((await admin.listSuppressions()).map((entry) => [entry.address, entry.source])).toEqual([['eve@example.com', 'operator']]);
+    expect((await admin.listSuppressions()).map((entry) => [entry.address, entry.source])).toEqual([
+      ['eve@example.com', 'operator'],
+    ]);
     await outbox.enqueue({ ...mail, to: 'gone@example.com' });
     await waitFor('the next bounce', () => app.events.failed.length === 4);
     expect(app.events.failed[3]).toMatchObject({ permanent: true, replyCode: 550 });

@@ -25,7 +25,8 @@ describe('the outbox API without a dispatcher', () => {
   let outbox: MailOutboxService;
   let em: EntityManager;
 
-  const rowCount = async () => (await em.execute<{ count: number }[]>(`select count(*)::int as count from mail_outbox`))[0].count;
+  const rowCount = async () =>
+    (await em.execute<{ count: number }[]>(`select count(*)::int as count from mail_outbox`))[0].count;
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -85,7 +86,11 @@ describe('the outbox API without a dispatcher', () => {
       ['no recipient', { subject: 'x', text: 'y' }, 'to'],
       ['no subject', { to: 'ann@example.com', text: 'y' } as OutgoingMail, 'subject'],
       ['no body', { to: 'ann@example.com', subject: 'x' }, 'text'],
-      ['a header with a line break', { ...mail, headers: { 'X-Order': '1\r\nBcc: eve@example.com' } }, 'headers.X-Order'],
+      [
+        'a header with a line break',
+        { ...mail, headers: { 'X-Order': '1\r\nBcc: eve@example.com' } },
+        'headers.X-Order',
+      ],
       ['a Message-ID header', { ...mail, headers: { 'Message-ID': '<mine@example.com>' } }, 'headers.Message-ID'],
     ])('%s', async (_case, badMail, field) => {
       const attempt = outbox.enqueue(badMail);
@@ -110,7 +115,9 @@ describe('the outbox API without a dispatcher', () => {
   ])('bad options fail at start-up naming the option: %s', async (_case, overrides, option) => {
     const start = createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', overrides));
     await expect(start).rejects.toBeInstanceOf(InvalidOptionsError);
-    await expect(createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', overrides))).rejects.toThrow(`"${option}"`);
+    await expect(createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', overrides))).rejects.toThrow(
+      `"${option}"`,
+    );
   });
 
   it('a settle with a stale lock token changes nothing', async () => {
@@ -122,9 +129,19 @@ describe('the outbox API without a dispatcher', () => {
     expect(fresh.id).toBe(id);
 
     const sent: SmtpVerdict = {
-      kind: 'sent', replyCode: 250, enhancedStatus: null, reply: '250 OK', providerMessageId: null, accepted: ['ann@example.com'], rejected: [],
+      kind: 'sent',
+      replyCode: 250,
+      enhancedStatus: null,
+      reply: '250 OK',
+      providerMessageId: null,
+      accepted: ['ann@example.com'],
+      rejected: [],
     };
-    const staleResult = await repository.settle(em, [settlementFor(stale, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)], 1_000);
+    const staleResult = await repository.settle(
+      em,
+      [settlementFor(stale, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
+      1_000,
+    );
     expect(staleResult.applied.size).toBe(0);
     let row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
@@ -136,7 +153,11 @@ describe('the outbox API without a dispatcher', () => {
       ['worker-b', 'started'],
     ]);
 
-    const freshResult = await repository.settle(em, [settlementFor(fresh, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)], 1_000);
+    const freshResult = await repository.settle(
+      em,
+      [settlementFor(fresh, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
+      1_000,
+    );
     expect([...freshResult.applied.keys()]).toEqual([id]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
@@ -158,7 +179,9 @@ describe('the outbox API without a dispatcher', () => {
   it('a requeued row counts its age from the requeue', async () => {
     const repository = app.get(OutboxRepository);
     const { id } = await outbox.enqueue(mail);
-    await em.execute(`update mail_outbox set status = 'dead', created_at = now() - interval '2 days' where id = ?`, [id]);
+    await em.execute(`update mail_outbox set status = 'dead', created_at = now() - interval '2 days' where id = ?`, [
+      id,
+    ]);
     await app.get(MailOutboxAdmin).requeue({ ids: [id] }, 'relay fixed');
     const [claimed] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-a', randomUUID());
     expect(Date.now() - claimed.ageFrom.getTime()).toBeLessThan(60_000);

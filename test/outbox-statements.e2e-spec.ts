@@ -7,7 +7,8 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 import { ormConfig } from './support/test-app.js';
 
 /** What the repository needs of an EntityManager for the dispatcher's statements: its pool. */
-const emOver = (pool: { query: unknown }) => ({ getConnection: () => ({ getNativeClient: async () => pool }) }) as never;
+const emOver = (pool: { query: unknown }) =>
+  ({ getConnection: () => ({ getNativeClient: async () => pool }) }) as never;
 
 /** The statement and parameters a repository method sends to the pool, without running it. */
 async function captureStatement(call: (em: never) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
@@ -46,7 +47,7 @@ const settlement: Settlement = {
 
 // The dispatcher's statements are prepared once per connection, and PostgreSQL may keep a generic plan made when
 // the dispatcher started: these plans must not read a table (or a partial index) whole once it has grown.
-describe('the dispatcher\'s statements on a grown outbox, planned while its attempts table was empty', () => {
+describe("the dispatcher's statements on a grown outbox, planned while its attempts table was empty", () => {
   let database: TestDatabase;
   let client: pg.Client;
 
@@ -84,7 +85,9 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
   });
 
   it('settle finds the outbox and attempt rows by primary key', async () => {
-    const plan = await genericPlan(await captureStatement((em) => new OutboxRepository().settle(em, [settlement], 30_000)));
+    const plan = await genericPlan(
+      await captureStatement((em) => new OutboxRepository().settle(em, [settlement], 30_000)),
+    );
     expect(plan).toMatch(/Index Scan on mail_outbox_pkey/);
     expect(plan).toMatch(/Index Scan on mail_outbox_attempt_pkey/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
@@ -92,22 +95,34 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
 
   it('claim reads the due and lease indexes, never a whole table', async () => {
     const plan = await genericPlan(
-      await captureStatement((em) => new OutboxRepository().claim(em, 'default', 16, 600_000, 86_400_000, 'plan-test:1', randomUUID())),
+      await captureStatement((em) =>
+        new OutboxRepository().claim(em, 'default', 16, 600_000, 86_400_000, 'plan-test:1', randomUUID()),
+      ),
     );
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
-  it('the claim\'s commit without a flush wait stays within the claim: its connection waits for flushes afterwards', async () => {
+  it("the claim's commit without a flush wait stays within the claim: its connection waits for flushes afterwards", async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {
       const em = emOver(pool);
-      const claimed = await new OutboxRepository().claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:1', randomUUID());
+      const claimed = await new OutboxRepository().claim(
+        em,
+        'default',
+        2,
+        600_000,
+        86_400_000,
+        'plan-test:1',
+        randomUUID(),
+      );
       expect(claimed).toHaveLength(2);
       const { rows } = await pool.query(`select current_setting('synchronous_commit') as setting`);
       expect(rows[0].setting).toBe('on');
-      const { rows: committed } = await client.query(`select count(*)::int as count from mail_outbox where status = 'sending'`);
+      const { rows: committed } = await client.query(
+        `select count(*)::int as count from mail_outbox where status = 'sending'`,
+      );
       expect(committed[0].count).toBe(2);
     } finally {
       await pool.end();
@@ -123,12 +138,24 @@ describe('the dispatcher\'s statements on a grown outbox, planned while its atte
       const replies = ['250 queued\0 as A1', '250 queued as \\u0000B2'];
       const { applied } = await repository.settle(
         em,
-        claimed.map((row, index) => ({ ...settlement, id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, reply: replies[index] })),
+        claimed.map((row, index) => ({
+          ...settlement,
+          id: row.id,
+          lockToken: row.lockToken,
+          attemptId: row.attemptId,
+          reply: replies[index],
+        })),
         30_000,
       );
       expect(applied.size).toBe(2);
-      const { rows } = await client.query(`select provider_reply from mail_outbox where id = any($1) order by array_position($1, id)`, [claimed.map((row) => row.id)]);
-      expect(rows.map((row: { provider_reply: string }) => row.provider_reply)).toEqual(['250 queued as A1', '250 queued as \\u0000B2']);
+      const { rows } = await client.query(
+        `select provider_reply from mail_outbox where id = any($1) order by array_position($1, id)`,
+        [claimed.map((row) => row.id)],
+      );
+      expect(rows.map((row: { provider_reply: string }) => row.provider_reply)).toEqual([
+        '250 queued as A1',
+        '250 queued as \\u0000B2',
+      ]);
     } finally {
       await pool.end();
     }

@@ -89,7 +89,9 @@ describe('enqueue inside the business transaction', () => {
     const fork = em.fork();
     await fork.begin();
     const result = await outbox.enqueue({ to: 'explicit@example.com', subject: 'Hi', text: 'x' }, { em: fork });
-    const [{ visible }] = await em.fork().execute(`select count(*)::int as visible from mail_outbox where id = ?`, [result.id]);
+    const [{ visible }] = await em
+      .fork()
+      .execute(`select count(*)::int as visible from mail_outbox where id = ?`, [result.id]);
     expect(visible).toBe(0);
     await fork.rollback();
     await expect(outbox.get(result.id)).rejects.toThrow('No outbox row');

@@ -1,6 +1,11 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { IdempotencyConflictError, MailOutboxService, MailValidationError, OutboxRowNotCancellableError } from '@reliable-mail/nestjs';
+import {
+  IdempotencyConflictError,
+  MailOutboxService,
+  MailValidationError,
+  OutboxRowNotCancellableError,
+} from '@reliable-mail/nestjs';
 import { type WakeUpPlan, WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
@@ -25,9 +30,12 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
     });
 
     it('ttlMs: a mail that cannot go out before it lapses ends as expired, with an event saying so', async () => {
-      const { outbox, app } = await start({ onData: () => ({ code: 451, text: '4.3.0 Try again later' }) }, {
-        retry: { baseDelayMs: 200, maxDelayMs: 400 },
-      });
+      const { outbox, app } = await start(
+        { onData: () => ({ code: 451, text: '4.3.0 Try again later' }) },
+        {
+          retry: { baseDelayMs: 200, maxDelayMs: 400 },
+        },
+      );
       const { id } = await outbox.enqueue(mail, { ttlMs: 300 });
       await waitFor('the expiry event', () => app.events.failed.some((event) => event.status === 'expired'), 10_000);
       const row = await outbox.get(id);
@@ -43,7 +51,12 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       const dispatcher = await bed.startApp(testMailOptions(smtp.url));
       await waitFor('the expiry event', () => dispatcher.events.failed.length === 1);
-      expect(dispatcher.events.failed[0]).toMatchObject({ id, status: 'expired', attempt: 0, reason: 'expired before it could be sent' });
+      expect(dispatcher.events.failed[0]).toMatchObject({
+        id,
+        status: 'expired',
+        attempt: 0,
+        reason: 'expired before it could be sent',
+      });
       const row = await producer.get(MailOutboxService).get(id);
       expect(row).toMatchObject({ status: 'expired', attempts: 0, attemptLog: [] });
       expect(bed.smtp.received).toHaveLength(0);
@@ -72,7 +85,9 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
     });
 
     it('a mail being sent finishes its attempt and is then not retried', async () => {
-      const { outbox, app, em } = await start({ onData: () => ({ code: 451, text: '4.3.0 Try again later', delayMs: 300 }) });
+      const { outbox, app, em } = await start({
+        onData: () => ({ code: 451, text: '4.3.0 Try again later', delayMs: 300 }),
+      });
       const { id } = await outbox.enqueue(mail);
       await waitFor('the send to start', async () => (await statusOf(em, id)) === 'sending');
       await expect(outbox.cancel(id)).resolves.toEqual({ id, status: 'sending' });
@@ -99,11 +114,16 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
         { lanes: { critical: { concurrency: 2 }, default: {}, bulk: { concurrency: 2 } } },
       );
       await outbox.enqueueMany(
-        Array.from({ length: 1_000 }, (_, index) => ({ mail: { to: `bulk${index}@example.com`, subject: 'News', text: 'x' } })),
+        Array.from({ length: 1_000 }, (_, index) => ({
+          mail: { to: `bulk${index}@example.com`, subject: 'News', text: 'x' },
+        })),
         { lane: 'bulk' },
       );
       await waitFor('the bulk lane to be busy', () => bed.smtp.received.length >= 10);
-      const { messageId } = await outbox.enqueue({ to: 'login@example.com', subject: 'Your code', text: '123456' }, { lane: 'critical' });
+      const { messageId } = await outbox.enqueue(
+        { to: 'login@example.com', subject: 'Your code', text: '123456' },
+        { lane: 'critical' },
+      );
       await waitFor('the critical mail', () => bed.smtp.received.some((message) => message.messageId === messageId));
       const bulkDelivered = bed.smtp.received.filter((message) => message.recipients[0].startsWith('bulk')).length;
       expect(bulkDelivered).toBeLessThan(500);
@@ -113,10 +133,15 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
     it('"slow down" replies pause the lane instead of burning every message\'s attempts', async () => {
       const throttledUntil = Date.now() + 3_000;
       const { outbox, em } = await start(
-        { onData: () => (Date.now() < throttledUntil ? { code: 421, text: '4.7.0 Rate limit exceeded, slow down' } : undefined) },
+        {
+          onData: () =>
+            Date.now() < throttledUntil ? { code: 421, text: '4.7.0 Rate limit exceeded, slow down' } : undefined,
+        },
         { lanes: { default: { concurrency: 2 } }, retry: { baseDelayMs: 10, maxDelayMs: 20, maxAttempts: 50 } },
       );
-      await outbox.enqueueMany(Array.from({ length: 20 }, (_, index) => ({ mail: { ...mail, to: `user${index}@example.com` } })));
+      await outbox.enqueueMany(
+        Array.from({ length: 20 }, (_, index) => ({ mail: { ...mail, to: `user${index}@example.com` } })),
+      );
       await waitFor('all 20 delivered', () => bed.smtp.received.length === 20, 20_000);
       const [{ failedAttempts }] = await em.execute(
         `select count(*)::int as "failedAttempts" from mail_outbox_attempt where outcome = 'transient'`,
@@ -130,10 +155,18 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       const producer = await bed.startApp(testMailOptions(bed.smtpUrl, { dispatcher: { enabled: false } }));
       await new Promise((resolve) => setTimeout(resolve, 200));
       await em.transactional(() => outbox.enqueue(mail));
-      await waitFor('the mail enqueued in the same process, long before a poll', () => app.events.sent.length === 1, 10_000);
+      await waitFor(
+        'the mail enqueued in the same process, long before a poll',
+        () => app.events.sent.length === 1,
+        10_000,
+      );
       const producerEm = producer.get(EntityManager);
       await producerEm.transactional(() => producer.get(MailOutboxService).enqueue({ ...mail, to: 'bob@example.com' }));
-      await waitFor('the mail enqueued by the other instance, long before a poll', () => app.events.sent.length === 2, 10_000);
+      await waitFor(
+        'the mail enqueued by the other instance, long before a poll',
+        () => app.events.sent.length === 2,
+        10_000,
+      );
     });
 
     it('enqueues that overlap another open enqueue notify after their commit, and every one of them wakes the dispatcher', async () => {
@@ -154,15 +187,20 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       await outbox.enqueue({ ...mail, to: 'own-commit@example.com' });
       await em.transactional(() => outbox.enqueue({ ...mail, to: 'callers-commit@example.com' }));
       await waitFor('both overlapping mails, long before a poll', () => app.events.sent.length === 2, 10_000);
-      expect(bed.smtp.received.map((received) => received.recipients).sort()).toEqual([['callers-commit@example.com'], ['own-commit@example.com']]);
+      expect(bed.smtp.received.map((received) => received.recipients).sort()).toEqual([
+        ['callers-commit@example.com'],
+        ['own-commit@example.com'],
+      ]);
 
       commitFirst();
       await firstCommitted;
       await waitFor('the first mail, at its commit', () => app.events.sent.length === 3, 10_000);
-      await expect(em.transactional(async () => {
-        await outbox.enqueue({ ...mail, to: 'rolled-back@example.com' });
-        throw new Error('rolled back');
-      })).rejects.toThrow('rolled back');
+      await expect(
+        em.transactional(async () => {
+          await outbox.enqueue({ ...mail, to: 'rolled-back@example.com' });
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
       await outbox.enqueue({ ...mail, to: 'alone-again@example.com' });
       await waitFor('the last mail', () => app.events.sent.length === 4, 10_000);
       // Once no enqueue is open the next one notifies in its own statement again: nothing was left counted as open.
@@ -172,9 +210,12 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
 
   describe('enqueueMany', () => {
     const batch = (count: number, prefix = 'user') =>
-      Array.from({ length: count }, (_, index) => ({ mail: { ...mail, to: `${prefix}${index}@example.com` }, idempotencyKey: `${prefix}-${index}` }));
+      Array.from({ length: count }, (_, index) => ({
+        mail: { ...mail, to: `${prefix}${index}@example.com` },
+        idempotencyKey: `${prefix}-${index}`,
+      }));
 
-    it('joins the caller\'s transaction: a rollback leaves nothing, a commit writes every row', async () => {
+    it("joins the caller's transaction: a rollback leaves nothing, a commit writes every row", async () => {
       const { outbox, em } = await start({}, { dispatcher: { enabled: false } });
       await expect(
         em.transactional(async () => {

@@ -18,7 +18,12 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     const server = await bed.startSmtp(script);
     const app = await bed.startApp(options(server.url));
     const outbox = app.get(MailOutboxService);
-    const mail = await outbox.enqueue({ to: 'ann@example.com', cc: 'bob@example.com', subject: 'Your order', text: 'Thanks' });
+    const mail = await outbox.enqueue({
+      to: 'ann@example.com',
+      cc: 'bob@example.com',
+      subject: 'Your order',
+      text: 'Thanks',
+    });
     return { outbox, mail, server, events: app.events };
   }
 
@@ -32,7 +37,13 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     await waitFor('EmailSentEvent', () => events.sent.length === 1);
 
     expect(events.failed).toHaveLength(1);
-    expect(events.failed[0]).toMatchObject({ id: mail.id, attempt: 1, permanent: false, deadLettered: false, senderFault: false });
+    expect(events.failed[0]).toMatchObject({
+      id: mail.id,
+      attempt: 1,
+      permanent: false,
+      deadLettered: false,
+      senderFault: false,
+    });
     expect(events.failed[0].nextAttemptAt).toBeInstanceOf(Date);
     expect(events.sent[0]).toMatchObject({ id: mail.id, attempt: 2 });
     const row = await outbox.get(mail.id);
@@ -43,7 +54,8 @@ describe('each SMTP reply ends in the right state with the right event', () => {
 
   it('452 on one RCPT while the other recipient is accepted: sent, the rejected recipient recorded', async () => {
     const { outbox, mail, events } = await start({
-      onRcptTo: (recipient) => (recipient === 'bob@example.com' ? { code: 452, text: '4.2.2 Mailbox over quota' } : undefined),
+      onRcptTo: (recipient) =>
+        recipient === 'bob@example.com' ? { code: 452, text: '4.2.2 Mailbox over quota' } : undefined,
     });
     await waitFor('EmailSentEvent', () => events.sent.length === 1);
     expect(events.sent[0]).toMatchObject({
@@ -56,7 +68,9 @@ describe('each SMTP reply ends in the right state with the right event', () => {
   });
 
   it('550 5.1.1 on RCPT: failed at once with the reply, never retried', async () => {
-    const { outbox, mail, server, events } = await start({ onRcptTo: () => ({ code: 550, text: '5.1.1 No such user' }) });
+    const { outbox, mail, server, events } = await start({
+      onRcptTo: () => ({ code: 550, text: '5.1.1 No such user' }),
+    });
     await waitFor('EmailFailedEvent', () => events.failed.length === 1);
     await new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -78,12 +92,20 @@ describe('each SMTP reply ends in the right state with the right event', () => {
   });
 
   it('535 on AUTH: the sender is at fault, the attempt does not count, sent once the credentials work', async () => {
-    const { outbox, mail, events } = await start({ onAuth: once({ code: 535, text: '5.7.8 Authentication credentials invalid' }) }, (url) => {
-      const options = testMailOptions(url);
-      return { ...options, transport: { ...(options.transport as object), auth: { user: 'shop', pass: 'secret' } } };
-    });
+    const { outbox, mail, events } = await start(
+      { onAuth: once({ code: 535, text: '5.7.8 Authentication credentials invalid' }) },
+      (url) => {
+        const options = testMailOptions(url);
+        return { ...options, transport: { ...(options.transport as object), auth: { user: 'shop', pass: 'secret' } } };
+      },
+    );
     await waitFor('EmailSentEvent', () => events.sent.length === 1);
-    expect(events.failed[0]).toMatchObject({ senderFault: true, permanent: false, replyCode: 535, deadLettered: false });
+    expect(events.failed[0]).toMatchObject({
+      senderFault: true,
+      permanent: false,
+      replyCode: 535,
+      deadLettered: false,
+    });
     const row = await outbox.get(mail.id);
     expect(row).toMatchObject({ status: 'sent', attempts: 1 });
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['sender', 'sent']);

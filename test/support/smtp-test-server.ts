@@ -3,7 +3,8 @@ import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 /** What the server answers at one point of a conversation: a reply line, a dropped connection, or silence. */
 /** A reply line (sent after `delayMs` when given), acceptance after a delay, a dropped connection, or silence. */
-export type ScriptedReply = { code: number; text: string; delayMs?: number } | { acceptAfterMs: number } | 'drop' | 'stall';
+export type ScriptedReply =
+  { code: number; text: string; delayMs?: number } | { acceptAfterMs: number } | 'drop' | 'stall';
 
 export interface SmtpScript {
   onConnect?: () => ScriptedReply | undefined;
@@ -64,7 +65,11 @@ export class SmtpTestServer {
             raw,
           };
           const reply = this.script.onData?.(message);
-          if (reply === undefined || reply === 'drop' || (typeof reply === 'object' && ('acceptAfterMs' in reply || reply.code < 300))) {
+          if (
+            reply === undefined ||
+            reply === 'drop' ||
+            (typeof reply === 'object' && ('acceptAfterMs' in reply || reply.code < 300))
+          ) {
             this.received.push(message);
           }
           this.answer(session, reply, callback);
@@ -97,7 +102,11 @@ export class SmtpTestServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private answer(session: SMTPServerSession, reply: ScriptedReply | undefined, callback: (error?: Error | null) => void): void {
+  private answer(
+    session: SMTPServerSession,
+    reply: ScriptedReply | undefined,
+    callback: (error?: Error | null) => void,
+  ): void {
     if (reply === undefined) return callback();
     if (reply === 'stall') return;
     if (reply === 'drop') {

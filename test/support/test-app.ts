@@ -61,11 +61,22 @@ export async function migrate(databaseUrl: string): Promise<void> {
 /** Options that make tests fast: short polls and retries, timeouts that fit a stalled test server. */
 export function testMailOptions(smtpUrl: string, overrides: Partial<ReliableMailOptions> = {}): ReliableMailOptions {
   return {
-    transport: { ...smtpTransportOptions(smtpUrl), connectionTimeout: 2_000, greetingTimeout: 2_000, socketTimeout: 2_000 },
+    transport: {
+      ...smtpTransportOptions(smtpUrl),
+      connectionTimeout: 2_000,
+      greetingTimeout: 2_000,
+      socketTimeout: 2_000,
+    },
     from: 'shop@example.com',
     messageIdDomain: 'test.example.com',
     ...overrides,
-    dispatcher: { pollIntervalMs: 50, leaseMs: 15_000, shutdownTimeoutMs: 5_000, eventLeaseMs: 1_000, ...overrides.dispatcher },
+    dispatcher: {
+      pollIntervalMs: 50,
+      leaseMs: 15_000,
+      shutdownTimeoutMs: 5_000,
+      eventLeaseMs: 1_000,
+      ...overrides.dispatcher,
+    },
     retry: { baseDelayMs: 10, maxDelayMs: 50, ...overrides.retry },
   };
 }
@@ -96,11 +107,17 @@ export async function createTestApp(
 
 /** Polls until `condition` holds, failing with `description` after `timeoutMs`. */
 /** Starts `test/support/dispatcher-process.ts` in a child process, resolved once it printed `ready`. */
-export async function spawnDispatcherProcess(args: Record<string, unknown>): Promise<{ child: ChildProcess; lines: string[] }> {
-  const child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', DISPATCHER_PROCESS, JSON.stringify(args)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+export async function spawnDispatcherProcess(
+  args: Record<string, unknown>,
+): Promise<{ child: ChildProcess; lines: string[] }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', '@swc-node/register/esm-register', DISPATCHER_PROCESS, JSON.stringify(args)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, NODE_OPTIONS: '' },
+    },
+  );
   const lines: string[] = [];
   let buffered = '';
   child.stdout!.on('data', (chunk: Buffer) => {
@@ -114,7 +131,11 @@ export async function spawnDispatcherProcess(args: Record<string, unknown>): Pro
   return { child, lines };
 }
 
-export async function waitFor(description: string, condition: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+export async function waitFor(
+  description: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${description}`);

@@ -1,7 +1,12 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import type { Type } from '@nestjs/common';
-import { MailOutboxAdmin, MailOutboxHealthIndicator, MailOutboxService, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import {
+  MailOutboxAdmin,
+  MailOutboxHealthIndicator,
+  MailOutboxService,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 import { createTestApp, migrate, testMailOptions } from './test-app.js';
@@ -21,7 +26,13 @@ export interface TestBed {
   start(
     script?: SmtpScript,
     overrides?: Partial<ReliableMailOptions>,
-  ): Promise<{ app: TestApp; outbox: MailOutboxService; admin: MailOutboxAdmin; health: MailOutboxHealthIndicator; em: EntityManager }>;
+  ): Promise<{
+    app: TestApp;
+    outbox: MailOutboxService;
+    admin: MailOutboxAdmin;
+    health: MailOutboxHealthIndicator;
+    em: EntityManager;
+  }>;
 }
 
 /**

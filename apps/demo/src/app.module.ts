@@ -1,7 +1,14 @@
 import 'reflect-metadata';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { MikroORM, PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { type DynamicModule, type INestApplication, Logger, type LoggerService, type LogLevel, Module } from '@nestjs/common';
+import {
+  type DynamicModule,
+  type INestApplication,
+  Logger,
+  type LoggerService,
+  type LogLevel,
+  Module,
+} from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -72,7 +79,9 @@ export async function createDemoApp(options: CreateDemoAppOptions): Promise<INes
     // Before init: the dispatcher starts claiming rows on bootstrap, so the tables must exist by then.
     const executed = await app.get(MikroORM).migrator.up();
     new Logger('Migrations').log(
-      executed.length > 0 ? `Applied ${executed.map((migration) => migration.name).join(', ')}` : 'Database schema is up to date',
+      executed.length > 0
+        ? `Applied ${executed.map((migration) => migration.name).join(', ')}`
+        : 'Database schema is up to date',
     );
   } catch (error) {
     await app.close();

@@ -35,7 +35,8 @@ function redact(url: string): string {
 function parsePort(value: string | undefined, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`PORT must be a port number, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new Error(`PORT must be a port number, got ${JSON.stringify(value)}`);
   return port;
 }
 
@@ -51,7 +52,8 @@ async function closeAll(resources: Resource[]): Promise<void> {
 }
 
 function printUsage(baseUrl: string, database: string, smtp: string): void {
-  const post = (path: string, body: string) => `curl -s -XPOST ${baseUrl}${path} -H 'content-type: application/json' -d '${body}'`;
+  const post = (path: string, body: string) =>
+    `curl -s -XPOST ${baseUrl}${path} -H 'content-type: application/json' -d '${body}'`;
   console.log(
     [
       '',
@@ -142,7 +144,9 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
 
     // reliable-mail logs every claim at debug level: shown with DEBUG=1.
-    const logLevels: LogLevel[] = process.env.DEBUG ? ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] : ['fatal', 'error', 'warn', 'log'];
+    const logLevels: LogLevel[] = process.env.DEBUG
+      ? ['fatal', 'error', 'warn', 'log', 'debug', 'verbose']
+      : ['fatal', 'error', 'warn', 'log'];
     phase = `building the app and migrating the database ${redact(databaseUrl)}`;
     app = await createDemoApp({ databaseUrl, smtpUrl, port, logger: logLevels });
     app.enableShutdownHooks(['SIGINT', 'SIGTERM']);

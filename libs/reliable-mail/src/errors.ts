@@ -23,9 +23,7 @@ export class IdempotencyConflictError extends ReliableMailError {
     readonly idempotencyKey: string,
     readonly existingId: string,
   ) {
-    super(
-      `Idempotency key "${idempotencyKey}" is already used by outbox row ${existingId} with different content`,
-    );
+    super(`Idempotency key "${idempotencyKey}" is already used by outbox row ${existingId} with different content`);
   }
 }
 

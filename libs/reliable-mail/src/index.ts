@@ -25,7 +25,13 @@ export {
   ReliableMailError,
 } from './errors.js';
 export { MailOutboxService, type BatchMail, type EnqueueManyOptions } from './outbox/mail-outbox.service.js';
-export { MailOutbox, MailOutboxAttempt, MailOutboxEvent, MailSuppression, reliableMailEntities } from './outbox/mail-outbox.entity.js';
+export {
+  MailOutbox,
+  MailOutboxAttempt,
+  MailOutboxEvent,
+  MailSuppression,
+  reliableMailEntities,
+} from './outbox/mail-outbox.entity.js';
 export { reliableMailMigrations } from './migrations/index.js';
 export type {
   AttemptOutcome,
@@ -75,6 +81,10 @@ export {
   type StandardSchemaLike,
 } from './templates/mail-template.js';
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';
-export { handlebarsTemplate, type HandlebarsSources, type HandlebarsTemplateOptions } from './templates/handlebars-template.js';
+export {
+  handlebarsTemplate,
+  type HandlebarsSources,
+  type HandlebarsTemplateOptions,
+} from './templates/handlebars-template.js';
 export { decodeEntities, htmlToText } from './templates/html-to-text.js';
 export { DEFAULT_MAX_MESSAGE_BYTES, type AttachmentResolver } from './templates/content-options.js';

@@ -24,9 +24,15 @@ import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
 /** One pooled transport shared by the lanes without their own, sized for all of them, plus each lane's own. */
 function createLaneTransports(options: ResolvedReliableMailOptions): Map<string, MailTransport> {
   const sharedLanes = options.lanes.filter((lane) => !lane.ownTransport);
-  const shared = new SmtpMailTransport(options.transport, sharedLanes.reduce((sum, lane) => sum + lane.concurrency, 0) || 1);
+  const shared = new SmtpMailTransport(
+    options.transport,
+    sharedLanes.reduce((sum, lane) => sum + lane.concurrency, 0) || 1,
+  );
   return new Map(
-    options.lanes.map((lane) => [lane.name, lane.ownTransport ? new SmtpMailTransport(lane.transport, lane.concurrency) : shared]),
+    options.lanes.map((lane) => [
+      lane.name,
+      lane.ownTransport ? new SmtpMailTransport(lane.transport, lane.concurrency) : shared,
+    ]),
   );
 }
 
@@ -66,6 +72,14 @@ function createLaneTransports(options: ResolvedReliableMailOptions): Map<string,
     OutboxRetention,
     MailOutboxHealthIndicator,
   ],
-  exports: [MailOutboxService, MailOutboxAdmin, MailOutboxHealthIndicator, MailDispatcher, OutboxRetention, MAIL_TRANSPORTS, MailTemplateRegistry],
+  exports: [
+    MailOutboxService,
+    MailOutboxAdmin,
+    MailOutboxHealthIndicator,
+    MailDispatcher,
+    OutboxRetention,
+    MAIL_TRANSPORTS,
+    MailTemplateRegistry,
+  ],
 })
 export class ReliableMailModule extends ConfigurableReliableMailModule {}

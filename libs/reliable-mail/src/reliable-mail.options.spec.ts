@@ -43,11 +43,30 @@ describe('resolveOptions', () => {
   it.each<{ name: string; options: Partial<ReliableMailOptions>; dispatcher?: object; retry?: object }>([
     { name: 'defaults for a URL transport', options: {} },
     { name: 'smtps URL', options: { transport: 'smtps://user:pass@smtp.example.com:465' } },
-    { name: 'transport object', options: { transport: { host: 'smtp.example.com', port: 587, auth: { user: 'u', pass: 'p' } } } },
-    { name: 'dispatcher overrides merge with defaults', options: { dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } }, dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } },
-    { name: 'retry overrides merge with defaults', options: { retry: { maxAttempts: 3, maxDelayMs: 5_000 } }, retry: { maxAttempts: 3, maxDelayMs: 5_000 } },
-    { name: 'lease just above twice the SMTP timeouts sum', options: { dispatcher: { leaseMs: 360_001 } }, dispatcher: { leaseMs: 360_001 } },
-    { name: 'retry.maxDelayMs equal to baseDelayMs', options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } }, retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } },
+    {
+      name: 'transport object',
+      options: { transport: { host: 'smtp.example.com', port: 587, auth: { user: 'u', pass: 'p' } } },
+    },
+    {
+      name: 'dispatcher overrides merge with defaults',
+      options: { dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } },
+      dispatcher: { batchSize: 10, workerId: 'w1', enabled: false },
+    },
+    {
+      name: 'retry overrides merge with defaults',
+      options: { retry: { maxAttempts: 3, maxDelayMs: 5_000 } },
+      retry: { maxAttempts: 3, maxDelayMs: 5_000 },
+    },
+    {
+      name: 'lease just above twice the SMTP timeouts sum',
+      options: { dispatcher: { leaseMs: 360_001 } },
+      dispatcher: { leaseMs: 360_001 },
+    },
+    {
+      name: 'retry.maxDelayMs equal to baseDelayMs',
+      options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } },
+      retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 },
+    },
   ])('$name', ({ options, dispatcher, retry }) => {
     const input = { ...valid, ...options };
     const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
@@ -72,7 +91,11 @@ describe('resolveOptions', () => {
 
   it('declared lanes keep their own concurrency, rate and transport', () => {
     const resolved = resolveOptions(
-      { ...valid, lanes: { login: { concurrency: 2 }, news: { ratePerSecond: 5, transport: 'smtp://bulk.example.com' } }, defaultLane: 'login' },
+      {
+        ...valid,
+        lanes: { login: { concurrency: 2 }, news: { ratePerSecond: 5, transport: 'smtp://bulk.example.com' } },
+        defaultLane: 'login',
+      },
       'worker-host',
       4242,
     );
@@ -86,12 +109,28 @@ describe('resolveOptions', () => {
   it.each<{ name: string; options: Record<string, unknown>; option: string }>([
     { name: 'no lane', options: { lanes: {} }, option: 'lanes' },
     { name: 'a lane name with capitals', options: { lanes: { Bulk: {} } }, option: 'lanes.Bulk' },
-    { name: 'a lane concurrency of 0', options: { lanes: { bulk: { concurrency: 0 } } }, option: 'lanes.bulk.concurrency' },
-    { name: 'a negative lane rate', options: { lanes: { bulk: { ratePerSecond: -1 } } }, option: 'lanes.bulk.ratePerSecond' },
-    { name: 'a lane transport that is not SMTP', options: { lanes: { bulk: { transport: 'http://x.example.com' } } }, option: 'lanes.bulk.transport' },
+    {
+      name: 'a lane concurrency of 0',
+      options: { lanes: { bulk: { concurrency: 0 } } },
+      option: 'lanes.bulk.concurrency',
+    },
+    {
+      name: 'a negative lane rate',
+      options: { lanes: { bulk: { ratePerSecond: -1 } } },
+      option: 'lanes.bulk.ratePerSecond',
+    },
+    {
+      name: 'a lane transport that is not SMTP',
+      options: { lanes: { bulk: { transport: 'http://x.example.com' } } },
+      option: 'lanes.bulk.transport',
+    },
     { name: 'a default lane that is not declared', options: { defaultLane: 'urgent' }, option: 'defaultLane' },
     { name: 'a retention batch of 0', options: { retention: { batchSize: 0 } }, option: 'retention.batchSize' },
-    { name: 'a negative dead-letter threshold', options: { health: { maxDeadLetters: -1 } }, option: 'health.maxDeadLetters' },
+    {
+      name: 'a negative dead-letter threshold',
+      options: { health: { maxDeadLetters: -1 } },
+      option: 'health.maxDeadLetters',
+    },
     { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
     { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },
@@ -99,19 +138,51 @@ describe('resolveOptions', () => {
     { name: 'transport object with empty host', options: { transport: { host: '' } }, option: 'transport.host' },
     { name: 'from without @', options: { from: 'noreply' }, option: 'from' },
     { name: 'from missing', options: { from: undefined }, option: 'from' },
-    { name: 'messageIdDomain with a space', options: { messageIdDomain: 'mail example.com' }, option: 'messageIdDomain' },
-    { name: 'messageIdDomain starting with a hyphen', options: { messageIdDomain: '-mail.example.com' }, option: 'messageIdDomain' },
+    {
+      name: 'messageIdDomain with a space',
+      options: { messageIdDomain: 'mail example.com' },
+      option: 'messageIdDomain',
+    },
+    {
+      name: 'messageIdDomain starting with a hyphen',
+      options: { messageIdDomain: '-mail.example.com' },
+      option: 'messageIdDomain',
+    },
     { name: 'messageIdDomain with an @', options: { messageIdDomain: 'a@example.com' }, option: 'messageIdDomain' },
-    { name: 'dispatcher.enabled not a boolean', options: { dispatcher: { enabled: 'yes' } }, option: 'dispatcher.enabled' },
+    {
+      name: 'dispatcher.enabled not a boolean',
+      options: { dispatcher: { enabled: 'yes' } },
+      option: 'dispatcher.enabled',
+    },
     { name: 'dispatcher.batchSize 0', options: { dispatcher: { batchSize: 0 } }, option: 'dispatcher.batchSize' },
-    { name: 'dispatcher.concurrency 1.5', options: { dispatcher: { concurrency: 1.5 } }, option: 'dispatcher.concurrency' },
-    { name: 'dispatcher.pollIntervalMs as a string', options: { dispatcher: { pollIntervalMs: '1000' } }, option: 'dispatcher.pollIntervalMs' },
+    {
+      name: 'dispatcher.concurrency 1.5',
+      options: { dispatcher: { concurrency: 1.5 } },
+      option: 'dispatcher.concurrency',
+    },
+    {
+      name: 'dispatcher.pollIntervalMs as a string',
+      options: { dispatcher: { pollIntervalMs: '1000' } },
+      option: 'dispatcher.pollIntervalMs',
+    },
     { name: 'dispatcher.workerId empty', options: { dispatcher: { workerId: '' } }, option: 'dispatcher.workerId' },
     { name: 'retry.maxAttempts -1', options: { retry: { maxAttempts: -1 } }, option: 'retry.maxAttempts' },
     { name: 'retry.maxAgeMs NaN', options: { retry: { maxAgeMs: Number.NaN } }, option: 'retry.maxAgeMs' },
-    { name: 'retry.maxDelayMs below baseDelayMs', options: { retry: { baseDelayMs: 5_000, maxDelayMs: 1_000 } }, option: 'retry.maxDelayMs' },
-    { name: 'leaseMs shorter than the SMTP timeouts sum', options: { dispatcher: { leaseMs: 60_000 } }, option: 'dispatcher.leaseMs' },
-    { name: 'leaseMs equal to the SMTP timeouts sum', options: { dispatcher: { leaseMs: 180_000 } }, option: 'dispatcher.leaseMs' },
+    {
+      name: 'retry.maxDelayMs below baseDelayMs',
+      options: { retry: { baseDelayMs: 5_000, maxDelayMs: 1_000 } },
+      option: 'retry.maxDelayMs',
+    },
+    {
+      name: 'leaseMs shorter than the SMTP timeouts sum',
+      options: { dispatcher: { leaseMs: 60_000 } },
+      option: 'dispatcher.leaseMs',
+    },
+    {
+      name: 'leaseMs equal to the SMTP timeouts sum',
+      options: { dispatcher: { leaseMs: 180_000 } },
+      option: 'dispatcher.leaseMs',
+    },
     {
       name: 'default leaseMs shorter than the transport timeouts',
       options: { transport: { host: 'smtp.example.com', socketTimeout: 600_000 } },

@@ -170,7 +170,8 @@ export const DEFAULT_SMTP_TIMEOUTS = {
   socketTimeout: 120_000,
 } as const;
 
-const HOSTNAME_PATTERN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const HOSTNAME_PATTERN =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
 function requirePositiveInteger(option: string, value: unknown, minimum = 1): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
@@ -213,7 +214,11 @@ export function longestSendMs(transport: string | SmtpTransportOptions): number 
 }
 
 /** Applies defaults and rejects options the module cannot work with, naming the option. */
-export function resolveOptions(options: ReliableMailOptions, hostname: string, pid: number): ResolvedReliableMailOptions {
+export function resolveOptions(
+  options: ReliableMailOptions,
+  hostname: string,
+  pid: number,
+): ResolvedReliableMailOptions {
   if (!options || typeof options !== 'object') {
     throw new InvalidOptionsError('options', 'must be an object');
   }
@@ -232,7 +237,14 @@ export function resolveOptions(options: ReliableMailOptions, hostname: string, p
   if (typeof dispatcher.enabled !== 'boolean') {
     throw new InvalidOptionsError('dispatcher.enabled', 'must be a boolean');
   }
-  for (const key of ['pollIntervalMs', 'batchSize', 'concurrency', 'leaseMs', 'shutdownTimeoutMs', 'eventLeaseMs'] as const) {
+  for (const key of [
+    'pollIntervalMs',
+    'batchSize',
+    'concurrency',
+    'leaseMs',
+    'shutdownTimeoutMs',
+    'eventLeaseMs',
+  ] as const) {
     requirePositiveInteger(`dispatcher.${key}`, dispatcher[key]);
   }
   if (typeof dispatcher.workerId !== 'string' || dispatcher.workerId.length === 0) {
@@ -268,18 +280,40 @@ export function resolveOptions(options: ReliableMailOptions, hostname: string, p
   requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
   if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
 
-  return { transport, from: options.from, messageIdDomain: options.messageIdDomain, dispatcher, retry, lanes, defaultLane, retention, health };
+  return {
+    transport,
+    from: options.from,
+    messageIdDomain: options.messageIdDomain,
+    dispatcher,
+    retry,
+    lanes,
+    defaultLane,
+    retention,
+    health,
+  };
 }
 
-function resolveLane(name: string, lane: LaneOptions, sharedTransport: string | SmtpTransportOptions, dispatcher: Required<DispatcherOptions>): ResolvedLane {
+function resolveLane(
+  name: string,
+  lane: LaneOptions,
+  sharedTransport: string | SmtpTransportOptions,
+  dispatcher: Required<DispatcherOptions>,
+): ResolvedLane {
   if (!LANE_NAME_PATTERN.test(name)) {
-    throw new InvalidOptionsError(`lanes.${name}`, 'a lane name is lower-case letters, digits, _ and -, starting with a letter');
+    throw new InvalidOptionsError(
+      `lanes.${name}`,
+      'a lane name is lower-case letters, digits, _ and -, starting with a letter',
+    );
   }
   const concurrency = requirePositiveInteger(`lanes.${name}.concurrency`, lane.concurrency ?? dispatcher.concurrency);
   if (lane.ratePerSecond !== undefined && (typeof lane.ratePerSecond !== 'number' || !(lane.ratePerSecond > 0))) {
-    throw new InvalidOptionsError(`lanes.${name}.ratePerSecond`, `must be a number > 0, got ${JSON.stringify(lane.ratePerSecond)}`);
+    throw new InvalidOptionsError(
+      `lanes.${name}.ratePerSecond`,
+      `must be a number > 0, got ${JSON.stringify(lane.ratePerSecond)}`,
+    );
   }
-  const transport = lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
+  const transport =
+    lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
   // A row claimed ahead waits for at most one send before its own starts: its lease must outlast two sends.
   const sendBound = longestSendMs(transport);
   if (dispatcher.leaseMs <= 2 * sendBound) {
@@ -289,5 +323,11 @@ function resolveLane(name: string, lane: LaneOptions, sharedTransport: string | 
         `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
     );
   }
-  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport, ownTransport: lane.transport !== undefined };
+  return {
+    name,
+    concurrency,
+    ratePerSecond: lane.ratePerSecond ?? null,
+    transport,
+    ownTransport: lane.transport !== undefined,
+  };
 }

@@ -29,7 +29,11 @@ export class AuditService {
   onFailed(event: EmailFailedEvent): void {
     if (!this.remember(`failed:${event.id}:${event.attempt}`)) return;
     this.push({ type: 'failed', name: EMAIL_FAILED_EVENT, receivedAt: new Date().toISOString(), event });
-    const next = event.nextAttemptAt ? `retry at ${event.nextAttemptAt.toISOString()}` : event.deadLettered ? 'dead-lettered' : 'failed for good';
+    const next = event.nextAttemptAt
+      ? `retry at ${event.nextAttemptAt.toISOString()}`
+      : event.deadLettered
+        ? 'dead-lettered'
+        : 'failed for good';
     this.logger.warn(`failed ${event.messageId} (attempt ${event.attempt}): ${event.reason}; ${next}`);
   }
 

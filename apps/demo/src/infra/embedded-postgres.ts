@@ -63,7 +63,9 @@ async function pgCtlPath(): Promise<string> {
     const binaries = (await import(name)) as { pg_ctl: string };
     return binaries.pg_ctl;
   } catch (error) {
-    throw new Error(`${name} is not installed, so the embedded PostgreSQL cannot run on this machine; set DATABASE_URL instead (${String(error)})`);
+    throw new Error(
+      `${name} is not installed, so the embedded PostgreSQL cannot run on this machine; set DATABASE_URL instead (${String(error)})`,
+    );
   }
 }
 
@@ -91,7 +93,8 @@ async function chownTree(path: string, { uid, gid }: PosixIds): Promise<void> {
 async function checkReachable(dataDir: string, ids: PosixIds): Promise<void> {
   for (let dir = dirname(dataDir); ; dir = dirname(dir)) {
     const info = await stat(dir);
-    const searchable = info.uid === ids.uid ? info.mode & 0o100 : info.gid === ids.gid ? info.mode & 0o010 : info.mode & 0o001;
+    const searchable =
+      info.uid === ids.uid ? info.mode & 0o100 : info.gid === ids.gid ? info.mode & 0o010 : info.mode & 0o001;
     if (!searchable) {
       throw new Error(
         `PostgreSQL runs as the "postgres" user when started by root, and that user cannot enter ${dir}. ` +
@@ -142,15 +145,18 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (process.getuid?.() === 0) {
     ids = await idsOf(USER);
     if (!ids) {
-      logger.warn('Running as root and there is no "postgres" user to run PostgreSQL as: creating one (groupadd/useradd)');
+      logger.warn(
+        'Running as root and there is no "postgres" user to run PostgreSQL as: creating one (groupadd/useradd)',
+      );
       createPostgresUser = true;
     }
   }
 
   const log = (message: unknown) =>
-    appendFile(logFile, `${String(message instanceof Error ? (message.stack ?? message.message) : message).replace(/\n?$/, '\n')}`).catch(
-      () => undefined,
-    );
+    appendFile(
+      logFile,
+      `${String(message instanceof Error ? (message.stack ?? message.message) : message).replace(/\n?$/, '\n')}`,
+    ).catch(() => undefined);
   const failure = async (what: string, error: unknown) => {
     const stderr = (error as { stderr?: string }).stderr?.trim();
     const reason = stderr || (error instanceof Error ? error.message : String(error));
@@ -225,7 +231,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       await log(`start on port ${port} failed; trying another port`);
     }
   }
-  const postmasterPid = Number.parseInt((await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0] ?? '', 10);
+  const postmasterPid = Number.parseInt(
+    (await readFile(join(dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0] ?? '',
+    10,
+  );
   await writeFile(ownerFile, JSON.stringify({ pid: process.pid, port, postmasterPid }));
 
   let stopping: Promise<void> | null = null;

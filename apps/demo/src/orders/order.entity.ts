@@ -15,7 +15,10 @@ export const Order = defineEntity({
     customerEmail: p.text(),
     items: p.json<OrderItem[]>(),
     total: p.decimal('number').precision(12).scale(2),
-    createdAt: p.datetime().columnType('timestamptz').onCreate(() => new Date()),
+    createdAt: p
+      .datetime()
+      .columnType('timestamptz')
+      .onCreate(() => new Date()),
   },
 });
 

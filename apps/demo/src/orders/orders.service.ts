@@ -26,7 +26,13 @@ function parseItems(value: unknown): OrderItem[] {
       throw new BadRequestException(`items[${index}].qty must be an integer from 1 to 10000`);
     }
     // At most 2 decimals, allowing for binary floating point (1.1 * 100 is 110.00000000000001).
-    if (typeof price !== 'number' || !Number.isFinite(price) || price < 0 || price > 1_000_000 || Math.abs(price * 100 - Math.round(price * 100)) > 1e-6) {
+    if (
+      typeof price !== 'number' ||
+      !Number.isFinite(price) ||
+      price < 0 ||
+      price > 1_000_000 ||
+      Math.abs(price * 100 - Math.round(price * 100)) > 1e-6
+    ) {
       throw new BadRequestException(`items[${index}].price must be a number from 0 to 1000000 with at most 2 decimals`);
     }
     return { sku, qty, price };
@@ -72,7 +78,8 @@ export class OrdersService {
 
   async get(id: string): Promise<Order> {
     const orderId = Number(id);
-    const order = Number.isSafeInteger(orderId) && orderId > 0 ? await this.em.fork().findOne(Order, { id: orderId }) : null;
+    const order =
+      Number.isSafeInteger(orderId) && orderId > 0 ? await this.em.fork().findOne(Order, { id: orderId }) : null;
     if (!order) throw new NotFoundException(`No order with id ${id}`);
     return order;
   }
@@ -83,7 +90,12 @@ export class OrdersService {
       template: orderConfirmationTemplate.name,
       params: {
         orderId: order.id,
-        lines: order.items.map(({ sku, qty, price }) => ({ sku, qty, price: money(price), amount: money(qty * price) })),
+        lines: order.items.map(({ sku, qty, price }) => ({
+          sku,
+          qty,
+          price: money(price),
+          amount: money(qty * price),
+        })),
         total: money(order.total),
         link: `${this.config.baseUrl}/orders/${order.id}`,
       },

@@ -1,5 +1,11 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { MailOutboxAdmin, MailOutboxService, type OutboxRowWithAttempts, type OutboxStats, type OutboxStatus } from '@reliable-mail/nestjs';
+import {
+  MailOutboxAdmin,
+  MailOutboxService,
+  type OutboxRowWithAttempts,
+  type OutboxStats,
+  type OutboxStatus,
+} from '@reliable-mail/nestjs';
 
 @Controller('outbox')
 export class OutboxController {
@@ -10,8 +16,13 @@ export class OutboxController {
 
   /** The outbox's figures and its 20 most recent rows (`?status=dead` to narrow them). */
   @Get()
-  async overview(@Query('status') status?: OutboxStatus): Promise<{ stats: OutboxStats; recent: OutboxRowWithAttempts[] }> {
-    const [stats, recent] = await Promise.all([this.admin.stats(), this.admin.list(status ? { status } : {}, { limit: 20 })]);
+  async overview(
+    @Query('status') status?: OutboxStatus,
+  ): Promise<{ stats: OutboxStats; recent: OutboxRowWithAttempts[] }> {
+    const [stats, recent] = await Promise.all([
+      this.admin.stats(),
+      this.admin.list(status ? { status } : {}, { limit: 20 }),
+    ]);
     return { stats, recent };
   }
 

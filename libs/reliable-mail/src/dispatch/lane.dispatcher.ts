@@ -50,7 +50,8 @@ function signalOf(verdict: SmtpVerdict): SendSignal | null {
 /** Leaves out the recipients on the suppression list; the claim only hands over rows that keep at least one. */
 function withoutSuppressed(row: ClaimedRow): ClaimedRow['payload'] {
   if (row.suppressed.length === 0) return row.payload;
-  const keep = (list: ClaimedRow['payload']['to']) => list.filter((entry) => !row.suppressed.includes(entry.address.toLowerCase()));
+  const keep = (list: ClaimedRow['payload']['to']) =>
+    list.filter((entry) => !row.suppressed.includes(entry.address.toLowerCase()));
   return { ...row.payload, to: keep(row.payload.to), cc: keep(row.payload.cc), bcc: keep(row.payload.bcc) };
 }
 
@@ -101,7 +102,8 @@ export class LaneDispatcher {
     await this.running;
     await this.handBackReady();
     const drained = (async () => {
-      while (this.inFlight.size + this.settling.size > 0) await Promise.allSettled([...this.inFlight, ...this.settling]);
+      while (this.inFlight.size + this.settling.size > 0)
+        await Promise.allSettled([...this.inFlight, ...this.settling]);
     })();
     await Promise.race([drained, sleep(timeoutMs, undefined, { ref: false })]);
     return this.inFlight.size + this.settling.size;
@@ -114,7 +116,11 @@ export class LaneDispatcher {
     try {
       await this.deps.repository.release(this.deps.em, unstarted);
     } catch (error) {
-      this.deps.logger.warn({ msg: 'could not hand back unstarted rows; they are claimed again after the lease', count: unstarted.length, error: String(error) });
+      this.deps.logger.warn({
+        msg: 'could not hand back unstarted rows; they are claimed again after the lease',
+        count: unstarted.length,
+        error: String(error),
+      });
     }
   }
 
@@ -133,7 +139,11 @@ export class LaneDispatcher {
     if (this.stopping) return;
     // A timer's shortest delay is a millisecond: work that is due now runs on the next turn of the event loop.
     if (delayMs <= 0) setImmediate(() => void this.tick());
-    else this.deps.scheduler.addTimeout(this.timerName, setTimeout(() => void this.tick(), delayMs));
+    else
+      this.deps.scheduler.addTimeout(
+        this.timerName,
+        setTimeout(() => void this.tick(), delayMs),
+      );
   }
 
   private clearTimer(): void {
@@ -167,17 +177,30 @@ export class LaneDispatcher {
         next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
         const rows = await this.deps.repository.claim(
-          this.deps.em, this.lane.name, granted, leaseMs, this.deps.options.retry.maxAgeMs, workerId, randomUUID(),
+          this.deps.em,
+          this.lane.name,
+          granted,
+          leaseMs,
+          this.deps.options.retry.maxAgeMs,
+          workerId,
+          randomUUID(),
         );
         this.throttle.giveBack(granted - rows.length);
-        if (rows.length > 0) this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
+        if (rows.length > 0)
+          this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
         this.ready.push(...rows);
         this.pump();
         this.backlogSeen = rows.length === granted;
-        if (this.backlogSeen) next = this.inFlight.size + this.ready.length < 2 * this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
+        if (this.backlogSeen)
+          next =
+            this.inFlight.size + this.ready.length < 2 * this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
       }
     } catch (error) {
-      this.deps.logger.error({ msg: 'claim failed; trying again after the poll interval', lane: this.lane.name, error: String(error) });
+      this.deps.logger.error({
+        msg: 'claim failed; trying again after the poll interval',
+        lane: this.lane.name,
+        error: String(error),
+      });
     } finally {
       this.lastTickAt = new Date();
     }
@@ -189,7 +212,12 @@ export class LaneDispatcher {
 
   /** Starts sends from the prefetched rows while there are free slots and the lane is not paused. */
   private pump(): void {
-    while (!this.stopping && !this.throttle.isPaused(Date.now()) && this.inFlight.size < this.lane.concurrency && this.ready.length > 0) {
+    while (
+      !this.stopping &&
+      !this.throttle.isPaused(Date.now()) &&
+      this.inFlight.size < this.lane.concurrency &&
+      this.ready.length > 0
+    ) {
       this.track(this.process(this.ready.shift()!));
     }
   }
@@ -212,7 +240,8 @@ export class LaneDispatcher {
   private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
     const outcome = await this.settle(settlement);
     if (!outcome?.applied) return;
-    if (settlement.status !== 'pending') this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
+    if (settlement.status !== 'pending')
+      this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
     if (outcome.event) await this.deps.publisher.publish([outcome.event]);
   }
 
@@ -223,11 +252,18 @@ export class LaneDispatcher {
       const payload = await this.deps.renderer.render(row.messageId, withoutSuppressed(row));
       verdict = classifyDelivery(await this.deps.transport.send({ messageId: row.messageId, payload }));
       if (verdict.kind === 'sent' && row.suppressed.length > 0) {
-        const suppressed = row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null }));
+        const suppressed = row.suppressed.map((address) => ({
+          address,
+          reply: 'suppressed: not sent',
+          replyCode: null,
+        }));
         verdict = { ...verdict, rejected: [...verdict.rejected, ...suppressed] };
       }
     } catch (error) {
-      verdict = error instanceof MailRenderError ? renderFailureVerdict(error.message) : classifyFailure(error as SmtpFailureDetails);
+      verdict =
+        error instanceof MailRenderError
+          ? renderFailureVerdict(error.message)
+          : classifyFailure(error as SmtpFailureDetails);
     }
     const signal = signalOf(verdict);
     if (signal) {
@@ -235,7 +271,13 @@ export class LaneDispatcher {
       // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
       if (this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
     }
-    const settlement = settlementFor(row, verdict, this.deps.options.retry, new Date(), Math.round(performance.now() - started));
+    const settlement = settlementFor(
+      row,
+      verdict,
+      this.deps.options.retry,
+      new Date(),
+      Math.round(performance.now() - started),
+    );
     this.deps.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
     this.log(row, settlement, verdict);
     return settlement;
@@ -247,12 +289,21 @@ export class LaneDispatcher {
       try {
         const outcome = await this.deps.settler.add(settlement);
         if (!outcome.applied) {
-          this.deps.logger.warn({ msg: 'settle ignored: the lease was lost and another worker owns the row', id: settlement.id, outcome: settlement.outcome });
+          this.deps.logger.warn({
+            msg: 'settle ignored: the lease was lost and another worker owns the row',
+            id: settlement.id,
+            outcome: settlement.outcome,
+          });
         }
         return outcome;
       } catch (error) {
         if (attempt >= SETTLE_RETRIES) {
-          this.deps.logger.error({ msg: 'settle failed; the row is claimed again after its lease', id: settlement.id, outcome: settlement.outcome, error: String(error) });
+          this.deps.logger.error({
+            msg: 'settle failed; the row is claimed again after its lease',
+            id: settlement.id,
+            outcome: settlement.outcome,
+            error: String(error),
+          });
           return null;
         }
         await sleep(100 * 2 ** attempt);
@@ -277,7 +328,11 @@ export class LaneDispatcher {
     if (settlement.status === 'dead') {
       this.deps.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
     } else if (verdict.kind === 'sender') {
-      this.deps.logger.error({ ...entry, msg: 'the SMTP server refused the sender: check credentials and configuration', reply: verdict.reply });
+      this.deps.logger.error({
+        ...entry,
+        msg: 'the SMTP server refused the sender: check credentials and configuration',
+        reply: verdict.reply,
+      });
     } else if (settlement.status === 'sent') {
       this.deps.logger.debug(entry);
     } else {

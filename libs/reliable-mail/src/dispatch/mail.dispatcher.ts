@@ -1,5 +1,11 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
@@ -64,10 +70,15 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     if (!this.options.dispatcher.enabled) return;
     const settler = new Batcher<Settlement, SettleOutcome>(async (settlements) => {
       const recorded = settlements.map((settlement) =>
-        settlement.eventName && this.publisher.isListenedTo(settlement.eventName) ? settlement : { ...settlement, eventName: null },
+        settlement.eventName && this.publisher.isListenedTo(settlement.eventName)
+          ? settlement
+          : { ...settlement, eventName: null },
       );
       const { applied } = await this.repository.settle(this.em, recorded, this.options.dispatcher.eventLeaseMs);
-      return settlements.map((settlement) => ({ applied: applied.has(settlement.id), event: applied.get(settlement.id) ?? null }));
+      return settlements.map((settlement) => ({
+        applied: applied.has(settlement.id),
+        event: applied.get(settlement.id) ?? null,
+      }));
     }, SETTLE_BATCH);
     for (const lane of this.options.lanes) {
       this.lanes.set(
@@ -89,16 +100,25 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     await this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
     this.redelivery.start(0);
-    this.logger.log({ msg: 'dispatcher started', workerId: this.options.dispatcher.workerId, lanes: [...this.lanes.keys()] });
+    this.logger.log({
+      msg: 'dispatcher started',
+      workerId: this.options.dispatcher.workerId,
+      lanes: [...this.lanes.keys()],
+    });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.redelivery.stop();
     await this.wakeUp.stop();
-    const unfinished = await Promise.all([...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)));
+    const unfinished = await Promise.all(
+      [...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)),
+    );
     const inFlight = unfinished.reduce((sum, count) => sum + count, 0);
     if (inFlight > 0) {
-      this.logger.warn({ msg: 'shutdown timeout with sends in flight; their rows are claimed again after the lease', inFlight });
+      this.logger.warn({
+        msg: 'shutdown timeout with sends in flight; their rows are claimed again after the lease',
+        inFlight,
+      });
     }
     await Promise.all([...new Set(this.transports.values())].map((transport) => transport.close()));
   }

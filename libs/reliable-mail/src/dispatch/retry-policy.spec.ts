@@ -22,18 +22,102 @@ describe('backoffDelayMs', () => {
 });
 
 describe('decideRetry', () => {
-  it.each<{ name: string; attempts: number; ageMs: number; countsAsAttempt: boolean; random: number; expected: RetryDecision }>([
-    { name: 'attempts left: backoff from now', attempts: 3, ageMs: 60_000, countsAsAttempt: true, random: 0.5, expected: { retry: true, nextAttemptAt: at(2_000) } },
-    { name: 'no attempt recorded yet uses the first ceiling', attempts: 0, ageMs: 0, countsAsAttempt: true, random: 0.5, expected: { retry: true, nextAttemptAt: at(500) } },
-    { name: 'attempts exhausted', attempts: 5, ageMs: 60_000, countsAsAttempt: true, random: 0.5, expected: { retry: false, reason: 'attempts' } },
-    { name: 'attempts beyond the maximum', attempts: 6, ageMs: 60_000, countsAsAttempt: true, random: 0.5, expected: { retry: false, reason: 'attempts' } },
-    { name: 'attempts are checked before age', attempts: 5, ageMs: 90_000_000, countsAsAttempt: true, random: 0.5, expected: { retry: false, reason: 'attempts' } },
-    { name: 'sender fault ignores exhausted attempts', attempts: 5, ageMs: 60_000, countsAsAttempt: false, random: 0.5, expected: { retry: true, nextAttemptAt: at(8_000) } },
-    { name: 'age exactly at maxAgeMs', attempts: 1, ageMs: 86_400_000, countsAsAttempt: true, random: 0.5, expected: { retry: false, reason: 'age' } },
-    { name: 'age past maxAgeMs', attempts: 1, ageMs: 86_400_001, countsAsAttempt: true, random: 0.5, expected: { retry: false, reason: 'age' } },
-    { name: 'sender fault past maxAgeMs', attempts: 1, ageMs: 90_000_000, countsAsAttempt: false, random: 0.5, expected: { retry: false, reason: 'age' } },
-    { name: 'next attempt pulled in to the age deadline', attempts: 4, ageMs: 86_399_000, countsAsAttempt: true, random: 0.999, expected: { retry: true, nextAttemptAt: at(1_000) } },
-    { name: 'next attempt before the deadline is kept', attempts: 4, ageMs: 86_300_000, countsAsAttempt: true, random: 0.999, expected: { retry: true, nextAttemptAt: at(7_992) } },
+  it.each<{
+    name: string;
+    attempts: number;
+    ageMs: number;
+    countsAsAttempt: boolean;
+    random: number;
+    expected: RetryDecision;
+  }>([
+    {
+      name: 'attempts left: backoff from now',
+      attempts: 3,
+      ageMs: 60_000,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: true, nextAttemptAt: at(2_000) },
+    },
+    {
+      name: 'no attempt recorded yet uses the first ceiling',
+      attempts: 0,
+      ageMs: 0,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: true, nextAttemptAt: at(500) },
+    },
+    {
+      name: 'attempts exhausted',
+      attempts: 5,
+      ageMs: 60_000,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: false, reason: 'attempts' },
+    },
+    {
+      name: 'attempts beyond the maximum',
+      attempts: 6,
+      ageMs: 60_000,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: false, reason: 'attempts' },
+    },
+    {
+      name: 'attempts are checked before age',
+      attempts: 5,
+      ageMs: 90_000_000,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: false, reason: 'attempts' },
+    },
+    {
+      name: 'sender fault ignores exhausted attempts',
+      attempts: 5,
+      ageMs: 60_000,
+      countsAsAttempt: false,
+      random: 0.5,
+      expected: { retry: true, nextAttemptAt: at(8_000) },
+    },
+    {
+      name: 'age exactly at maxAgeMs',
+      attempts: 1,
+      ageMs: 86_400_000,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: false, reason: 'age' },
+    },
+    {
+      name: 'age past maxAgeMs',
+      attempts: 1,
+      ageMs: 86_400_001,
+      countsAsAttempt: true,
+      random: 0.5,
+      expected: { retry: false, reason: 'age' },
+    },
+    {
+      name: 'sender fault past maxAgeMs',
+      attempts: 1,
+      ageMs: 90_000_000,
+      countsAsAttempt: false,
+      random: 0.5,
+      expected: { retry: false, reason: 'age' },
+    },
+    {
+      name: 'next attempt pulled in to the age deadline',
+      attempts: 4,
+      ageMs: 86_399_000,
+      countsAsAttempt: true,
+      random: 0.999,
+      expected: { retry: true, nextAttemptAt: at(1_000) },
+    },
+    {
+      name: 'next attempt before the deadline is kept',
+      attempts: 4,
+      ageMs: 86_300_000,
+      countsAsAttempt: true,
+      random: 0.999,
+      expected: { retry: true, nextAttemptAt: at(7_992) },
+    },
   ])('$name', ({ attempts, ageMs, countsAsAttempt, random, expected }) => {
     const row = { attempts, maxAttempts: 5, ageFrom: at(-ageMs) };
     expect(decideRetry(row, countsAsAttempt, policy, now, () => random)).toEqual(expected);

@@ -9,7 +9,11 @@ export interface RetryPolicy {
  * Exponential backoff with full jitter: a delay drawn uniformly from [0, min(maxDelayMs, baseDelayMs * 2^(n-1)))
  * after the n-th attempt, so that a burst of failures does not come back as a burst.
  */
-export function backoffDelayMs(attempt: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, random: () => number): number {
+export function backoffDelayMs(
+  attempt: number,
+  policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>,
+  random: () => number,
+): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   return Math.floor(random() * ceiling);
 }

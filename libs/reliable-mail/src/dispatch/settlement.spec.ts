@@ -44,7 +44,15 @@ function claimedRow(attempts: number, ageMs = 60_000): ClaimedRow {
 
 /** The fields every settlement copies from the row and the verdict. */
 function common(verdict: SmtpVerdict) {
-  return { id: 'row-1', lockToken: 'lock-1', attemptId: 'attempt-1', replyCode: verdict.replyCode, enhancedStatus: verdict.enhancedStatus, reply: verdict.reply, durationMs };
+  return {
+    id: 'row-1',
+    lockToken: 'lock-1',
+    attemptId: 'attempt-1',
+    replyCode: verdict.replyCode,
+    enhancedStatus: verdict.enhancedStatus,
+    reply: verdict.reply,
+    durationMs,
+  };
 }
 
 describe('settlementFor a sent verdict', () => {
@@ -102,9 +110,19 @@ describe('settlementFor a failed verdict', () => {
     slowDown: false,
   });
   const permanent: SmtpVerdict = {
-    kind: 'permanent', replyCode: 550, enhancedStatus: '5.1.1', reply: '550 5.1.1 User unknown', hardBounce: true, bouncedRecipients: null,
+    kind: 'permanent',
+    replyCode: 550,
+    enhancedStatus: '5.1.1',
+    reply: '550 5.1.1 User unknown',
+    hardBounce: true,
+    bouncedRecipients: null,
   };
-  const sender: SmtpVerdict = { kind: 'sender', replyCode: 535, enhancedStatus: '5.7.8', reply: '535 5.7.8 Authentication failed' };
+  const sender: SmtpVerdict = {
+    kind: 'sender',
+    replyCode: 535,
+    enhancedStatus: '5.7.8',
+    reply: '535 5.7.8 Authentication failed',
+  };
 
   it.each<{
     name: string;
@@ -257,17 +275,45 @@ describe('settlementFor a failed verdict', () => {
 });
 
 describe('expiry and skipped rows', () => {
-  const transient: SmtpVerdict = { kind: 'transient', replyCode: 451, enhancedStatus: '4.3.0', reply: '451 4.3.0 Try again later', outcomeUnknown: false, slowDown: false };
+  const transient: SmtpVerdict = {
+    kind: 'transient',
+    replyCode: 451,
+    enhancedStatus: '4.3.0',
+    reply: '451 4.3.0 Try again later',
+    outcomeUnknown: false,
+    slowDown: false,
+  };
 
   it('a retry that would come after expiresAt ends the row as expired', () => {
-    const settlement = settlementFor({ ...claimedRow(1), expiresAt: at(100) }, transient, policy, now, durationMs, random);
-    expect(settlement).toMatchObject({ status: 'expired', nextAttemptAt: null, refundAttempt: 0, outcome: 'transient' });
-    expect(settlement.lastError).toBe('451 4.3.0 Try again later (expired: no attempt possible before 2026-12-01T12:00:00.100Z)');
+    const settlement = settlementFor(
+      { ...claimedRow(1), expiresAt: at(100) },
+      transient,
+      policy,
+      now,
+      durationMs,
+      random,
+    );
+    expect(settlement).toMatchObject({
+      status: 'expired',
+      nextAttemptAt: null,
+      refundAttempt: 0,
+      outcome: 'transient',
+    });
+    expect(settlement.lastError).toBe(
+      '451 4.3.0 Try again later (expired: no attempt possible before 2026-12-01T12:00:00.100Z)',
+    );
     expect(settlement.eventPayload).toMatchObject({ status: 'expired', deadLettered: false, nextAttemptAt: null });
   });
 
   it('a retry before expiresAt stays pending', () => {
-    const settlement = settlementFor({ ...claimedRow(1), expiresAt: at(60_000) }, transient, policy, now, durationMs, random);
+    const settlement = settlementFor(
+      { ...claimedRow(1), expiresAt: at(60_000) },
+      transient,
+      policy,
+      now,
+      durationMs,
+      random,
+    );
     expect(settlement).toMatchObject({ status: 'pending', nextAttemptAt: at(500) });
   });
 
@@ -277,7 +323,19 @@ describe('expiry and skipped rows', () => {
     ['suppressed', 'every recipient is on the suppression list'],
   ] as const)('a row claimed as %s closes without an attempt', (skipReason, reason) => {
     const settlement = skipSettlement({ ...claimedRow(2), attemptId: null, skipReason });
-    expect(settlement).toMatchObject({ status: skipReason, attemptId: null, refundAttempt: 1, lastError: reason, eventName: EMAIL_FAILED_EVENT });
-    expect(settlement.eventPayload).toMatchObject({ status: skipReason, attempt: 1, permanent: true, reason, nextAttemptAt: null });
+    expect(settlement).toMatchObject({
+      status: skipReason,
+      attemptId: null,
+      refundAttempt: 1,
+      lastError: reason,
+      eventName: EMAIL_FAILED_EVENT,
+    });
+    expect(settlement.eventPayload).toMatchObject({
+      status: skipReason,
+      attempt: 1,
+      permanent: true,
+      reason,
+      nextAttemptAt: null,
+    });
   });
 });

@@ -8,7 +8,9 @@ import { isHardBounce, type SmtpVerdict } from './smtp-reply.js';
 /** The addresses this verdict proves do not exist, lower case, for the suppression list. */
 function bouncedBy(row: ClaimedRow, verdict: SmtpVerdict): string[] {
   if (verdict.kind === 'sent') {
-    return verdict.rejected.filter((recipient) => isHardBounce(recipient.reply)).map((recipient) => recipient.address.toLowerCase());
+    return verdict.rejected
+      .filter((recipient) => isHardBounce(recipient.reply))
+      .map((recipient) => recipient.address.toLowerCase());
   }
   if (verdict.kind !== 'permanent' || !verdict.hardBounce) return [];
   return verdict.bouncedRecipients ?? recipientsOf(row.payload).map((address) => address.toLowerCase());
@@ -19,7 +21,14 @@ function bouncedBy(row: ClaimedRow, verdict: SmtpVerdict): string[] {
  * attachment cannot be fetched): nothing was sent, and trying again would fail the same way, so the row fails.
  */
 export function renderFailureVerdict(reason: string): SmtpVerdict {
-  return { kind: 'permanent', replyCode: null, enhancedStatus: null, reply: reason, hardBounce: false, bouncedRecipients: [] };
+  return {
+    kind: 'permanent',
+    replyCode: null,
+    enhancedStatus: null,
+    reply: reason,
+    hardBounce: false,
+    bouncedRecipients: [],
+  };
 }
 
 /** What becomes of a claimed row after one attempt, with the attempt's record and the event that reports it. */

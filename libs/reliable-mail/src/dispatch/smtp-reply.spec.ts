@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import type { DeliveryReport } from '../transport/mail-transport.interface.js';
-import { classifyDelivery, classifyFailure, enhancedStatusOf, providerMessageIdOf, type SmtpVerdict } from './smtp-reply.js';
+import {
+  classifyDelivery,
+  classifyFailure,
+  enhancedStatusOf,
+  providerMessageIdOf,
+  type SmtpVerdict,
+} from './smtp-reply.js';
 
 type Failure = Parameters<typeof classifyFailure>[0];
 
@@ -15,8 +21,18 @@ function reply(response: string) {
   return { replyCode: Number(code), enhancedStatus: status, reply: response };
 }
 
-const transient = (response: string, slowDown: boolean): SmtpVerdict => ({ kind: 'transient', ...reply(response), outcomeUnknown: false, slowDown });
-const permanent = (response: string, hardBounce: boolean): SmtpVerdict => ({ kind: 'permanent', ...reply(response), hardBounce, bouncedRecipients: null });
+const transient = (response: string, slowDown: boolean): SmtpVerdict => ({
+  kind: 'transient',
+  ...reply(response),
+  outcomeUnknown: false,
+  slowDown,
+});
+const permanent = (response: string, hardBounce: boolean): SmtpVerdict => ({
+  kind: 'permanent',
+  ...reply(response),
+  hardBounce,
+  bouncedRecipients: null,
+});
 const sender = (response: string): SmtpVerdict => ({ kind: 'sender', ...reply(response) });
 const noReply = (message: string, outcomeUnknown: boolean): SmtpVerdict => ({
   kind: 'transient',
@@ -58,7 +74,11 @@ describe('providerMessageIdOf', () => {
       input: '250 Ok 0100018b2c6f5f3e-5f3e3b1c-2a4b-4c5d-8e9f-0a1b2c3d4e5f-000000',
       expected: '0100018b2c6f5f3e-5f3e3b1c-2a4b-4c5d-8e9f-0a1b2c3d4e5f-000000',
     },
-    { name: 'Gmail', input: '250 2.0.0 OK  1700000000 d9443c01a7336-2a1b3si123plj.123 - gsmtp', expected: 'd9443c01a7336-2a1b3si123plj.123' },
+    {
+      name: 'Gmail',
+      input: '250 2.0.0 OK  1700000000 d9443c01a7336-2a1b3si123plj.123 - gsmtp',
+      expected: 'd9443c01a7336-2a1b3si123plj.123',
+    },
   ])('$name', ({ input, expected }) => {
     expect(providerMessageIdOf(input)).toBe(expected);
   });
@@ -84,7 +104,15 @@ describe('classifyDelivery', () => {
     {
       name: 'no queue id',
       report: { accepted: ['a@example.com'], rejected: [], response: '250 OK' },
-      expected: { kind: 'sent', replyCode: 250, enhancedStatus: null, reply: '250 OK', providerMessageId: null, accepted: ['a@example.com'], rejected: [] },
+      expected: {
+        kind: 'sent',
+        replyCode: 250,
+        enhancedStatus: null,
+        reply: '250 OK',
+        providerMessageId: null,
+        accepted: ['a@example.com'],
+        rejected: [],
+      },
     },
     {
       name: 'partial reject passed through',
@@ -102,7 +130,15 @@ describe('classifyDelivery', () => {
     {
       name: 'response without a reply code',
       report: { accepted: ['a@example.com'], rejected: [], response: 'Message accepted' },
-      expected: { kind: 'sent', replyCode: null, enhancedStatus: null, reply: 'Message accepted', providerMessageId: null, accepted: ['a@example.com'], rejected: [] },
+      expected: {
+        kind: 'sent',
+        replyCode: null,
+        enhancedStatus: null,
+        reply: 'Message accepted',
+        providerMessageId: null,
+        accepted: ['a@example.com'],
+        rejected: [],
+      },
     },
   ])('$name', ({ report, expected }) => {
     expect(classifyDelivery(report)).toEqual(expected);
@@ -134,7 +170,12 @@ describe('classifyFailure', () => {
       },
       {
         name: '550 5.1.1 on RCPT',
-        failure: smtpError('EENVELOPE', 550, 'RCPT TO', '550 5.1.1 <a@example.com>: Recipient address rejected: User unknown'),
+        failure: smtpError(
+          'EENVELOPE',
+          550,
+          'RCPT TO',
+          '550 5.1.1 <a@example.com>: Recipient address rejected: User unknown',
+        ),
         expected: permanent('550 5.1.1 <a@example.com>: Recipient address rejected: User unknown', true),
       },
       {
@@ -183,7 +224,7 @@ describe('classifyFailure', () => {
         expected: permanent('550 5.7.1 Relaying denied', false),
       },
       {
-        name: '554 5.7.1 after the final dot (rejected as spam): final, not the sender\'s configuration',
+        name: "554 5.7.1 after the final dot (rejected as spam): final, not the sender's configuration",
         failure: smtpError('EMESSAGE', 554, 'DATA', '554 5.7.1 Message rejected as spam'),
         expected: permanent('554 5.7.1 Message rejected as spam', false),
       },
@@ -221,7 +262,12 @@ describe('classifyFailure', () => {
       },
       {
         name: 'ESOCKET connection refused',
-        failure: { message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ESOCKET', errno: 'ECONNREFUSED', command: 'CONN' },
+        failure: {
+          message: 'connect ECONNREFUSED 127.0.0.1:1',
+          code: 'ESOCKET',
+          errno: 'ECONNREFUSED',
+          command: 'CONN',
+        },
         expected: noReply('connect ECONNREFUSED 127.0.0.1:1', false),
       },
       {

@@ -122,11 +122,14 @@ export function classifyFailure(failure: SmtpFailureDetails): SmtpVerdict {
       kind: 'permanent',
       ...base,
       hardBounce: HARD_BOUNCE_STATUSES.has(enhancedStatus ?? '') || !!perRecipient?.length,
-      bouncedRecipients: failure.rejectedErrors ? (perRecipient ?? []).map((error) => error.recipient!.toLowerCase()) : null,
+      bouncedRecipients: failure.rejectedErrors
+        ? (perRecipient ?? []).map((error) => error.recipient!.toLowerCase())
+        : null,
     };
   }
   if (replyCode !== null && replyCode >= 400) {
-    const slowDown = replyCode === 421 || replyCode === 454 || !!enhancedStatus?.startsWith('4.7.') || RATE_LIMIT_TEXT.test(reply);
+    const slowDown =
+      replyCode === 421 || replyCode === 454 || !!enhancedStatus?.startsWith('4.7.') || RATE_LIMIT_TEXT.test(reply);
     return { kind: 'transient', ...base, outcomeUnknown: false, slowDown };
   }
   // No reply code: the connection failed. Before it was established nothing was sent; after, a drop or a timeout

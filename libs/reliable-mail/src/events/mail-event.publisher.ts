@@ -35,10 +35,14 @@ export class MailEventPublisher {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.em = em.fork();
-    this.confirmer = new Batcher(async (ids) => {
-      await this.repository.deleteEvents(this.em, ids);
-      return ids.map(() => undefined);
-    }, CONFIRM_BATCH, CONFIRM_LINGER_MS);
+    this.confirmer = new Batcher(
+      async (ids) => {
+        await this.repository.deleteEvents(this.em, ids);
+        return ids.map(() => undefined);
+      },
+      CONFIRM_BATCH,
+      CONFIRM_LINGER_MS,
+    );
   }
 
   /**
@@ -63,7 +67,12 @@ export class MailEventPublisher {
         confirmations.push(this.confirmer.add(event.id));
       } catch (error) {
         // A throwing listener gets the event again after the lease, like any unconfirmed event.
-        this.logger.error({ msg: 'event listener failed; the event will be emitted again', eventId: event.id, name: event.name, error: String(error) });
+        this.logger.error({
+          msg: 'event listener failed; the event will be emitted again',
+          eventId: event.id,
+          name: event.name,
+          error: String(error),
+        });
       }
     }
     try {
@@ -78,7 +87,12 @@ export class MailEventPublisher {
     // Only events this process has listeners for: another instance's would be confirmed here unheard.
     const names = Object.keys(EVENT_CLASSES).filter((name) => this.isListenedTo(name));
     if (names.length === 0) return 0;
-    const events = await this.repository.claimUnconfirmedEvents(this.em, names, REDELIVERY_BATCH, this.options.dispatcher.eventLeaseMs);
+    const events = await this.repository.claimUnconfirmedEvents(
+      this.em,
+      names,
+      REDELIVERY_BATCH,
+      this.options.dispatcher.eventLeaseMs,
+    );
     if (events.length > 0) {
       this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
       await this.publish(events);

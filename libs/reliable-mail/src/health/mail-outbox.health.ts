@@ -27,7 +27,10 @@ export class MailOutboxHealthIndicator {
     this.em = em.fork();
   }
 
-  async isHealthy<const Key extends string = 'mail'>(key: Key = 'mail' as Key, overrides: HealthOptions = {}): Promise<HealthIndicatorResult<Key>> {
+  async isHealthy<const Key extends string = 'mail'>(
+    key: Key = 'mail' as Key,
+    overrides: HealthOptions = {},
+  ): Promise<HealthIndicatorResult<Key>> {
     const thresholds = { ...this.options.health, ...overrides };
     const indicator = this.health.check(key);
     const failing: string[] = [];
@@ -41,7 +44,8 @@ export class MailOutboxHealthIndicator {
 
     const lastTickAt = this.dispatcher.lastTickAt;
     const idleMs = lastTickAt ? Date.now() - lastTickAt.getTime() : null;
-    if (this.dispatcher.enabled && (idleMs === null || idleMs > thresholds.maxDispatcherIdleMs)) failing.push('dispatcher');
+    if (this.dispatcher.enabled && (idleMs === null || idleMs > thresholds.maxDispatcherIdleMs))
+      failing.push('dispatcher');
     if (figures.backlog > thresholds.maxBacklog) failing.push('backlog');
     if (figures.lagMs > thresholds.maxLagMs) failing.push('lag');
     if (figures.deadLetters > thresholds.maxDeadLetters) failing.push('deadLetters');
@@ -54,9 +58,23 @@ export class MailOutboxHealthIndicator {
 
     const data = {
       database: { reachable: true },
-      dispatcher: { enabled: this.dispatcher.enabled, lastTickAt: lastTickAt?.toISOString() ?? null, idleMs, maxIdleMs: thresholds.maxDispatcherIdleMs },
-      backlog: { count: figures.backlog, max: thresholds.maxBacklog, lagMs: figures.lagMs, maxLagMs: thresholds.maxLagMs },
-      deadLetters: { count: figures.deadLetters, windowMs: thresholds.deadLetterWindowMs, max: thresholds.maxDeadLetters },
+      dispatcher: {
+        enabled: this.dispatcher.enabled,
+        lastTickAt: lastTickAt?.toISOString() ?? null,
+        idleMs,
+        maxIdleMs: thresholds.maxDispatcherIdleMs,
+      },
+      backlog: {
+        count: figures.backlog,
+        max: thresholds.maxBacklog,
+        lagMs: figures.lagMs,
+        maxLagMs: thresholds.maxLagMs,
+      },
+      deadLetters: {
+        count: figures.deadLetters,
+        windowMs: thresholds.deadLetterWindowMs,
+        max: thresholds.maxDeadLetters,
+      },
       ...(smtp ? { smtp } : {}),
     };
     return failing.length > 0 ? indicator.down({ failing, ...data }) : indicator.up(data);

@@ -36,7 +36,10 @@ export class MailMetrics implements OnModuleDestroy {
     this.em = em.fork();
     this.observe = async (result) => {
       try {
-        const [counts, figures] = await Promise.all([operations.openCounts(this.em), operations.healthFigures(this.em, 60_000)]);
+        const [counts, figures] = await Promise.all([
+          operations.openCounts(this.em),
+          operations.healthFigures(this.em, 60_000),
+        ]);
         for (const { status, lane, count } of counts) result.observe(this.rows, count, { status, lane });
         result.observe(this.lag, figures.lagMs);
       } catch (error) {

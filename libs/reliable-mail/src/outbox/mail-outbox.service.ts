@@ -57,7 +57,9 @@ function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second:
  * Only a row with an idempotency key is ever compared, so only such a row gets one.
  */
 function contentHashOf(row: Pick<NewOutboxRow, 'payload' | 'lane'>): string {
-  return createHash('sha256').update(JSON.stringify([hashableContent(row.payload), row.lane])).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify([hashableContent(row.payload), row.lane]))
+    .digest('base64url');
 }
 
 @Injectable()
@@ -75,7 +77,11 @@ export class MailOutboxService {
     @Inject(MAIL_CONTENT_OPTIONS) content: ResolvedContentOptions,
   ) {
     this.lanes = new Set(options.lanes.map((lane) => lane.name));
-    this.contentRules = { templates, maxMessageBytes: content.maxMessageBytes, resolvesReferences: content.attachmentResolver !== null };
+    this.contentRules = {
+      templates,
+      maxMessageBytes: content.maxMessageBytes,
+      resolvesReferences: content.attachmentResolver !== null,
+    };
   }
 
   /**
@@ -133,7 +139,12 @@ export class MailOutboxService {
     wakeUp.inserted(rows.map((row) => row.lane));
     const byId = new Map<string, InsertedRow>(inserted.map((row) => [row.id, row]));
     const missingKeys = rows.filter((row) => !byId.has(row.id)).map((row) => row.idempotencyKey!);
-    const existing = new Map((await this.repository.findByIdempotencyKeys(em, [...new Set(missingKeys)])).map((row) => [row.idempotencyKey, row]));
+    const existing = new Map(
+      (await this.repository.findByIdempotencyKeys(em, [...new Set(missingKeys)])).map((row) => [
+        row.idempotencyKey,
+        row,
+      ]),
+    );
     return rows.map((row) => {
       const stored = byId.get(row.id) ?? existing.get(row.idempotencyKey);
       if (!stored) {
@@ -153,7 +164,10 @@ export class MailOutboxService {
       throw new MailValidationError('metadata', 'must be a plain object of JSON values');
     }
     if (typeof lane !== 'string' || !this.lanes.has(lane)) {
-      throw new MailValidationError('lane', `names no declared lane: ${JSON.stringify(lane)} (lanes: ${[...this.lanes].join(', ')})`);
+      throw new MailValidationError(
+        'lane',
+        `names no declared lane: ${JSON.stringify(lane)} (lanes: ${[...this.lanes].join(', ')})`,
+      );
     }
     exclusive(options, 'sendAt', 'delayMs');
     exclusive(options, 'expiresAt', 'ttlMs');
@@ -163,19 +177,29 @@ export class MailOutboxService {
     if (expiresAt && expiresAt.getTime() <= Math.max(now, notBefore?.getTime() ?? now)) {
       throw new MailValidationError('expiresAt', 'must be later than now and than sendAt');
     }
-    const storedMetadata = metadata === undefined ? null : (JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>);
+    const storedMetadata =
+      metadata === undefined ? null : (JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>);
 
     const seen = new Map<string, NewOutboxRow>();
     return mails.map(({ mail, idempotencyKey }, index) => {
       const field = mails.length > 1 ? `mails[${index}].` : '';
-      if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
-        throw new MailValidationError(`${field}idempotencyKey`, `must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+      if (
+        idempotencyKey !== undefined &&
+        (typeof idempotencyKey !== 'string' ||
+          idempotencyKey.length === 0 ||
+          idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH)
+      ) {
+        throw new MailValidationError(
+          `${field}idempotencyKey`,
+          `must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+        );
       }
       let payload;
       try {
         payload = toMailPayload(mail, this.options.from, this.contentRules);
       } catch (error) {
-        if (error instanceof MailValidationError && field) throw new MailValidationError(`${field}${error.field}`, error.reason);
+        if (error instanceof MailValidationError && field)
+          throw new MailValidationError(`${field}${error.field}`, error.reason);
         throw error;
       }
       const id = uuidv7();
@@ -194,7 +218,8 @@ export class MailOutboxService {
       if (idempotencyKey !== undefined) {
         row.contentHash = contentHashOf(row);
         const twin = seen.get(idempotencyKey);
-        if (twin && twin.contentHash !== row.contentHash) throw new IdempotencyConflictError(idempotencyKey, 'an earlier mail of this batch');
+        if (twin && twin.contentHash !== row.contentHash)
+          throw new IdempotencyConflictError(idempotencyKey, 'an earlier mail of this batch');
         seen.set(idempotencyKey, row);
       }
       return row;

@@ -18,7 +18,18 @@ import type {
 const ADDRESS_PATTERN = /^[^\s@<>()[\]\\,;:"]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
 const NAMED_ADDRESS_PATTERN = /^\s*"?([^"<]*?)"?\s*<([^<>]+)>\s*$/;
 const HEADER_NAME_PATTERN = /^[!-9;-~]+$/;
-const RESERVED_HEADERS = new Set(['message-id', 'from', 'to', 'cc', 'bcc', 'reply-to', 'subject', 'date', 'sender', 'return-path']);
+const RESERVED_HEADERS = new Set([
+  'message-id',
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'subject',
+  'date',
+  'sender',
+  'return-path',
+]);
 const CONTROL_CHARACTERS = /[\r\n\0]/;
 
 function parseAddress(field: string, input: MailAddressInput): MailAddress {
@@ -85,7 +96,9 @@ export interface MailContentRules {
 const BASE64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // type/subtype with optional parameters, as in `text/plain; charset=utf-8`.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const CONTENT_TYPE_PATTERN = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\x00-\\x1f]*"))*$`);
+const CONTENT_TYPE_PATTERN = new RegExp(
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\x00-\\x1f]*"))*$`,
+);
 const CID_PATTERN = /^[^\s<>()[\]\\,;:"]{1,250}$/;
 const MAX_FILENAME_LENGTH = 255;
 const MAX_REF_LENGTH = 2_048;
@@ -114,7 +127,8 @@ function checkSubject(subject: unknown): string {
 function toJsonValue(field: string, value: unknown, seen: Set<object>): JsonValue {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new MailValidationError(field, `must be plain JSON: ${value} is not a finite number`);
+    if (!Number.isFinite(value))
+      throw new MailValidationError(field, `must be plain JSON: ${value} is not a finite number`);
     return value;
   }
   if (value instanceof Date) {
@@ -130,12 +144,19 @@ function toJsonValue(field: string, value: unknown, seen: Set<object>): JsonValu
     if (Array.isArray(value)) return value.map((item, index) => toJsonValue(`${field}[${index}]`, item, seen));
     const prototype = Object.getPrototypeOf(value);
     if (prototype !== Object.prototype && prototype !== null) {
-      throw new MailValidationError(field, `must be plain JSON: a ${prototype?.constructor?.name ?? 'class instance'} cannot be stored`);
+      throw new MailValidationError(
+        field,
+        `must be plain JSON: a ${prototype?.constructor?.name ?? 'class instance'} cannot be stored`,
+      );
     }
     const result: Record<string, JsonValue> = {};
     for (const [key, item] of Object.entries(value)) {
       if (item === undefined) continue;
-      result[key] = toJsonValue(/^[A-Za-z_$][\w$]*$/.test(key) ? `${field}.${key}` : `${field}[${JSON.stringify(key)}]`, item, seen);
+      result[key] = toJsonValue(
+        /^[A-Za-z_$][\w$]*$/.test(key) ? `${field}.${key}` : `${field}[${JSON.stringify(key)}]`,
+        item,
+        seen,
+      );
     }
     return result;
   } finally {
@@ -169,7 +190,10 @@ function parseTemplate(mail: TemplateMail<object>, rules: MailContentRules): Sto
   const template = rules.templates?.latest(name);
   if (!template) {
     const known = rules.templates?.names() ?? [];
-    throw new MailValidationError('template', `names no registered template: ${JSON.stringify(name)} (registered: ${known.length > 0 ? known.join(', ') : 'none'})`);
+    throw new MailValidationError(
+      'template',
+      `names no registered template: ${JSON.stringify(name)} (registered: ${known.length > 0 ? known.join(', ') : 'none'})`,
+    );
   }
   if (!params || typeof params !== 'object' || Array.isArray(params)) {
     throw new MailValidationError('params', 'must be a plain object of JSON values');
@@ -181,26 +205,52 @@ function parseTemplate(mail: TemplateMail<object>, rules: MailContentRules): Sto
     } catch (error) {
       const label = `template "${name}"@${template.version}`;
       if (error instanceof MailValidationError) {
-        const field = error.field === 'params' || error.field.startsWith('params.') || error.field.startsWith('params[') ? error.field : `params.${error.field}`;
+        const field =
+          error.field === 'params' || error.field.startsWith('params.') || error.field.startsWith('params[')
+            ? error.field
+            : `params.${error.field}`;
         throw new MailValidationError(field, `${error.reason} (${label})`);
       }
-      throw new MailValidationError('params', `are refused by ${label}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new MailValidationError(
+        'params',
+        `are refused by ${label}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
   const locale = parseLocale(mail.locale);
-  return locale === undefined ? { name, version: template.version, params: stored } : { name, version: template.version, params: stored, locale };
+  return locale === undefined
+    ? { name, version: template.version, params: stored }
+    : { name, version: template.version, params: stored, locale };
 }
 
-function parseAttachment(field: string, input: unknown, rules: MailContentRules): { stored: StoredAttachment; bytes: number } {
+function parseAttachment(
+  field: string,
+  input: unknown,
+  rules: MailContentRules,
+): { stored: StoredAttachment; bytes: number } {
   if (!input || typeof input !== 'object' || Array.isArray(input)) {
-    throw new MailValidationError(field, 'must be { filename, contentType, content } or { filename, contentType, ref }');
+    throw new MailValidationError(
+      field,
+      'must be { filename, contentType, content } or { filename, contentType, ref }',
+    );
   }
   const { filename, contentType, cid, content, ref, encoding } = input as Record<string, unknown>;
-  if (typeof filename !== 'string' || filename.trim().length === 0 || filename.length > MAX_FILENAME_LENGTH || /[\0-\x1f\x7f]/.test(filename)) {
-    throw new MailValidationError(`${field}.filename`, `must be a name of 1 to ${MAX_FILENAME_LENGTH} characters without control characters`);
+  if (
+    typeof filename !== 'string' ||
+    filename.trim().length === 0 ||
+    filename.length > MAX_FILENAME_LENGTH ||
+    /[\0-\x1f\x7f]/.test(filename)
+  ) {
+    throw new MailValidationError(
+      `${field}.filename`,
+      `must be a name of 1 to ${MAX_FILENAME_LENGTH} characters without control characters`,
+    );
   }
   if (typeof contentType !== 'string' || !CONTENT_TYPE_PATTERN.test(contentType)) {
-    throw new MailValidationError(`${field}.contentType`, `must be a media type such as "application/pdf", got ${JSON.stringify(contentType)}`);
+    throw new MailValidationError(
+      `${field}.contentType`,
+      `must be a media type such as "application/pdf", got ${JSON.stringify(contentType)}`,
+    );
   }
   if (cid !== undefined && (typeof cid !== 'string' || !CID_PATTERN.test(cid))) {
     throw new MailValidationError(`${field}.cid`, 'must be a Content-ID without spaces, brackets or line breaks');
@@ -209,10 +259,16 @@ function parseAttachment(field: string, input: unknown, rules: MailContentRules)
   if (ref !== undefined) {
     if (content !== undefined) throw new MailValidationError(`${field}.ref`, 'cannot be given together with content');
     if (typeof ref !== 'string' || ref.length === 0 || ref.length > MAX_REF_LENGTH || /[\0-\x1f\x7f]/.test(ref)) {
-      throw new MailValidationError(`${field}.ref`, `must be a string of 1 to ${MAX_REF_LENGTH} characters without control characters`);
+      throw new MailValidationError(
+        `${field}.ref`,
+        `must be a string of 1 to ${MAX_REF_LENGTH} characters without control characters`,
+      );
     }
     if (!rules.resolvesReferences) {
-      throw new MailValidationError(`${field}.ref`, 'needs an attachmentResolver in the module options to be fetched at send time');
+      throw new MailValidationError(
+        `${field}.ref`,
+        'needs an attachmentResolver in the module options to be fetched at send time',
+      );
     }
     return { stored: { ...common, ref }, bytes: 0 };
   }
@@ -233,7 +289,10 @@ function parseAttachment(field: string, input: unknown, rules: MailContentRules)
       bytes = Buffer.from(content, 'utf8');
     }
   } else {
-    throw new MailValidationError(`${field}.content`, 'must be a string, a Buffer or a Uint8Array (or give a ref instead)');
+    throw new MailValidationError(
+      `${field}.content`,
+      'must be a string, a Buffer or a Uint8Array (or give a ref instead)',
+    );
   }
   if (encoding !== undefined && typeof content !== 'string') {
     throw new MailValidationError(`${field}.encoding`, 'applies to string content only');
@@ -271,7 +330,8 @@ export function toMailPayload(mail: OutgoingMail, defaultFrom: string, rules: Ma
     template = parseTemplate(mail as TemplateMail<object>, rules);
   } else {
     for (const part of ['params', 'locale'] as const) {
-      if ((mail as unknown as Record<string, unknown>)[part] !== undefined) throw new MailValidationError(part, 'is only allowed together with template');
+      if ((mail as unknown as Record<string, unknown>)[part] !== undefined)
+        throw new MailValidationError(part, 'is only allowed together with template');
     }
     text = optionalString('text', mail.text);
     html = optionalString('html', mail.html);
@@ -288,7 +348,10 @@ export function toMailPayload(mail: OutgoingMail, defaultFrom: string, rules: Ma
     Buffer.byteLength(text ?? '') +
     Buffer.byteLength(html ?? '') +
     (template ? Buffer.byteLength(JSON.stringify(template.params)) : 0) +
-    Object.entries(headers).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0) +
+    Object.entries(headers).reduce(
+      (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+      0,
+    ) +
     attachments.bytes;
   if (size > maxMessageBytes) {
     throw new MailValidationError(
@@ -326,7 +389,8 @@ export function hashableContent(payload: MailPayload): unknown {
   if (payload.v !== 2) return payload;
   const { template, ...rest } = payload;
   const hashable: Record<string, unknown> = { ...rest, v: template || rest.attachments ? 2 : 1 };
-  if (template) hashable.template = { name: template.name, params: sortedKeys(template.params), locale: template.locale };
+  if (template)
+    hashable.template = { name: template.name, params: sortedKeys(template.params), locale: template.locale };
   return hashable;
 }
 
@@ -334,7 +398,11 @@ export function hashableContent(payload: MailPayload): unknown {
 function sortedKeys(value: JsonValue): JsonValue {
   if (Array.isArray(value)) return value.map(sortedKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedKeys(value[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys(value[key])]),
+  );
 }
 
 /** Every envelope recipient of a payload, in order. */

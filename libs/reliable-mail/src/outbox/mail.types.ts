@@ -92,7 +92,16 @@ export interface EnqueueOptions {
   ttlMs?: number;
 }
 
-export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed', 'dead', 'cancelled', 'expired', 'suppressed'] as const;
+export const OUTBOX_STATUSES = [
+  'pending',
+  'sending',
+  'sent',
+  'failed',
+  'dead',
+  'cancelled',
+  'expired',
+  'suppressed',
+] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 export interface EnqueueResult {

@@ -47,7 +47,14 @@ export interface Suppression {
 /** Statuses an operator may requeue: the final ones a fix can turn around. */
 export const REQUEUABLE_STATUSES: readonly OutboxStatus[] = ['failed', 'dead', 'expired', 'cancelled'];
 /** Statuses an operator may purge, and retention deletes by age: nothing is left to do for them. */
-export const CLOSED_STATUSES: readonly OutboxStatus[] = ['sent', 'cancelled', 'expired', 'suppressed', 'failed', 'dead'];
+export const CLOSED_STATUSES: readonly OutboxStatus[] = [
+  'sent',
+  'cancelled',
+  'expired',
+  'suppressed',
+  'failed',
+  'dead',
+];
 const RETAINED_STATUSES = `'sent', 'cancelled', 'expired', 'suppressed'`;
 
 /** Turns a filter into a where clause with its parameters; the SQL never holds a value. */
@@ -135,7 +142,12 @@ export class OutboxOperationsRepository {
   }
 
   /** Rows matching the filter, newest first, with their attempts; `before` is the id to continue after. */
-  async list(em: EntityManager, filter: OutboxFilter, limit: number, before?: string): Promise<OutboxRowWithAttempts[]> {
+  async list(
+    em: EntityManager,
+    filter: OutboxFilter,
+    limit: number,
+    before?: string,
+  ): Promise<OutboxRowWithAttempts[]> {
     const where = whereOf(filter);
     const rows = await em.execute<Row[]>(
       `select o.*, ${ATTEMPT_LOG} from mail_outbox o
@@ -179,7 +191,13 @@ export class OutboxOperationsRepository {
   }
 
   /** Up to `limit` rows created in [from, to) after the id `after`, oldest first, with attempts: one export page. */
-  async exportPage(em: EntityManager, from: Date, to: Date, limit: number, after?: string): Promise<OutboxRowWithAttempts[]> {
+  async exportPage(
+    em: EntityManager,
+    from: Date,
+    to: Date,
+    limit: number,
+    after?: string,
+  ): Promise<OutboxRowWithAttempts[]> {
     const rows = await em.execute<Row[]>(
       `select o.*, ${ATTEMPT_LOG} from mail_outbox o
        where o.created_at >= ? and o.created_at < ? ${after ? 'and o.id > ?' : ''}

@@ -3,12 +3,7 @@ import { CompiledQuery } from 'kysely';
 import type { Pool } from 'pg';
 import { Injectable } from '@nestjs/common';
 import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
-import type {
-  AttemptOutcome,
-  MailPayload,
-  OutboxStatus,
-  RejectedRecipient,
-} from './mail.types.js';
+import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
 
 // The queue's statements live in this file (the operators' are in outbox-operations.repository.ts). Values are
 // bound parameters, never text spliced into the SQL: a batch's JSON goes to the server as one parameter. The
@@ -101,7 +96,8 @@ export interface StoredEvent {
 export type Row = Record<string, any>;
 
 export const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)));
-export const toDateOrNull = (value: unknown): Date | null => (value === null || value === undefined ? null : toDate(value));
+export const toDateOrNull = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : toDate(value);
 
 const INSERT_COLUMNS =
   'id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane, next_attempt_at, expires_at';
@@ -141,7 +137,8 @@ export class OutboxRepository {
    * notifies each lane's dispatchers, which PostgreSQL delivers when the surrounding transaction commits.
    */
   async insert(em: EntityManager, rows: NewOutboxRow[], notify: boolean): Promise<InsertedRow[]> {
-    const inserted = rows.length === 1 ? await this.insertOne(em, rows[0], notify) : await this.insertMany(em, rows, notify);
+    const inserted =
+      rows.length === 1 ? await this.insertOne(em, rows[0], notify) : await this.insertMany(em, rows, notify);
     return inserted.map((row) => this.mapInserted(row, true));
   }
 
@@ -416,11 +413,20 @@ export class OutboxRepository {
        )
        select settled.id, events.id as event_id, events.name, events.payload
        from settled left join events on events.outbox_id = settled.id`,
-      [jsonWithoutNul(input), eventLeaseMs, settlements.map((s) => s.id), settlements.flatMap((s) => (s.attemptId ? [s.attemptId] : [])), 'sending'],
+      [
+        jsonWithoutNul(input),
+        eventLeaseMs,
+        settlements.map((s) => s.id),
+        settlements.flatMap((s) => (s.attemptId ? [s.attemptId] : [])),
+        'sending',
+      ],
     );
     return {
       applied: new Map(
-        rows.map((row) => [row.id as string, row.event_id === null ? null : { id: String(row.event_id), name: row.name, payload: row.payload }]),
+        rows.map((row) => [
+          row.id as string,
+          row.event_id === null ? null : { id: String(row.event_id), name: row.name, payload: row.payload },
+        ]),
       ),
     };
   }
@@ -441,14 +447,23 @@ export class OutboxRepository {
          returning o.id
        )
        delete from mail_outbox_attempt a using released where a.outbox_id = released.id and a.id = any($3::uuid[])`,
-      [rows.map((row) => row.id), rows.map((row) => row.lockToken), rows.flatMap((row) => (row.attemptId ? [row.attemptId] : []))],
+      [
+        rows.map((row) => row.id),
+        rows.map((row) => row.lockToken),
+        rows.flatMap((row) => (row.attemptId ? [row.attemptId] : [])),
+      ],
     );
   }
 
   /**
    * Takes events of the given names whose emitter did not confirm them in time (it crashed, or a listener threw).
    */
-  async claimUnconfirmedEvents(em: EntityManager, names: string[], limit: number, leaseMs: number): Promise<StoredEvent[]> {
+  async claimUnconfirmedEvents(
+    em: EntityManager,
+    names: string[],
+    limit: number,
+    leaseMs: number,
+  ): Promise<StoredEvent[]> {
     const rows = await prepared(
       em,
       'reliable_mail_claim_events',
@@ -465,6 +480,8 @@ export class OutboxRepository {
 
   async deleteEvents(em: EntityManager, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
-    await prepared(em, 'reliable_mail_confirm_events', `delete from mail_outbox_event where id = any($1::bigint[])`, [ids]);
+    await prepared(em, 'reliable_mail_confirm_events', `delete from mail_outbox_event where id = any($1::bigint[])`, [
+      ids,
+    ]);
   }
 }

@@ -69,11 +69,19 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private planInTransaction(transaction: object): WakeUpPlan {
     const known = this.transactions.get(transaction);
     if (known !== undefined) {
-      return { inStatement: known === null, inserted: (lanes) => known && addAll(known, lanes), abandoned: () => undefined };
+      return {
+        inStatement: known === null,
+        inserted: (lanes) => known && addAll(known, lanes),
+        abandoned: () => undefined,
+      };
     }
     const lanes = this.anyOpen() ? new Set<string>() : null;
     this.transactions.set(transaction, lanes);
-    return { inStatement: lanes === null, inserted: (inserted) => lanes && addAll(lanes, inserted), abandoned: () => undefined };
+    return {
+      inStatement: lanes === null,
+      inserted: (inserted) => lanes && addAll(lanes, inserted),
+      abandoned: () => undefined,
+    };
   }
 
   afterTransactionCommit({ transaction }: TransactionEventArgs): void {
@@ -109,7 +117,10 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
       }
     } catch (error) {
       this.due.clear();
-      this.logger.warn({ msg: 'could not notify the dispatchers; they find the mail at their next poll', error: String(error) });
+      this.logger.warn({
+        msg: 'could not notify the dispatchers; they find the mail at their next poll',
+        error: String(error),
+      });
     } finally {
       this.sending = false;
     }

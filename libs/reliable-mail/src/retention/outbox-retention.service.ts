@@ -1,5 +1,11 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { RecurringTask } from '../dispatch/recurring-task.js';
 import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
@@ -26,7 +32,13 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.em = em.fork();
-    this.task = new RecurringTask(scheduler, RETENTION_TIMER, options.retention.intervalMs, () => this.run(), this.logger);
+    this.task = new RecurringTask(
+      scheduler,
+      RETENTION_TIMER,
+      options.retention.intervalMs,
+      () => this.run(),
+      this.logger,
+    );
   }
 
   onApplicationBootstrap(): void {
@@ -47,7 +59,8 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
       deleted += count;
       if (count < batchSize || this.stopping) break;
     }
-    if (deleted > 0) this.logger.log({ msg: 'retention deleted closed rows', count: deleted, olderThanMs: keepClosedForMs });
+    if (deleted > 0)
+      this.logger.log({ msg: 'retention deleted closed rows', count: deleted, olderThanMs: keepClosedForMs });
     return deleted;
   }
 }

@@ -13,7 +13,9 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
  * Fetches a referenced attachment at send time: the bytes, or a stream the SMTP transport reads while it sends.
  * A throw or a rejected promise fails the row permanently, with the error's message as the reason.
  */
-export type AttachmentResolver = (ref: string) => Promise<Buffer | Uint8Array | Readable> | Buffer | Uint8Array | Readable;
+export type AttachmentResolver = (
+  ref: string,
+) => Promise<Buffer | Uint8Array | Readable> | Buffer | Uint8Array | Readable;
 
 export interface ResolvedContentOptions {
   templates: MailTemplate[];

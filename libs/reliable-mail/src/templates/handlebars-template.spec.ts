@@ -24,7 +24,15 @@ function thrownBy(action: () => unknown): unknown {
 describe('handlebarsTemplate', () => {
   it('renders subject and html, and derives the text part from the html', async () => {
     const rendered = await orderConfirmation.render(
-      { orderId: 'A-7', name: 'Ann', items: [{ sku: 'MUG', qty: 2 }, { sku: 'TEA', qty: 1 }], total: '12.50 EUR' },
+      {
+        orderId: 'A-7',
+        name: 'Ann',
+        items: [
+          { sku: 'MUG', qty: 2 },
+          { sku: 'TEA', qty: 1 },
+        ],
+        total: '12.50 EUR',
+      },
       context,
     );
     expect(rendered).toEqual({
@@ -35,7 +43,13 @@ describe('handlebarsTemplate', () => {
   });
 
   it('escapes parameters in the html part, not in the subject or an explicit text part', async () => {
-    const template = handlebarsTemplate({ name: 't', version: 1, subject: 'Hi {{name}}', html: '<p>Hi {{name}}</p>', text: 'Hi {{name}}' });
+    const template = handlebarsTemplate({
+      name: 't',
+      version: 1,
+      subject: 'Hi {{name}}',
+      html: '<p>Hi {{name}}</p>',
+      text: 'Hi {{name}}',
+    });
     const name = '<script>alert("x")</script> & Co';
     const rendered = await template.render({ name }, context);
     expect(rendered.html).toBe('<p>Hi &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co</p>');
@@ -56,7 +70,9 @@ describe('handlebarsTemplate', () => {
 
   it('folds line breaks a parameter puts into the subject', async () => {
     const template = handlebarsTemplate({ name: 't', version: 1, subject: 'Hi {{name}}', html: 'x' });
-    expect((await template.render({ name: 'Ann\r\nBcc: evil@example.com' }, context)).subject).toBe('Hi Ann Bcc: evil@example.com');
+    expect((await template.render({ name: 'Ann\r\nBcc: evil@example.com' }, context)).subject).toBe(
+      'Hi Ann Bcc: evil@example.com',
+    );
   });
 
   it('picks sources by locale: exact tag, then language, then the defaults; @locale is available', async () => {
@@ -65,7 +81,10 @@ describe('handlebarsTemplate', () => {
       version: 1,
       subject: 'Your order {{id}}',
       html: '<p>Thanks ({{@locale}})</p>',
-      locales: { de: { subject: 'Ihre Bestellung {{id}}', html: '<p>Danke ({{@locale}})</p>' }, 'de-CH': { subject: 'Ihri Bstellig {{id}}' } },
+      locales: {
+        de: { subject: 'Ihre Bestellung {{id}}', html: '<p>Danke ({{@locale}})</p>' },
+        'de-CH': { subject: 'Ihri Bstellig {{id}}' },
+      },
     });
     const render = (locale?: string) => template.render({ id: 7 }, { ...context, locale });
     expect(await render()).toMatchObject({ subject: 'Your order 7', html: '<p>Thanks ()</p>' });
@@ -97,10 +116,14 @@ describe('handlebarsTemplate', () => {
   });
 
   it('reports a syntax error when it is made, naming the part', () => {
-    const error = thrownBy(() => handlebarsTemplate({ name: 'broken', version: 3, subject: 's', html: '<p>{{#each items}}</p>' }));
+    const error = thrownBy(() =>
+      handlebarsTemplate({ name: 'broken', version: 3, subject: 's', html: '<p>{{#each items}}</p>' }),
+    );
     expect(error).toBeInstanceOf(InvalidTemplateError);
     expect((error as Error).message).toMatch(/"broken"@3: has a html that does not parse/);
-    expect(() => handlebarsTemplate({ name: 't', version: 1, subject: 's', html: 'x', locales: { de: { text: '{{' } } })).toThrow(/locales\.de\.text/);
+    expect(() =>
+      handlebarsTemplate({ name: 't', version: 1, subject: 's', html: 'x', locales: { de: { text: '{{' } } }),
+    ).toThrow(/locales\.de\.text/);
     expect(() => handlebarsTemplate({ name: 't', version: 1, subject: 's' } as never)).toThrow(/needs html/);
   });
 
@@ -112,7 +135,12 @@ describe('handlebarsTemplate', () => {
         validate: (value) =>
           typeof (value as { total?: unknown }).total === 'number'
             ? { value }
-            : { issues: [{ message: 'Expected number', path: ['total'] }, { message: 'Required', path: ['items', { key: 0 }, 'sku'] }] },
+            : {
+                issues: [
+                  { message: 'Expected number', path: ['total'] },
+                  { message: 'Required', path: ['items', { key: 0 }, 'sku'] },
+                ],
+              },
       },
     };
     const template = handlebarsTemplate({ name: 't', version: 1, subject: 's', html: 'x', schema });

@@ -1,6 +1,13 @@
 import Handlebars from 'handlebars';
 import { htmlToText } from './html-to-text.js';
-import { InvalidTemplateError, type MailRenderContext, type MailTemplate, type ParamsSchema, paramsValidator, type RenderedContent } from './mail-template.js';
+import {
+  InvalidTemplateError,
+  type MailRenderContext,
+  type MailTemplate,
+  type ParamsSchema,
+  paramsValidator,
+  type RenderedContent,
+} from './mail-template.js';
 
 /** Handlebars sources of one locale; a part it leaves out falls back to the default sources. */
 export interface HandlebarsSources {
@@ -53,7 +60,8 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
   handlebars.registerPartial(partials);
 
   const compile = (part: string, source: unknown, escape: boolean): Compiled => {
-    if (typeof source !== 'string') throw new InvalidTemplateError(label, `needs ${part} as a Handlebars source string`);
+    if (typeof source !== 'string')
+      throw new InvalidTemplateError(label, `needs ${part} as a Handlebars source string`);
     try {
       handlebars.parse(source);
     } catch (error) {
@@ -62,15 +70,25 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
     const template = handlebars.compile(source, { noEscape: !escape, strict });
     return (params, locale) => template(params, { data: { locale } });
   };
-  const compileSources = (sources: HandlebarsSources, fallback: CompiledSources | null, prefix: string): CompiledSources => ({
-    subject: sources.subject !== undefined || !fallback ? compile(`${prefix}subject`, sources.subject, false) : fallback.subject,
+  const compileSources = (
+    sources: HandlebarsSources,
+    fallback: CompiledSources | null,
+    prefix: string,
+  ): CompiledSources => ({
+    subject:
+      sources.subject !== undefined || !fallback
+        ? compile(`${prefix}subject`, sources.subject, false)
+        : fallback.subject,
     html: sources.html !== undefined || !fallback ? compile(`${prefix}html`, sources.html, true) : fallback.html,
     text: sources.text !== undefined ? compile(`${prefix}text`, sources.text, false) : (fallback?.text ?? null),
   });
 
   const defaults = compileSources(options, null, '');
   const byLocale = new Map(
-    Object.entries(locales).map(([locale, sources]) => [locale.toLowerCase(), compileSources(sources ?? {}, defaults, `locales.${locale}.`)]),
+    Object.entries(locales).map(([locale, sources]) => [
+      locale.toLowerCase(),
+      compileSources(sources ?? {}, defaults, `locales.${locale}.`),
+    ]),
   );
   const sourcesFor = (locale: string | undefined): CompiledSources => {
     if (!locale) return defaults;
@@ -86,7 +104,10 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
       const sources = sourcesFor(locale);
       const html = sources.html(params, locale);
       return {
-        subject: sources.subject(params, locale).replace(/\s*[\r\n]+\s*/g, ' ').trim(),
+        subject: sources
+          .subject(params, locale)
+          .replace(/\s*[\r\n]+\s*/g, ' ')
+          .trim(),
         html,
         text: sources.text ? sources.text(params, locale) : htmlToText(html),
       };

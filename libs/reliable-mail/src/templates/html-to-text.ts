@@ -31,7 +31,8 @@ const DROPPED_ELEMENTS = /<(head|style|script|title|template|noscript)\b[^>]*>[\
 const LINK = /<a\b([^>]*)>([\s\S]*?)<\/a\s*>/gi;
 const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i;
 const PARAGRAPH_TAGS = /<\/?(?:p|h[1-6]|table|ul|ol|blockquote|pre|hr|address|figure)\b[^>]*>/gi;
-const LINE_TAGS = /<\/?(?:div|tr|section|article|header|footer|main|nav|aside|dl|dt|dd|center|tbody|thead|tfoot)\b[^>]*>/gi;
+const LINE_TAGS =
+  /<\/?(?:div|tr|section|article|header|footer|main|nav|aside|dl|dt|dd|center|tbody|thead|tfoot)\b[^>]*>/gi;
 // Private-use characters mark where a link's URL goes back in, once tags are stripped and entities decoded, and
 // where a block starts or ends: a run of block edges is one line break (or one blank line around a paragraph).
 const URL_MARK = /\uE000(\d+)\uE000/g;
@@ -43,7 +44,8 @@ const BREAKS = /[ \t]*(?:[\uE001\uE002\n][ \t]*)+/g;
 export function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-f]+|#\d+|[a-z][a-z0-9]*);/gi, (entity, body: string) => {
     if (body[0] === '#') {
-      const code = body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
+      const code =
+        body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
       return Number.isInteger(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : entity;
     }
     return NAMED_ENTITIES[body.toLowerCase()] ?? entity;

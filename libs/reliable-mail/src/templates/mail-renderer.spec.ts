@@ -20,10 +20,25 @@ const envelope = {
 };
 const rendered = { ...envelope, attachments: [] };
 
-const receipt = handlebarsTemplate({ name: 'receipt', version: 1, subject: 'Receipt {{id}}', html: '<p>Receipt {{id}}</p>' });
-const receiptV2 = handlebarsTemplate({ name: 'receipt', version: 2, subject: 'Your receipt {{id}}', html: '<p>Your receipt {{id}}</p>' });
+const receipt = handlebarsTemplate({
+  name: 'receipt',
+  version: 1,
+  subject: 'Receipt {{id}}',
+  html: '<p>Receipt {{id}}</p>',
+});
+const receiptV2 = handlebarsTemplate({
+  name: 'receipt',
+  version: 2,
+  subject: 'Your receipt {{id}}',
+  html: '<p>Your receipt {{id}}</p>',
+});
 
-function templated(name: string, version: number, params: Record<string, never> | Record<string, string | number> = { id: 7 }, extra: Partial<MailPayloadV2> = {}): MailPayloadV2 {
+function templated(
+  name: string,
+  version: number,
+  params: Record<string, never> | Record<string, string | number> = { id: 7 },
+  extra: Partial<MailPayloadV2> = {},
+): MailPayloadV2 {
   return { v: 2, ...envelope, template: { name, version, params }, ...extra };
 }
 
@@ -45,7 +60,12 @@ async function renderError(promise: Promise<unknown>): Promise<MailRenderError> 
 describe('MailRenderer', () => {
   it('sends a v1 payload as it was stored', async () => {
     const payload: MailPayloadV1 = { v: 1, ...envelope, subject: 'Hi', text: 'Hello', html: '<p>Hello</p>' };
-    expect(await renderer([]).render(messageId, payload)).toEqual({ ...rendered, subject: 'Hi', text: 'Hello', html: '<p>Hello</p>' });
+    expect(await renderer([]).render(messageId, payload)).toEqual({
+      ...rendered,
+      subject: 'Hi',
+      text: 'Hello',
+      html: '<p>Hello</p>',
+    });
   });
 
   it('sends a v2 payload with a body as it was stored', async () => {
@@ -59,7 +79,10 @@ describe('MailRenderer', () => {
   });
 
   it("a subject on the mail overrides the template's", async () => {
-    const mail = await renderer([receipt]).render(messageId, templated('receipt', 1, { id: 7 }, { subject: 'Thanks!' }));
+    const mail = await renderer([receipt]).render(
+      messageId,
+      templated('receipt', 1, { id: 7 }, { subject: 'Thanks!' }),
+    );
     expect(mail).toMatchObject({ subject: 'Thanks!', html: '<p>Receipt 7</p>' });
   });
 
@@ -80,25 +103,67 @@ describe('MailRenderer', () => {
       name: 'a version that is no longer registered',
       templates: [receiptV2],
       payload: templated('receipt', 1),
-      reason: 'template "receipt"@1 is not registered (registered versions: 2); a row renders only with the version it was enqueued with',
+      reason:
+        'template "receipt"@1 is not registered (registered versions: 2); a row renders only with the version it was enqueued with',
     },
-    { name: 'a template that is not registered at all', templates: [], payload: templated('receipt', 1), reason: /template "receipt"@1 is not registered \(no version of it is\)/ },
+    {
+      name: 'a template that is not registered at all',
+      templates: [],
+      payload: templated('receipt', 1),
+      reason: /template "receipt"@1 is not registered \(no version of it is\)/,
+    },
     {
       name: 'a template that throws',
-      templates: [{ name: 'boom', version: 3, render: () => { throw new Error('items is not iterable'); } }],
+      templates: [
+        {
+          name: 'boom',
+          version: 3,
+          render: () => {
+            throw new Error('items is not iterable');
+          },
+        },
+      ],
       payload: templated('boom', 3),
       reason: 'template "boom"@3 failed to render: items is not iterable',
     },
     {
       name: 'a template whose promise rejects',
-      templates: [{ name: 'boom', version: 1, render: async () => { throw new TypeError('no react'); } }],
+      templates: [
+        {
+          name: 'boom',
+          version: 1,
+          render: async () => {
+            throw new TypeError('no react');
+          },
+        },
+      ],
       payload: templated('boom', 1),
       reason: 'template "boom"@1 failed to render: no react',
     },
-    { name: 'a template that renders nothing', templates: [{ name: 'x', version: 1, render: () => null as never }], payload: templated('x', 1), reason: /render returned null/ },
-    { name: 'a template that renders no subject', templates: [{ name: 'x', version: 1, render: () => ({ subject: ' ', html: 'x' }) }], payload: templated('x', 1), reason: /rendered no subject/ },
-    { name: 'a template that renders no body', templates: [{ name: 'x', version: 1, render: () => ({ subject: 's', html: '' }) }], payload: templated('x', 1), reason: /rendered neither html nor text/ },
-    { name: 'a template that renders a non-string part', templates: [{ name: 'x', version: 1, render: () => ({ subject: 's', html: 42 as never }) }], payload: templated('x', 1), reason: /html part that is not a string/ },
+    {
+      name: 'a template that renders nothing',
+      templates: [{ name: 'x', version: 1, render: () => null as never }],
+      payload: templated('x', 1),
+      reason: /render returned null/,
+    },
+    {
+      name: 'a template that renders no subject',
+      templates: [{ name: 'x', version: 1, render: () => ({ subject: ' ', html: 'x' }) }],
+      payload: templated('x', 1),
+      reason: /rendered no subject/,
+    },
+    {
+      name: 'a template that renders no body',
+      templates: [{ name: 'x', version: 1, render: () => ({ subject: 's', html: '' }) }],
+      payload: templated('x', 1),
+      reason: /rendered neither html nor text/,
+    },
+    {
+      name: 'a template that renders a non-string part',
+      templates: [{ name: 'x', version: 1, render: () => ({ subject: 's', html: 42 as never }) }],
+      payload: templated('x', 1),
+      reason: /html part that is not a string/,
+    },
   ])('fails for $name', async ({ templates, payload, reason }) => {
     const error = await renderError(renderer(templates).render(messageId, payload));
     if (typeof reason === 'string') expect(error.message).toBe(reason);
@@ -106,7 +171,11 @@ describe('MailRenderer', () => {
   });
 
   it('folds a line break in a rendered subject', async () => {
-    const template: MailTemplate = { name: 'x', version: 1, render: () => ({ subject: 'Hi\r\nBcc: evil@example.com', text: 't' }) };
+    const template: MailTemplate = {
+      name: 'x',
+      version: 1,
+      render: () => ({ subject: 'Hi\r\nBcc: evil@example.com', text: 't' }),
+    };
     expect((await renderer([template]).render(messageId, templated('x', 1))).subject).toBe('Hi Bcc: evil@example.com');
   });
 
@@ -118,11 +187,19 @@ describe('MailRenderer', () => {
 
 describe('MailRenderer attachments', () => {
   const inline = { filename: 'a.txt', contentType: 'text/plain', content: Buffer.from('hello').toString('base64') };
-  const payload = (attachments: MailPayloadV2['attachments']): MailPayloadV2 => ({ v: 2, ...envelope, subject: 'Hi', text: 'x', attachments });
+  const payload = (attachments: MailPayloadV2['attachments']): MailPayloadV2 => ({
+    v: 2,
+    ...envelope,
+    subject: 'Hi',
+    text: 'x',
+    attachments,
+  });
 
   it('decodes inline attachments and resolves references to a Buffer, a Uint8Array or a stream', async () => {
     const stream = Readable.from(['streamed']);
-    const resolver = jest.fn(async (ref: string) => (ref === 'buffer' ? Buffer.from('buffered') : ref === 'bytes' ? new TextEncoder().encode('bytes') : stream));
+    const resolver = jest.fn(async (ref: string) =>
+      ref === 'buffer' ? Buffer.from('buffered') : ref === 'bytes' ? new TextEncoder().encode('bytes') : stream,
+    );
     const mail = await renderer([], resolver).render(
       messageId,
       payload([
@@ -146,11 +223,31 @@ describe('MailRenderer attachments', () => {
   });
 
   it.each<{ name: string; resolver: AttachmentResolver | null; reason: string }>([
-    { name: 'the resolver throws', resolver: async () => { throw new Error('NoSuchKey: big.zip'); }, reason: 'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: NoSuchKey: big.zip' },
-    { name: 'the resolver returns something else', resolver: async () => 'text' as never, reason: 'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: the resolver returned string, not a Buffer or a Readable' },
-    { name: 'no resolver is configured', resolver: null, reason: 'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: no attachmentResolver is configured' },
+    {
+      name: 'the resolver throws',
+      resolver: async () => {
+        throw new Error('NoSuchKey: big.zip');
+      },
+      reason: 'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: NoSuchKey: big.zip',
+    },
+    {
+      name: 'the resolver returns something else',
+      resolver: async () => 'text' as never,
+      reason:
+        'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: the resolver returned string, not a Buffer or a Readable',
+    },
+    {
+      name: 'no resolver is configured',
+      resolver: null,
+      reason: 'attachment "big.zip" (ref "s3://b/big.zip") could not be resolved: no attachmentResolver is configured',
+    },
   ])('fails when $name', async ({ resolver, reason }) => {
-    const error = await renderError(renderer([], resolver).render(messageId, payload([{ filename: 'big.zip', contentType: 'application/zip', ref: 's3://b/big.zip' }])));
+    const error = await renderError(
+      renderer([], resolver).render(
+        messageId,
+        payload([{ filename: 'big.zip', contentType: 'application/zip', ref: 's3://b/big.zip' }]),
+      ),
+    );
     expect(error.message).toBe(reason);
   });
 
@@ -192,8 +289,29 @@ describe('a render failure settles as a permanent failure', () => {
       suppressed: [],
     };
     const reason = 'template "boom"@1 failed to render: items is not iterable';
-    const settlement = settlementFor(row, renderFailureVerdict(reason), { maxAttempts: 8, baseDelayMs: 1, maxDelayMs: 1, maxAgeMs: 86_400_000 }, new Date(), 3);
-    expect(settlement).toMatchObject({ status: 'failed', nextAttemptAt: null, lastError: reason, outcome: 'permanent', replyCode: null, enhancedStatus: null, reply: reason });
-    expect(settlement.eventPayload).toMatchObject({ status: 'failed', permanent: true, replyCode: null, reason, deadLettered: false, nextAttemptAt: null });
+    const settlement = settlementFor(
+      row,
+      renderFailureVerdict(reason),
+      { maxAttempts: 8, baseDelayMs: 1, maxDelayMs: 1, maxAgeMs: 86_400_000 },
+      new Date(),
+      3,
+    );
+    expect(settlement).toMatchObject({
+      status: 'failed',
+      nextAttemptAt: null,
+      lastError: reason,
+      outcome: 'permanent',
+      replyCode: null,
+      enhancedStatus: null,
+      reply: reason,
+    });
+    expect(settlement.eventPayload).toMatchObject({
+      status: 'failed',
+      permanent: true,
+      replyCode: null,
+      reason,
+      deadLettered: false,
+      nextAttemptAt: null,
+    });
   });
 });

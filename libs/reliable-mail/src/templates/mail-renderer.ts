@@ -23,7 +23,13 @@ function messageOf(error: unknown): string {
 }
 
 function isReadable(value: unknown): value is Readable {
-  return value instanceof Readable || (!!value && typeof value === 'object' && typeof (value as Readable).pipe === 'function' && typeof (value as Readable).on === 'function');
+  return (
+    value instanceof Readable ||
+    (!!value &&
+      typeof value === 'object' &&
+      typeof (value as Readable).pipe === 'function' &&
+      typeof (value as Readable).on === 'function')
+  );
 }
 
 /** Turns a stored payload into the message of one attempt: renders its template and fetches its attachments. */
@@ -38,12 +44,27 @@ export class MailRenderer {
   async render(messageId: string, payload: MailPayload): Promise<RenderedMail> {
     const { from, to, cc, bcc, replyTo, headers } = payload;
     if (payload.v === 1) {
-      return { from, to, cc, bcc, replyTo, headers, subject: payload.subject, text: payload.text, html: payload.html, attachments: [] };
+      return {
+        from,
+        to,
+        cc,
+        bcc,
+        replyTo,
+        headers,
+        subject: payload.subject,
+        text: payload.text,
+        html: payload.html,
+        attachments: [],
+      };
     }
     if (payload.v !== 2) {
-      throw new MailRenderError(`payload version ${JSON.stringify((payload as { v?: unknown }).v)} is not one this worker can read`);
+      throw new MailRenderError(
+        `payload version ${JSON.stringify((payload as { v?: unknown }).v)} is not one this worker can read`,
+      );
     }
-    const content = payload.template ? await this.renderTemplate(messageId, payload) : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
+    const content = payload.template
+      ? await this.renderTemplate(messageId, payload)
+      : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
     const attachments = await this.resolveAttachments(payload.attachments ?? []);
     const mail: RenderedMail = { from, to, cc, bcc, replyTo, headers, subject: content.subject, attachments };
     if (content.text !== undefined) mail.text = content.text;
@@ -69,7 +90,9 @@ export class MailRenderer {
       throw new MailRenderError(`${label} failed to render: ${messageOf(error)}`);
     }
     if (!rendered || typeof rendered !== 'object') {
-      throw new MailRenderError(`${label} failed to render: render returned ${rendered === null ? 'null' : typeof rendered}, not { subject, html?, text? }`);
+      throw new MailRenderError(
+        `${label} failed to render: render returned ${rendered === null ? 'null' : typeof rendered}, not { subject, html?, text? }`,
+      );
     }
     const subject = (payload.subject ?? rendered.subject) as unknown;
     if (typeof subject !== 'string' || subject.trim().length === 0) {
@@ -95,7 +118,8 @@ export class MailRenderer {
     try {
       for (const attachment of stored) {
         const { filename, contentType, cid } = attachment;
-        const content = 'ref' in attachment ? await this.resolve(attachment) : Buffer.from(attachment.content, 'base64');
+        const content =
+          'ref' in attachment ? await this.resolve(attachment) : Buffer.from(attachment.content, 'base64');
         resolved.push(cid === undefined ? { filename, contentType, content } : { filename, contentType, content, cid });
       }
     } catch (error) {
@@ -119,6 +143,8 @@ export class MailRenderer {
     if (Buffer.isBuffer(content)) return content;
     if (content instanceof Uint8Array) return Buffer.from(content.buffer, content.byteOffset, content.byteLength);
     if (isReadable(content)) return content;
-    throw new MailRenderError(`${label} could not be resolved: the resolver returned ${content === null ? 'null' : typeof content}, not a Buffer or a Readable`);
+    throw new MailRenderError(
+      `${label} could not be resolved: the resolver returned ${content === null ? 'null' : typeof content}, not a Buffer or a Readable`,
+    );
   }
 }

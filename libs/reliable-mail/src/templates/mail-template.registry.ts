@@ -31,7 +31,8 @@ export class MailTemplateRegistry {
       try {
         this.register(template);
       } catch (error) {
-        if (error instanceof InvalidTemplateError) throw new InvalidOptionsError(`templates[${index}]`, `${error.template}: ${error.reason}`);
+        if (error instanceof InvalidTemplateError)
+          throw new InvalidOptionsError(`templates[${index}]`, `${error.template}: ${error.reason}`);
         throw error;
       }
     });

@@ -5,7 +5,11 @@ import { DEFAULT_MAX_MESSAGE_BYTES, resolveContentOptions } from './content-opti
 import { InvalidTemplateError, type MailTemplate, paramsValidator, type StandardSchemaLike } from './mail-template.js';
 import { MailTemplateRegistry } from './mail-template.registry.js';
 
-const template = (name: string, version: number): MailTemplate => ({ name, version, render: () => ({ subject: name, text: name }) });
+const template = (name: string, version: number): MailTemplate => ({
+  name,
+  version,
+  render: () => ({ subject: name, text: name }),
+});
 
 function thrownBy(action: () => unknown): unknown {
   try {
@@ -43,12 +47,28 @@ describe('MailTemplateRegistry', () => {
   it.each<{ name: string; template: unknown; reason: RegExp }>([
     { name: 'not an object', template: 'welcome', reason: /must be an object/ },
     { name: 'no name', template: { version: 1, render: () => undefined }, reason: /needs a name/ },
-    { name: 'a name with spaces', template: { name: 'order confirmation', version: 1, render: () => undefined }, reason: /needs a name/ },
+    {
+      name: 'a name with spaces',
+      template: { name: 'order confirmation', version: 1, render: () => undefined },
+      reason: /needs a name/,
+    },
     { name: 'version 0', template: { name: 'a', version: 0, render: () => undefined }, reason: /integer >= 1/ },
-    { name: 'a fractional version', template: { name: 'a', version: 1.5, render: () => undefined }, reason: /integer >= 1/ },
-    { name: 'a string version', template: { name: 'a', version: '1', render: () => undefined }, reason: /integer >= 1/ },
+    {
+      name: 'a fractional version',
+      template: { name: 'a', version: 1.5, render: () => undefined },
+      reason: /integer >= 1/,
+    },
+    {
+      name: 'a string version',
+      template: { name: 'a', version: '1', render: () => undefined },
+      reason: /integer >= 1/,
+    },
     { name: 'no render', template: { name: 'a', version: 1 }, reason: /needs a render/ },
-    { name: 'a validate that is not a function', template: { name: 'a', version: 1, render: () => undefined, validate: {} }, reason: /validate that is not a function/ },
+    {
+      name: 'a validate that is not a function',
+      template: { name: 'a', version: 1, render: () => undefined, validate: {} },
+      reason: /validate that is not a function/,
+    },
   ])('refuses a template with $name', ({ template: given, reason }) => {
     const error = thrownBy(() => new MailTemplateRegistry().register(given as MailTemplate));
     expect(error).toBeInstanceOf(InvalidTemplateError);
@@ -56,33 +76,58 @@ describe('MailTemplateRegistry', () => {
   });
 
   it('registers the templates option, naming the bad entry as an option', () => {
-    const registry = new MailTemplateRegistry({ templates: [template('a', 1), template('a', 2)], maxMessageBytes: 1, attachmentResolver: null });
+    const registry = new MailTemplateRegistry({
+      templates: [template('a', 1), template('a', 2)],
+      maxMessageBytes: 1,
+      attachmentResolver: null,
+    });
     expect(registry.versions('a')).toEqual([1, 2]);
-    const error = thrownBy(() => new MailTemplateRegistry({ templates: [template('a', 1), template('a', 0)], maxMessageBytes: 1, attachmentResolver: null }));
+    const error = thrownBy(
+      () =>
+        new MailTemplateRegistry({
+          templates: [template('a', 1), template('a', 0)],
+          maxMessageBytes: 1,
+          attachmentResolver: null,
+        }),
+    );
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect(error).toMatchObject({ option: 'templates[1]' });
   });
 });
 
 describe('resolveContentOptions', () => {
-  const valid = { transport: 'smtp://localhost', from: 'a@example.com', messageIdDomain: 'example.com' } as ReliableMailOptions;
+  const valid = {
+    transport: 'smtp://localhost',
+    from: 'a@example.com',
+    messageIdDomain: 'example.com',
+  } as ReliableMailOptions;
 
   it('applies defaults', () => {
-    expect(resolveContentOptions(valid)).toEqual({ templates: [], maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, attachmentResolver: null });
+    expect(resolveContentOptions(valid)).toEqual({
+      templates: [],
+      maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
+      attachmentResolver: null,
+    });
     expect(DEFAULT_MAX_MESSAGE_BYTES).toBe(5 * 1024 * 1024);
   });
 
   it('keeps what is given', () => {
     const resolver = async () => Buffer.from('x');
     const templates = [template('a', 1)];
-    expect(resolveContentOptions({ ...valid, templates, maxMessageBytes: 1_000, attachmentResolver: resolver })).toEqual({ templates, maxMessageBytes: 1_000, attachmentResolver: resolver });
+    expect(
+      resolveContentOptions({ ...valid, templates, maxMessageBytes: 1_000, attachmentResolver: resolver }),
+    ).toEqual({ templates, maxMessageBytes: 1_000, attachmentResolver: resolver });
   });
 
   it.each<{ name: string; options: Record<string, unknown>; option: string }>([
     { name: 'templates that are not an array', options: { templates: {} }, option: 'templates' },
     { name: 'maxMessageBytes of 0', options: { maxMessageBytes: 0 }, option: 'maxMessageBytes' },
     { name: 'a fractional maxMessageBytes', options: { maxMessageBytes: 1.5 }, option: 'maxMessageBytes' },
-    { name: 'an attachmentResolver that is not a function', options: { attachmentResolver: 's3' }, option: 'attachmentResolver' },
+    {
+      name: 'an attachmentResolver that is not a function',
+      options: { attachmentResolver: 's3' },
+      option: 'attachmentResolver',
+    },
   ])('refuses $name', ({ options, option }) => {
     const error = thrownBy(() => resolveContentOptions({ ...valid, ...options } as ReliableMailOptions));
     expect(error).toBeInstanceOf(InvalidOptionsError);
@@ -100,7 +145,14 @@ describe('paramsValidator', () => {
 
   it('a Standard Schema: the path of the first issue is the field', () => {
     const schema: StandardSchemaLike = {
-      '~standard': { version: 1, vendor: 'x', validate: (value) => (value === 'ok' ? { value } : { issues: [{ message: 'Too small', path: ['items', 2, { key: 'qty' }, 'weird key'] }] }) },
+      '~standard': {
+        version: 1,
+        vendor: 'x',
+        validate: (value) =>
+          value === 'ok'
+            ? { value }
+            : { issues: [{ message: 'Too small', path: ['items', 2, { key: 'qty' }, 'weird key'] }] },
+      },
     };
     const validate = paramsValidator(schema);
     expect(() => validate('ok')).not.toThrow();
@@ -108,14 +160,26 @@ describe('paramsValidator', () => {
   });
 
   it('a Standard Schema that validates asynchronously is refused with a clear reason', () => {
-    const schema: StandardSchemaLike = { '~standard': { version: 1, vendor: 'x', validate: async (value) => ({ value }) } };
+    const schema: StandardSchemaLike = {
+      '~standard': { version: 1, vendor: 'x', validate: async (value) => ({ value }) },
+    };
     failing('params', /validates asynchronously/)(() => paramsValidator(schema)({}));
   });
 
   it.each<{ name: string; outcome: (params: unknown) => unknown; reason: RegExp }>([
-    { name: 'throws', outcome: () => { throw new Error('bad'); }, reason: /bad/ },
+    {
+      name: 'throws',
+      outcome: () => {
+        throw new Error('bad');
+      },
+      reason: /bad/,
+    },
     { name: 'returns false', outcome: () => false, reason: /are invalid/ },
-    { name: "returns Joi's { value, error }", outcome: (value) => ({ value, error: new Error('"total" is required') }), reason: /"total" is required/ },
+    {
+      name: "returns Joi's { value, error }",
+      outcome: (value) => ({ value, error: new Error('"total" is required') }),
+      reason: /"total" is required/,
+    },
     { name: 'returns { issues }', outcome: () => ({ issues: [{ message: 'nope', path: ['a'] }] }), reason: /nope/ },
     { name: 'returns a promise', outcome: async () => true, reason: /asynchronously/ },
   ])('a function or a validate method that $name refuses', ({ outcome, reason }) => {

@@ -57,7 +57,8 @@ interface StandardIssue {
   readonly path?: ReadonlyArray<PathSegment> | undefined;
 }
 
-type StandardResult = { readonly value: unknown; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardIssue> };
+type StandardResult =
+  { readonly value: unknown; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardIssue> };
 
 /** The part of the Standard Schema interface (zod, valibot, arktype, effect schema) that reliable-mail uses. */
 export interface StandardSchemaLike {
@@ -89,11 +90,18 @@ function pathToField(path: ReadonlyArray<PathSegment> | undefined): string {
 }
 
 function isThenable(value: unknown): boolean {
-  return !!value && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+  return (
+    !!value &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 function asynchronous(): never {
-  throw new MailValidationError('params', 'cannot be validated: the schema validates asynchronously, and enqueue validates synchronously');
+  throw new MailValidationError(
+    'params',
+    'cannot be validated: the schema validates asynchronously, and enqueue validates synchronously',
+  );
 }
 
 /** Turns what a validate method or function returned into a throw when it refuses the parameters. */
@@ -105,7 +113,8 @@ function checkOutcome(outcome: unknown, params: unknown): void {
   if (outcome && typeof outcome === 'object') {
     const { error, issues } = outcome as { error?: unknown; issues?: unknown };
     // Joi's `{ value, error }`.
-    if (error && 'value' in outcome) throw new MailValidationError('params', `are invalid: ${error instanceof Error ? error.message : String(error)}`);
+    if (error && 'value' in outcome)
+      throw new MailValidationError('params', `are invalid: ${error instanceof Error ? error.message : String(error)}`);
     if (Array.isArray(issues) && issues.length > 0) throwIssue(issues as StandardIssue[]);
   }
 }
@@ -123,7 +132,8 @@ function throwIssue(issues: ReadonlyArray<StandardIssue>): never {
 export function paramsValidator(schema: ParamsSchema): (params: unknown) => void {
   if (schema && (typeof schema === 'object' || typeof schema === 'function') && '~standard' in schema) {
     const standard = (schema as StandardSchemaLike)['~standard'];
-    if (!standard || typeof standard.validate !== 'function') throw new TypeError('a Standard Schema needs ~standard.validate');
+    if (!standard || typeof standard.validate !== 'function')
+      throw new TypeError('a Standard Schema needs ~standard.validate');
     return (params) => {
       const result = standard.validate(params);
       if (isThenable(result)) asynchronous();

@@ -34,7 +34,8 @@ export class SmtpMailTransport implements MailTransport {
       return await this.deliver(messageId, payload);
     } finally {
       // A stream a resolver opened for an attachment is this attempt's: a failed send may leave it unread.
-      for (const { content } of payload.attachments) if (content instanceof Readable && !content.destroyed) content.destroy();
+      for (const { content } of payload.attachments)
+        if (content instanceof Readable && !content.destroyed) content.destroy();
     }
   }
 
@@ -50,12 +51,17 @@ export class SmtpMailTransport implements MailTransport {
       text: payload.text,
       html: payload.html,
       headers: payload.headers,
-      attachments: payload.attachments.map(({ filename, contentType, content, cid }) => ({ filename, contentType, content, cid })),
+      attachments: payload.attachments.map(({ filename, contentType, content, cid }) => ({
+        filename,
+        contentType,
+        content,
+        cid,
+      })),
       // Content only ever comes as strings, buffers and streams: nodemailer must never read a path or a URL.
       disableFileAccess: true,
       disableUrlAccess: true,
     });
-    const rejectedErrors = ((info as { rejectedErrors?: RejectedRecipientError[] }).rejectedErrors ?? []);
+    const rejectedErrors = (info as { rejectedErrors?: RejectedRecipientError[] }).rejectedErrors ?? [];
     return {
       accepted: info.accepted.map(String),
       rejected: info.rejected.map((address) => {
