@@ -280,7 +280,7 @@ export class Child {
         this.pending.delete(id);
         reject(new Error(`${this.name}: '${cmd}' timed out after ${timeoutMs} ms`));
       }, timeoutMs);
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, timer });
+      this.pending.set(id, { resolve: resolve, reject, timer });
       this.process.send({ id, cmd, ...body } satisfies IpcRequest);
     });
   }

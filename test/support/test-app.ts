@@ -120,7 +120,7 @@ export async function spawnDispatcherProcess(
   );
   const lines: string[] = [];
   let buffered = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
+  child.stdout.on('data', (chunk: Buffer) => {
     buffered += chunk.toString();
     const complete = buffered.split('\n');
     buffered = complete.pop()!;

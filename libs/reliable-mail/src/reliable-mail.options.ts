@@ -198,7 +198,7 @@ function resolveTransport(transport: unknown, option = 'transport'): string | Sm
     if (typeof host !== 'string' || host.length === 0) {
       throw new InvalidOptionsError(`${option}.host`, 'must be a non-empty string');
     }
-    return transport as SmtpTransportOptions;
+    return transport;
   }
   throw new InvalidOptionsError(option, 'must be an SMTP URL or nodemailer SMTP options');
 }

@@ -19,7 +19,7 @@ export class WakeUpListener {
   async start(onWakeUp: (lane: string) => void): Promise<void> {
     this.stopped = false;
     try {
-      const pool = (await this.em.getConnection().getNativeClient()) as Pool;
+      const pool = (await this.em.getConnection().getNativeClient());
       const client = await pool.connect();
       client.on('notification', (message) => {
         if (message.channel === WAKE_UP_CHANNEL) onWakeUp(message.payload ?? '');

@@ -168,7 +168,7 @@ describe('toMailPayload', () => {
     { name: 'locale without a template', mail: { locale: 'de' }, field: 'locale' },
     { name: 'attachments not an array', mail: { attachments: { filename: 'a.txt' } }, field: 'attachments' },
   ])('rejects $name', ({ mail, field }) => {
-    const error = thrownBy(() => toMailPayload({ ...base, ...mail } as OutgoingMail, defaultFrom));
+    const error = thrownBy(() => toMailPayload({ ...base, ...mail }, defaultFrom));
     expect(error).toBeInstanceOf(MailValidationError);
     expect((error as MailValidationError).field).toBe(field);
   });
@@ -309,7 +309,7 @@ describe('toMailPayload with a template', () => {
     { name: 'a blank subject override', mail: { subject: '  ' }, field: 'subject' },
     { name: 'a subject override with CRLF', mail: { subject: 'Hi\r\nBcc: x@example.com' }, field: 'subject' },
   ])('rejects $name', ({ mail, field, reason, rules: given }) => {
-    const error = thrownBy(() => toMailPayload({ ...templated, ...mail } as OutgoingMail, defaultFrom, given ?? rules));
+    const error = thrownBy(() => toMailPayload({ ...templated, ...mail }, defaultFrom, given ?? rules));
     expect(error).toBeInstanceOf(MailValidationError);
     expect((error as MailValidationError).field).toBe(field);
     if (reason) expect((error as MailValidationError).reason).toMatch(reason);

@@ -327,7 +327,7 @@ export function toMailPayload(mail: OutgoingMail, defaultFrom: string, rules: Ma
   let text: string | undefined;
   let html: string | undefined;
   if (templated) {
-    template = parseTemplate(mail as TemplateMail<object>, rules);
+    template = parseTemplate(mail, rules);
   } else {
     for (const part of ['params', 'locale'] as const) {
       if ((mail as unknown as Record<string, unknown>)[part] !== undefined)

@@ -125,7 +125,7 @@ async function query(em: EntityManager, sql: string, params: unknown[]): Promise
  * transaction): it is planned once per connection instead of at every claim and settle.
  */
 async function prepared(em: EntityManager, name: string, sql: string, params: unknown[]): Promise<Row[]> {
-  const pool = (await em.getConnection().getNativeClient()) as Pool;
+  const pool = (await em.getConnection().getNativeClient());
   const result = await pool.query({ name, text: sql, values: params });
   return result.rows as Row[];
 }

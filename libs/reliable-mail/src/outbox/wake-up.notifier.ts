@@ -109,7 +109,7 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private async send(): Promise<void> {
     this.sending = true;
     try {
-      const pool = (await this.em.getConnection().getNativeClient()) as Pool;
+      const pool = (await this.em.getConnection().getNativeClient());
       while (this.due.size > 0) {
         const lanes = [...this.due];
         this.due.clear();

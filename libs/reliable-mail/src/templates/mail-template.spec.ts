@@ -129,7 +129,7 @@ describe('resolveContentOptions', () => {
       option: 'attachmentResolver',
     },
   ])('refuses $name', ({ options, option }) => {
-    const error = thrownBy(() => resolveContentOptions({ ...valid, ...options } as ReliableMailOptions));
+    const error = thrownBy(() => resolveContentOptions({ ...valid, ...options }));
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect(error).toMatchObject({ option });
   });
