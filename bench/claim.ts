@@ -1,11 +1,10 @@
 // Claim time: EXPLAIN (ANALYZE, BUFFERS) of reliable-mail's claim statement on an empty outbox, then on one with
 // `claimRows` sent rows (and their attempts) plus a tenth as many due rows, each run in a transaction that is
-// rolled back. The SQL is taken from OutboxRepository.claim itself (through a recording EntityManager), so it is
-// always the library's current statement.
+// rolled back. The SQL is the library's own CLAIM statement, so it is always the current one.
 import { randomUUID } from 'node:crypto';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { OutboxRepository } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import { CLAIM, claimValues } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { bodyFor, now, percentile } from './common.js';
 import { ormConfig } from './reliable-mail-config.js';
 
@@ -40,28 +39,17 @@ export interface ClaimResult {
   planText: { empty: string; loaded: string; withSuppressions: string | null };
 }
 
-/** The claim statement exactly as the repository sends it, with its parameters. */
-export async function captureClaimStatement(lane: string, limit: number): Promise<{ sql: string; params: unknown[] }> {
-  let captured: { sql: string; params: unknown[] } | null = null;
-  // The repository runs the claim as a named prepared statement on the ORM's pg pool: stand in for that pool.
-  const pool = {
-    query: async ({ text, values }: { text: string; values: unknown[] }) => {
-      captured = { sql: text, params: values };
-      return { rows: [] };
-    },
-  };
-  const recorder = { getConnection: () => ({ getNativeClient: async () => pool }) };
-  await new OutboxRepository().claim(
-    recorder as never,
+/** The claim statement exactly as the dispatcher sends it, with its parameters. */
+function claimStatement(lane: string, limit: number): { sql: string; params: unknown[] } {
+  const request = {
     lane,
     limit,
-    600_000,
-    86_400_000,
-    'bench-claim:1',
-    randomUUID(),
-  );
-  if (!captured) throw new Error('OutboxRepository.claim sent no statement');
-  return captured;
+    lockToken: randomUUID(),
+    workerId: 'bench-claim:1',
+    leaseMs: 600_000,
+    maxAgeMs: 86_400_000,
+  };
+  return { sql: CLAIM.text, params: claimValues(request) };
 }
 
 /** Inlines the `$n` parameters, so that EXPLAIN can run the statement as it is planned with them. */
@@ -74,8 +62,8 @@ function inline(sql: string, params: unknown[]): string {
   });
 }
 
-async function claimSql(limit: number): Promise<string> {
-  const { sql, params } = await captureClaimStatement('default', limit);
+function claimSql(limit: number): string {
+  const { sql, params } = claimStatement('default', limit);
   return inline(sql, params);
 }
 
@@ -91,7 +79,7 @@ async function measure(
   limit: number,
   runs = 5,
 ): Promise<{ measurement: ClaimMeasurement; planText: string }> {
-  const sql = await claimSql(limit);
+  const sql = claimSql(limit);
   const explained: { execution: number; planning: number; rows: number; hit: number; read: number }[] = [];
   const wall: number[] = [];
   for (let run = 0; run <= runs; run++) {
@@ -251,7 +239,7 @@ export async function runClaimBenchmark(
       );
     }
     return {
-      sql: await claimSql(64),
+      sql: claimSql(64),
       empty: empty.map((m) => m.measurement),
       dueOnly: dueOnly.map((m) => m.measurement),
       loaded: loaded.map((m) => m.measurement),

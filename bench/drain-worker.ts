@@ -98,31 +98,24 @@ class Timing {
 }
 
 async function instrumentReliableMail() {
-  const { OutboxRepository } = await import('../libs/reliable-mail/src/outbox/outbox.repository.js');
+  const { OutboxDatabase } = await import('../libs/reliable-mail/src/database/outbox-database.js');
   const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp-mail.transport.js');
-  type OutboxRepository = InstanceType<typeof OutboxRepository>;
+  type OutboxDatabase = InstanceType<typeof OutboxDatabase>;
   type SmtpMailTransport = InstanceType<typeof SmtpMailTransport>;
   const timings = { claim: new Timing(), settle: new Timing(), deleteEvents: new Timing(), smtpSend: new Timing() };
-  const repository = OutboxRepository.prototype;
-  const claim = repository.claim;
-  repository.claim = async function (this: OutboxRepository, ...params: Parameters<typeof claim>) {
-    const started = performance.now();
-    const rows = await claim.apply(this, params);
-    timings.claim.record(performance.now() - started, rows.length);
-    return rows;
+  // Rows per call: what the claim returned, and how many settlements or events the statement was given.
+  const timed: Record<string, [Timing, (values: readonly unknown[], rows: unknown[]) => number]> = {
+    reliable_mail_claim: [timings.claim, (_values, rows) => rows.length],
+    reliable_mail_settle: [timings.settle, (values) => (values[2] as unknown[]).length],
+    reliable_mail_confirm_events: [timings.deleteEvents, (values) => (values[0] as unknown[]).length],
   };
-  const settle = repository.settle;
-  repository.settle = async function (this: OutboxRepository, ...params: Parameters<typeof settle>) {
+  const query = OutboxDatabase.prototype.query;
+  OutboxDatabase.prototype.query = async function <R>(this: OutboxDatabase, ...params: Parameters<typeof query>) {
     const started = performance.now();
-    const result = await settle.apply(this, params);
-    timings.settle.record(performance.now() - started, params[1].length);
-    return result;
-  };
-  const deleteEvents = repository.deleteEvents;
-  repository.deleteEvents = async function (this: OutboxRepository, ...params: Parameters<typeof deleteEvents>) {
-    const started = performance.now();
-    await deleteEvents.apply(this, params);
-    timings.deleteEvents.record(performance.now() - started, params[1].length);
+    const rows = await query.apply(this, params);
+    const timing = params[0].name ? timed[params[0].name] : undefined;
+    timing?.[0].record(performance.now() - started, timing[1](params[1], rows));
+    return rows as R[];
   };
   const send = SmtpMailTransport.prototype.send;
   SmtpMailTransport.prototype.send = async function (this: SmtpMailTransport, ...params: Parameters<typeof send>) {

@@ -10,7 +10,9 @@ import {
   type OutgoingMail,
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
-import { OutboxRepository } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
+import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
+import { settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import type { SmtpVerdict } from '../libs/reliable-mail/src/dispatch/smtp-reply.js';
 import { DEFAULT_RETRY_OPTIONS } from '../libs/reliable-mail/src/reliable-mail.options.js';
@@ -121,11 +123,25 @@ describe('the outbox API without a dispatcher', () => {
   });
 
   it('a settle with a stale lock token changes nothing', async () => {
-    const repository = app.get(OutboxRepository);
+    const database = app.get(OutboxDatabase);
     const { id } = await outbox.enqueue(mail);
-    const [stale] = await repository.claim(em, 'default', 1, 1, 86_400_000, 'worker-a', randomUUID());
+    const [stale] = await claimRows(database, {
+      lane: 'default',
+      limit: 1,
+      leaseMs: 1,
+      maxAgeMs: 86_400_000,
+      workerId: 'worker-a',
+      lockToken: randomUUID(),
+    });
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const [fresh] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-b', randomUUID());
+    const [fresh] = await claimRows(database, {
+      lane: 'default',
+      limit: 1,
+      leaseMs: 60_000,
+      maxAgeMs: 86_400_000,
+      workerId: 'worker-b',
+      lockToken: randomUUID(),
+    });
     expect(fresh.id).toBe(id);
 
     const sent: SmtpVerdict = {
@@ -137,12 +153,12 @@ describe('the outbox API without a dispatcher', () => {
       accepted: ['ann@example.com'],
       rejected: [],
     };
-    const staleResult = await repository.settle(
-      em,
+    const staleResult = await settleRows(
+      database,
       [settlementFor(stale, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
       1_000,
     );
-    expect(staleResult.applied.size).toBe(0);
+    expect(staleResult.size).toBe(0);
     let row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
     const [{ events }] = await em.execute(`select count(*)::int as events from mail_outbox_event`);
@@ -153,37 +169,58 @@ describe('the outbox API without a dispatcher', () => {
       ['worker-b', 'started'],
     ]);
 
-    const freshResult = await repository.settle(
-      em,
+    const freshResult = await settleRows(
+      database,
       [settlementFor(fresh, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
       1_000,
     );
-    expect([...freshResult.applied.keys()]).toEqual([id]);
+    expect([...freshResult.keys()]).toEqual([id]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
   });
 
   it('a row whose lease keeps running out is closed as dead once no attempt is left, without another send', async () => {
-    const repository = app.get(OutboxRepository);
+    const database = app.get(OutboxDatabase);
     const { id } = await outbox.enqueue(mail);
     await em.execute(`update mail_outbox set max_attempts = 1 where id = ?`, [id]);
-    const [first] = await repository.claim(em, 'default', 1, 1, 86_400_000, 'worker-a', randomUUID());
+    const [first] = await claimRows(database, {
+      lane: 'default',
+      limit: 1,
+      leaseMs: 1,
+      maxAgeMs: 86_400_000,
+      workerId: 'worker-a',
+      lockToken: randomUUID(),
+    });
     expect(first).toMatchObject({ id, skipReason: null });
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const [again] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-b', randomUUID());
+    const [again] = await claimRows(database, {
+      lane: 'default',
+      limit: 1,
+      leaseMs: 60_000,
+      maxAgeMs: 86_400_000,
+      workerId: 'worker-b',
+      lockToken: randomUUID(),
+    });
     expect(again).toMatchObject({ id, skipReason: 'dead', attemptId: null });
     const row = await outbox.get(id);
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown']);
   });
 
   it('a requeued row counts its age from the requeue', async () => {
-    const repository = app.get(OutboxRepository);
+    const database = app.get(OutboxDatabase);
     const { id } = await outbox.enqueue(mail);
     await em.execute(`update mail_outbox set status = 'dead', created_at = now() - interval '2 days' where id = ?`, [
       id,
     ]);
     await app.get(MailOutboxAdmin).requeue({ ids: [id] }, 'relay fixed');
-    const [claimed] = await repository.claim(em, 'default', 1, 60_000, 86_400_000, 'worker-a', randomUUID());
+    const [claimed] = await claimRows(database, {
+      lane: 'default',
+      limit: 1,
+      leaseMs: 60_000,
+      maxAgeMs: 86_400_000,
+      workerId: 'worker-a',
+      lockToken: randomUUID(),
+    });
     expect(Date.now() - claimed.ageFrom.getTime()).toBeLessThan(60_000);
   });
 });

@@ -2,27 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { OutboxRepository, type Settlement } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
+import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
+import { SETTLE, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { ormConfig } from './support/test-app.js';
+import { sqlClientOf } from './support/sql-client.js';
 
-/** What the repository needs of an EntityManager for the dispatcher's statements: its pool. */
-const emOver = (pool: { query: unknown }) =>
-  ({ getConnection: () => ({ getNativeClient: async () => pool }) }) as never;
-
-/** The statement and parameters a repository method sends to the pool, without running it. */
-async function captureStatement(call: (em: never) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
-  let captured: { text: string; values: unknown[] } | null = null;
-  const pool = {
-    query: async (statement: { text: string; values: unknown[] }) => {
-      captured = statement;
-      return { rows: [] };
-    },
-  };
-  await call(emOver(pool));
-  if (!captured) throw new Error('no statement was sent');
-  return captured;
-}
+const claimRequest = (workerId: string, limit: number): ClaimRequest => ({
+  lane: 'default',
+  limit,
+  lockToken: randomUUID(),
+  workerId,
+  leaseMs: 600_000,
+  maxAgeMs: 86_400_000,
+});
 
 const settlement: Settlement = {
   id: randomUUID(),
@@ -51,10 +45,10 @@ describe("the dispatcher's statements on a grown outbox, planned while its attem
   let database: TestDatabase;
   let client: pg.Client;
 
-  const genericPlan = async (statement: { text: string; values: unknown[] }): Promise<string> => {
-    await client.query(`prepare statement_under_test as ${statement.text}`);
+  const genericPlan = async (text: string, values: unknown[]): Promise<string> => {
+    await client.query(`prepare statement_under_test as ${text}`);
     try {
-      const literals = statement.values.map((value) =>
+      const literals = values.map((value) =>
         client.escapeLiteral(Array.isArray(value) ? `{${value.join(',')}}` : String(value)),
       );
       const { rows } = await client.query(`explain (costs off) execute statement_under_test(${literals.join(', ')})`);
@@ -85,20 +79,14 @@ describe("the dispatcher's statements on a grown outbox, planned while its attem
   });
 
   it('settle finds the outbox and attempt rows by primary key', async () => {
-    const plan = await genericPlan(
-      await captureStatement((em) => new OutboxRepository().settle(em, [settlement], 30_000)),
-    );
+    const plan = await genericPlan(SETTLE.text, settleValues([settlement], 30_000));
     expect(plan).toMatch(/Index Scan on mail_outbox_pkey/);
     expect(plan).toMatch(/Index Scan on mail_outbox_attempt_pkey/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
   });
 
   it('claim reads the due and lease indexes, never a whole table', async () => {
-    const plan = await genericPlan(
-      await captureStatement((em) =>
-        new OutboxRepository().claim(em, 'default', 16, 600_000, 86_400_000, 'plan-test:1', randomUUID()),
-      ),
-    );
+    const plan = await genericPlan(CLAIM.text, claimValues(claimRequest('plan-test:1', 16)));
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
@@ -107,16 +95,7 @@ describe("the dispatcher's statements on a grown outbox, planned while its attem
   it("the claim's commit without a flush wait stays within the claim: its connection waits for flushes afterwards", async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {
-      const em = emOver(pool);
-      const claimed = await new OutboxRepository().claim(
-        em,
-        'default',
-        2,
-        600_000,
-        86_400_000,
-        'plan-test:1',
-        randomUUID(),
-      );
+      const claimed = await claimRows(sqlClientOf(pool), claimRequest('plan-test:1', 2));
       expect(claimed).toHaveLength(2);
       const { rows } = await pool.query(`select current_setting('synchronous_commit') as setting`);
       expect(rows[0].setting).toBe('on');
@@ -132,12 +111,11 @@ describe("the dispatcher's statements on a grown outbox, planned while its attem
   it('settle stores a reply with a NUL without it, and one with a backslash and "u0000" as it is', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {
-      const em = emOver(pool);
-      const repository = new OutboxRepository();
-      const claimed = await repository.claim(em, 'default', 2, 600_000, 86_400_000, 'plan-test:2', randomUUID());
+      const db = sqlClientOf(pool);
+      const claimed = await claimRows(db, claimRequest('plan-test:2', 2));
       const replies = ['250 queued\0 as A1', '250 queued as \\u0000B2'];
-      const { applied } = await repository.settle(
-        em,
+      const applied = await settleRows(
+        db,
         claimed.map((row, index) => ({
           ...settlement,
           id: row.id,

@@ -12,7 +12,8 @@ import {
   type OutgoingMail,
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
-import { OutboxRepository } from '../libs/reliable-mail/src/outbox/outbox.repository.js';
+import { insertRows } from '../libs/reliable-mail/src/outbox/sql/insert.js';
+import { transactionOf } from '../libs/reliable-mail/src/outbox/sql/statement.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { type TestApp, type TestBed, useTestBed } from './support/test-bed.js';
 
@@ -445,8 +446,8 @@ describe('templates and attachments', () => {
     const { app } = await start({});
     const id = randomUUID();
     const messageId = `<${id}@test.example.com>`;
-    await app.get(OutboxRepository).insert(
-      app.get(EntityManager).fork(),
+    await insertRows(
+      transactionOf(app.get(EntityManager).fork()),
       [
         {
           id,

@@ -60,7 +60,7 @@ export { EMAIL_SENT_EVENT, EmailSentEvent } from './events/email-sent.event.js';
 export { EMAIL_FAILED_EVENT, EmailFailedEvent } from './events/email-failed.event.js';
 export { MailDispatcher } from './dispatch/mail.dispatcher.js';
 export { MailOutboxAdmin } from './admin/mail-outbox-admin.service.js';
-export type { OutboxFilter, OutboxStats, Suppression } from './outbox/outbox-operations.repository.js';
+export type { OutboxFilter, OutboxStats, Suppression } from './outbox/operations.types.js';
 export { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 export { OutboxRetention } from './retention/outbox-retention.service.js';
 export type {

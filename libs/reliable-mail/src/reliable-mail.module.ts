@@ -4,13 +4,12 @@ import { TerminusModule } from '@nestjs/terminus';
 import { MailOutboxAdmin } from './admin/mail-outbox-admin.service.js';
 import { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 import { MailMetrics } from './metrics/mail-metrics.js';
-import { OutboxOperationsRepository } from './outbox/outbox-operations.repository.js';
 import { OutboxRetention } from './retention/outbox-retention.service.js';
 import { MailDispatcher } from './dispatch/mail.dispatcher.js';
 import { WakeUpListener } from './dispatch/wake-up.listener.js';
 import { MailEventPublisher } from './events/mail-event.publisher.js';
 import { MailOutboxService } from './outbox/mail-outbox.service.js';
-import { OutboxRepository } from './outbox/outbox.repository.js';
+import { OutboxDatabase } from './database/outbox-database.js';
 import { WakeUpNotifier } from './outbox/wake-up.notifier.js';
 import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule, RELIABLE_MAIL_OPTIONS } from './reliable-mail.module-definition.js';
@@ -60,8 +59,7 @@ function createLaneTransports(options: ResolvedReliableMailOptions): Map<string,
     },
     MailTemplateRegistry,
     MailRenderer,
-    OutboxRepository,
-    OutboxOperationsRepository,
+    OutboxDatabase,
     WakeUpNotifier,
     MailOutboxService,
     MailOutboxAdmin,

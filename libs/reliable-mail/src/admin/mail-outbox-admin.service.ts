@@ -4,12 +4,13 @@ import { MailValidationError } from '../errors.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
 import { MailOutboxService } from '../outbox/mail-outbox.service.js';
 import { normalizeAddress } from '../outbox/mail-validation.js';
-import {
-  type OutboxFilter,
-  OutboxOperationsRepository,
-  type OutboxStats,
-  type Suppression,
-} from '../outbox/outbox-operations.repository.js';
+import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
+import { outboxStats } from '../outbox/sql/health.js';
+import { exportPage, listRows } from '../outbox/sql/list.js';
+import { purgeRows } from '../outbox/sql/purge.js';
+import { requeueRows } from '../outbox/sql/requeue.js';
+import { type SqlClient, transactionOf } from '../outbox/sql/statement.js';
+import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
 
 const EXPORT_PAGE = 500;
 const MAX_LIST = 1_000;
@@ -33,14 +34,18 @@ export class MailOutboxAdmin {
 
   constructor(
     private readonly em: EntityManager,
-    private readonly operations: OutboxOperationsRepository,
     private readonly outbox: MailOutboxService,
   ) {}
+
+  /** The verbs run in the ambient transaction, if the operator's code opened one. */
+  private get db(): SqlClient {
+    return transactionOf(this.em);
+  }
 
   /** Rows matching the filter, newest first, with their attempts. Continue with `before`: the last id of a page. */
   list(filter: OutboxFilter = {}, page: { limit?: number; before?: string } = {}): Promise<OutboxRowWithAttempts[]> {
     const limit = Math.min(MAX_LIST, Math.max(1, page.limit ?? 50));
-    return this.operations.list(this.em, filter, limit, page.before);
+    return listRows(this.db, filter, limit, page.before);
   }
 
   /** One row with its attempts. */
@@ -55,7 +60,7 @@ export class MailOutboxAdmin {
   async requeue(filter: OutboxFilter, reason: string): Promise<string[]> {
     requireFilter(filter, 'requeue');
     requireReason(reason);
-    const ids = await this.operations.requeue(this.em, filter, reason);
+    const ids = await requeueRows(this.db, filter, reason);
     this.logger.log({ msg: 'requeued', count: ids.length, reason, filter });
     return ids;
   }
@@ -67,7 +72,7 @@ export class MailOutboxAdmin {
   /** Deletes closed rows matching the filter, with their attempts; pending and sending rows are never purged. */
   async purge(filter: OutboxFilter): Promise<number> {
     requireFilter(filter, 'purge');
-    const count = await this.operations.purge(this.em, filter);
+    const count = await purgeRows(this.db, filter);
     this.logger.log({ msg: 'purged', count, filter });
     return count;
   }
@@ -76,7 +81,7 @@ export class MailOutboxAdmin {
   async *exportJsonLines(period: { from: Date; to: Date }): AsyncGenerator<string> {
     let after: string | undefined;
     for (;;) {
-      const rows = await this.operations.exportPage(this.em, period.from, period.to, EXPORT_PAGE, after);
+      const rows = await exportPage(this.db, period.from, period.to, EXPORT_PAGE, after);
       for (const row of rows) yield `${JSON.stringify(row)}\n`;
       if (rows.length < EXPORT_PAGE) return;
       after = rows[rows.length - 1].id;
@@ -84,20 +89,20 @@ export class MailOutboxAdmin {
   }
 
   stats(): Promise<OutboxStats> {
-    return this.operations.stats(this.em);
+    return outboxStats(this.db);
   }
 
   listSuppressions(page: { limit?: number; after?: string } = {}): Promise<Suppression[]> {
-    return this.operations.listSuppressions(this.em, Math.min(MAX_LIST, Math.max(1, page.limit ?? 100)), page.after);
+    return listSuppressions(this.db, Math.min(MAX_LIST, Math.max(1, page.limit ?? 100)), page.after);
   }
 
   async suppress(address: string, reason: string): Promise<void> {
     requireReason(reason);
-    await this.operations.addSuppression(this.em, normalizeAddress('address', address), reason);
+    await addSuppression(this.db, normalizeAddress('address', address), reason);
   }
 
   /** Takes an address off the suppression list; returns whether it was on it. */
   unsuppress(address: string): Promise<boolean> {
-    return this.operations.removeSuppression(this.em, normalizeAddress('address', address));
+    return removeSuppression(this.db, normalizeAddress('address', address));
   }
 }

@@ -1,4 +1,3 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -9,30 +8,28 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
-import { OutboxRepository, type Settlement } from '../outbox/outbox.repository.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
 import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import { MailRenderer } from '../templates/mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { Batcher } from './batcher.js';
-import { LaneDispatcher, type SettleOutcome } from './lane.dispatcher.js';
-import { RecurringTask } from './recurring-task.js';
+import { RecurringTask } from '../shared/recurring-task.js';
+import { Delivery } from './delivery.js';
+import { LaneLoop } from './lane-loop.js';
+import { Settler } from './settler.js';
 import { WakeUpListener } from './wake-up.listener.js';
 
-const SETTLE_BATCH = 100;
 const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
 
-/** Runs one `LaneDispatcher` per lane, wakes them on NOTIFY, and re-emits events whose emitter died. */
+/** Runs one `LaneLoop` per lane, wakes them on NOTIFY, and re-emits events whose emitter died. */
 @Injectable()
 export class MailDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
-  private readonly em: EntityManager;
-  private readonly lanes = new Map<string, LaneDispatcher>();
+  private readonly lanes = new Map<string, LaneLoop>();
   private readonly redelivery: RecurringTask;
 
   constructor(
-    em: EntityManager,
-    private readonly repository: OutboxRepository,
+    private readonly database: OutboxDatabase,
     private readonly publisher: MailEventPublisher,
     private readonly wakeUp: WakeUpListener,
     private readonly scheduler: SchedulerRegistry,
@@ -41,8 +38,6 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     private readonly renderer: MailRenderer,
   ) {
-    // A fork of its own: the loops must never join a transaction that happens to be open where a timer was armed.
-    this.em = em.fork();
     this.redelivery = new RecurringTask(
       scheduler,
       REDELIVERY_TIMER,
@@ -68,29 +63,23 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcher.enabled) return;
-    const settler = new Batcher<Settlement, SettleOutcome>(async (settlements) => {
-      const recorded = settlements.map((settlement) =>
-        settlement.eventName && this.publisher.isListenedTo(settlement.eventName)
-          ? settlement
-          : { ...settlement, eventName: null },
-      );
-      const { applied } = await this.repository.settle(this.em, recorded, this.options.dispatcher.eventLeaseMs);
-      return settlements.map((settlement) => ({
-        applied: applied.has(settlement.id),
-        event: applied.get(settlement.id) ?? null,
-      }));
-    }, SETTLE_BATCH);
+    const settler = new Settler(this.database, this.publisher, this.options.dispatcher.eventLeaseMs, this.logger);
     for (const lane of this.options.lanes) {
+      const delivery = new Delivery(
+        this.renderer,
+        this.transports.get(lane.name)!,
+        this.options.retry,
+        this.metrics,
+        this.logger,
+      );
       this.lanes.set(
         lane.name,
-        new LaneDispatcher(lane, {
-          em: this.em,
-          repository: this.repository,
-          publisher: this.publisher,
+        new LaneLoop(lane, {
+          database: this.database,
           scheduler: this.scheduler,
-          transport: this.transports.get(lane.name)!,
-          renderer: this.renderer,
+          delivery,
           settler,
+          publisher: this.publisher,
           metrics: this.metrics,
           options: this.options,
           logger: this.logger,

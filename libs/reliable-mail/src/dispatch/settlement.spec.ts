@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { EMAIL_FAILED_EVENT } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT } from '../events/email-sent.event.js';
 import type { RejectedRecipient } from '../outbox/mail.types.js';
-import type { ClaimedRow, Settlement } from '../outbox/outbox.repository.js';
+import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { RetryPolicy } from './retry-policy.js';
 import { settlementFor, skipSettlement } from './settlement.js';
 import type { SmtpVerdict } from './smtp-reply.js';

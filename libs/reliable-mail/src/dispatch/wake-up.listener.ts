@@ -1,6 +1,7 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger } from '@nestjs/common';
-import type { PoolClient, Pool } from 'pg';
+import type { PoolClient } from 'pg';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { LISTEN } from '../outbox/sql/notify.js';
 import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
 
 /**
@@ -14,18 +15,18 @@ export class WakeUpListener {
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly em: EntityManager) {}
+  constructor(private readonly database: OutboxDatabase) {}
 
   async start(onWakeUp: (lane: string) => void): Promise<void> {
     this.stopped = false;
     try {
-      const pool = (await this.em.getConnection().getNativeClient());
+      const pool = await this.database.pool();
       const client = await pool.connect();
       client.on('notification', (message) => {
         if (message.channel === WAKE_UP_CHANNEL) onWakeUp(message.payload ?? '');
       });
       client.on('error', (error) => this.reconnect(onWakeUp, error));
-      await client.query(`LISTEN ${WAKE_UP_CHANNEL}`);
+      await client.query(LISTEN.text);
       this.client = client;
       if (this.stopped) await this.stop();
     } catch (error) {

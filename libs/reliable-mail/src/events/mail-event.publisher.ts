@@ -1,8 +1,9 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { Batcher } from '../dispatch/batcher.js';
-import { OutboxRepository, type StoredEvent } from '../outbox/outbox.repository.js';
+import { Batcher } from '../shared/batcher.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import type { StoredEvent } from '../outbox/queue.types.js';
+import { claimUnconfirmedEvents, confirmEvents } from '../outbox/sql/events.js';
 import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import { EMAIL_FAILED_EVENT, EmailFailedEvent } from './email-failed.event.js';
@@ -25,19 +26,16 @@ const CONFIRM_LINGER_MS = 25;
 @Injectable()
 export class MailEventPublisher {
   private readonly logger = new Logger('ReliableMail');
-  private readonly em: EntityManager;
   private readonly confirmer: Batcher<string, void>;
 
   constructor(
-    em: EntityManager,
-    private readonly repository: OutboxRepository,
+    private readonly database: OutboxDatabase,
     private readonly emitter: EventEmitter2,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
-    this.em = em.fork();
     this.confirmer = new Batcher(
       async (ids) => {
-        await this.repository.deleteEvents(this.em, ids);
+        await confirmEvents(this.database, ids);
         return ids.map(() => undefined);
       },
       CONFIRM_BATCH,
@@ -87,8 +85,8 @@ export class MailEventPublisher {
     // Only events this process has listeners for: another instance's would be confirmed here unheard.
     const names = Object.keys(EVENT_CLASSES).filter((name) => this.isListenedTo(name));
     if (names.length === 0) return 0;
-    const events = await this.repository.claimUnconfirmedEvents(
-      this.em,
+    const events = await claimUnconfirmedEvents(
+      this.database,
       names,
       REDELIVERY_BATCH,
       this.options.dispatcher.eventLeaseMs,

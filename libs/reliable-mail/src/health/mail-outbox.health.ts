@@ -1,8 +1,8 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
-import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { healthFigures } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
@@ -14,18 +14,13 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
  */
 @Injectable()
 export class MailOutboxHealthIndicator {
-  private readonly em: EntityManager;
-
   constructor(
-    em: EntityManager,
     private readonly health: HealthIndicatorService,
-    private readonly operations: OutboxOperationsRepository,
+    private readonly database: OutboxDatabase,
     private readonly dispatcher: MailDispatcher,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
-  ) {
-    this.em = em.fork();
-  }
+  ) {}
 
   async isHealthy<const Key extends string = 'mail'>(
     key: Key = 'mail' as Key,
@@ -37,7 +32,7 @@ export class MailOutboxHealthIndicator {
 
     let figures;
     try {
-      figures = await this.operations.healthFigures(this.em, thresholds.deadLetterWindowMs);
+      figures = await healthFigures(this.database, thresholds.deadLetterWindowMs);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
     }

@@ -1,7 +1,7 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { type BatchObservableCallback, metrics, type Observable } from '@opentelemetry/api';
-import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { healthFigures, openCounts } from '../outbox/sql/health.js';
 
 /**
  * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which
@@ -30,16 +30,11 @@ export class MailMetrics implements OnModuleDestroy {
     unit: 'ms',
   });
   private readonly observe: BatchObservableCallback;
-  private readonly em: EntityManager;
 
-  constructor(em: EntityManager, operations: OutboxOperationsRepository) {
-    this.em = em.fork();
+  constructor(database: OutboxDatabase) {
     this.observe = async (result) => {
       try {
-        const [counts, figures] = await Promise.all([
-          operations.openCounts(this.em),
-          operations.healthFigures(this.em, 60_000),
-        ]);
+        const [counts, figures] = await Promise.all([openCounts(database), healthFigures(database, 60_000)]);
         for (const { status, lane, count } of counts) result.observe(this.rows, count, { status, lane });
         result.observe(this.lag, figures.lagMs);
       } catch (error) {

@@ -13,8 +13,11 @@ import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from '../templates/
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
 import { hashableContent, type MailContentRules, toMailPayload } from './mail-validation.js';
-import { OutboxOperationsRepository } from './outbox-operations.repository.js';
-import { type InsertedRow, type NewOutboxRow, OutboxRepository } from './outbox.repository.js';
+import type { InsertedRow, NewOutboxRow } from './queue.types.js';
+import { cancelRow } from './sql/cancel.js';
+import { findByIdempotencyKeys, insertRows } from './sql/insert.js';
+import { listRows } from './sql/list.js';
+import { transactionOf } from './sql/statement.js';
 import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier } from './wake-up.notifier.js';
 
@@ -69,8 +72,6 @@ export class MailOutboxService {
 
   constructor(
     private readonly em: EntityManager,
-    private readonly repository: OutboxRepository,
-    private readonly operations: OutboxOperationsRepository,
     private readonly wakeUp: WakeUpNotifier,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     templates: MailTemplateRegistry,
@@ -112,7 +113,7 @@ export class MailOutboxService {
    * and is then not retried. Cancelling a final mail (sent, failed, dead, expired, suppressed) throws.
    */
   async cancel(id: string): Promise<{ id: string; status: OutboxStatus }> {
-    const status = UUID_PATTERN.test(id) ? await this.repository.cancel(this.em, id) : null;
+    const status = UUID_PATTERN.test(id) ? await cancelRow(transactionOf(this.em), id) : null;
     if (status === null) throw new OutboxRowNotFoundError(id);
     if (status !== 'cancelled' && status !== 'sending') throw new OutboxRowNotCancellableError(id, status);
     return { id, status };
@@ -120,7 +121,7 @@ export class MailOutboxService {
 
   /** The row and every attempt made to send it. */
   async get(id: string): Promise<OutboxRowWithAttempts> {
-    const row = UUID_PATTERN.test(id) ? await this.operations.findWithAttempts(this.em, id) : null;
+    const [row] = UUID_PATTERN.test(id) ? await listRows(transactionOf(this.em), { ids: [id] }, 1) : [];
     if (!row) throw new OutboxRowNotFoundError(id);
     return row;
   }
@@ -131,7 +132,7 @@ export class MailOutboxService {
     const wakeUp = this.wakeUp.plan(em);
     let inserted: InsertedRow[];
     try {
-      inserted = await this.repository.insert(em, rows, wakeUp.inStatement);
+      inserted = await insertRows(transactionOf(em), rows, wakeUp.inStatement);
     } catch (error) {
       wakeUp.abandoned();
       throw error;
@@ -140,7 +141,7 @@ export class MailOutboxService {
     const byId = new Map<string, InsertedRow>(inserted.map((row) => [row.id, row]));
     const missingKeys = rows.filter((row) => !byId.has(row.id)).map((row) => row.idempotencyKey!);
     const existing = new Map(
-      (await this.repository.findByIdempotencyKeys(em, [...new Set(missingKeys)])).map((row) => [
+      (await findByIdempotencyKeys(transactionOf(em), [...new Set(missingKeys)])).map((row) => [
         row.idempotencyKey,
         row,
       ]),

@@ -1,7 +1,7 @@
 import { EntityManager, type EventSubscriber, type TransactionEventArgs } from '@mikro-orm/postgresql';
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import type { Pool } from 'pg';
-import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { notifyLanes } from './sql/notify.js';
 
 /** How the dispatchers learn of one enqueue's rows. */
 export interface WakeUpPlan {
@@ -33,7 +33,10 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private readonly due = new Set<string>();
   private sending = false;
 
-  constructor(private readonly em: EntityManager) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly database: OutboxDatabase,
+  ) {}
 
   onModuleInit(): void {
     this.em.getEventManager().registerSubscriber(this);
@@ -109,11 +112,10 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private async send(): Promise<void> {
     this.sending = true;
     try {
-      const pool = (await this.em.getConnection().getNativeClient());
       while (this.due.size > 0) {
         const lanes = [...this.due];
         this.due.clear();
-        await pool.query(`select pg_notify($1, lane) from unnest($2::text[]) lane`, [WAKE_UP_CHANNEL, lanes]);
+        await notifyLanes(this.database, lanes);
       }
     } catch (error) {
       this.due.clear();

@@ -1,4 +1,3 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -7,8 +6,9 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { RecurringTask } from '../dispatch/recurring-task.js';
-import { OutboxOperationsRepository } from '../outbox/outbox-operations.repository.js';
+import { RecurringTask } from '../shared/recurring-task.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { deleteRetained } from '../outbox/sql/retention.js';
 import { DISPATCHER_TIMEOUT_NAME, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 
@@ -21,17 +21,14 @@ const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
 @Injectable()
 export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
-  private readonly em: EntityManager;
   private readonly task: RecurringTask;
   private stopping = false;
 
   constructor(
-    em: EntityManager,
-    private readonly operations: OutboxOperationsRepository,
+    private readonly database: OutboxDatabase,
     scheduler: SchedulerRegistry,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
-    this.em = em.fork();
     this.task = new RecurringTask(
       scheduler,
       RETENTION_TIMER,
@@ -55,7 +52,7 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
     const { keepClosedForMs, batchSize } = this.options.retention;
     let deleted = 0;
     for (;;) {
-      const count = await this.operations.deleteRetained(this.em, keepClosedForMs, batchSize);
+      const count = await deleteRetained(this.database, keepClosedForMs, batchSize);
       deleted += count;
       if (count < batchSize || this.stopping) break;
     }

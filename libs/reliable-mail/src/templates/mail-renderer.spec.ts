@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it, jest } from '@jest/globals';
 import { renderFailureVerdict, settlementFor } from '../dispatch/settlement.js';
 import type { MailPayloadV1, MailPayloadV2 } from '../outbox/mail.types.js';
-import type { ClaimedRow } from '../outbox/outbox.repository.js';
+import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { AttachmentResolver } from './content-options.js';
 import { handlebarsTemplate } from './handlebars-template.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';

@@ -131,7 +131,7 @@ function throwIssue(issues: ReadonlyArray<StandardIssue>): never {
  */
 export function paramsValidator(schema: ParamsSchema): (params: unknown) => void {
   if (schema && (typeof schema === 'object' || typeof schema === 'function') && '~standard' in schema) {
-    const standard = (schema)['~standard'];
+    const standard = schema['~standard'];
     if (!standard || typeof standard.validate !== 'function')
       throw new TypeError('a Standard Schema needs ~standard.validate');
     return (params) => {

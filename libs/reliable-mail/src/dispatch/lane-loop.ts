@@ -1,40 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
-import type { ClaimedRow, OutboxRepository, Settlement } from '../outbox/outbox.repository.js';
-import type { StoredEvent } from '../outbox/outbox.repository.js';
+import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import { claimRows } from '../outbox/sql/claim.js';
+import { releaseRows } from '../outbox/sql/release.js';
+import type { SqlClient } from '../outbox/sql/statement.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
-import { MailRenderError, type MailRenderer } from '../templates/mail-renderer.js';
-import type { MailTransport } from '../transport/mail-transport.interface.js';
-import type { Batcher } from './batcher.js';
+import type { Delivery } from './delivery.js';
 import { LaneThrottle, type SendSignal } from './lane-throttle.js';
-import { renderFailureVerdict, settlementFor, skipSettlement } from './settlement.js';
-import { classifyDelivery, classifyFailure, type SmtpFailureDetails, type SmtpVerdict } from './smtp-reply.js';
+import type { Settler } from './settler.js';
+import type { SmtpVerdict } from './smtp-reply.js';
 
-const SETTLE_RETRIES = 5;
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
 
-/** Whether a settle still owned its row, and the event it recorded for emission (none when nobody listens). */
-export interface SettleOutcome {
-  applied: boolean;
-  event: StoredEvent | null;
-}
-
-export interface LaneDispatcherDependencies {
-  em: EntityManager;
-  repository: OutboxRepository;
-  publisher: MailEventPublisher;
+export interface LaneLoopDependencies {
+  database: SqlClient;
   scheduler: SchedulerRegistry;
-  transport: MailTransport;
-  /** Renders a row's template and fetches its attachments just before the send. */
-  renderer: MailRenderer;
-  settler: Batcher<Settlement, SettleOutcome>;
+  /** Sends one row and decides its settlement; the loop never sees SQL or SMTP. */
+  delivery: Delivery;
+  settler: Settler;
+  publisher: MailEventPublisher;
   metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
   logger: Logger;
@@ -47,20 +37,12 @@ function signalOf(verdict: SmtpVerdict): SendSignal | null {
   return null;
 }
 
-/** Leaves out the recipients on the suppression list; the claim only hands over rows that keep at least one. */
-function withoutSuppressed(row: ClaimedRow): ClaimedRow['payload'] {
-  if (row.suppressed.length === 0) return row.payload;
-  const keep = (list: ClaimedRow['payload']['to']) =>
-    list.filter((entry) => !row.suppressed.includes(entry.address.toLowerCase()));
-  return { ...row.payload, to: keep(row.payload.to), cc: keep(row.payload.cc), bcc: keep(row.payload.bcc) };
-}
-
 /**
  * The claim-send-settle loop of one lane. It reschedules itself through the scheduler registry so that two claims
  * of the lane never overlap, and keeps at most one slot's worth of rows claimed ahead of its free send slots (and
  * rate tokens), so a claimed row waits in memory for one send at most.
  */
-export class LaneDispatcher {
+export class LaneLoop {
   /** SMTP conversations under way: at most `lane.concurrency`. */
   private readonly inFlight = new Set<Promise<void>>();
   /** Settles (and their events) of finished sends, which no longer hold a send slot. */
@@ -82,7 +64,7 @@ export class LaneDispatcher {
 
   constructor(
     readonly lane: ResolvedLane,
-    private readonly deps: LaneDispatcherDependencies,
+    private readonly deps: LaneLoopDependencies,
   ) {
     this.throttle = new LaneThrottle(lane.ratePerSecond, Date.now());
     this.timerName = `${DISPATCHER_TIMEOUT_NAME}:${lane.name}`;
@@ -114,7 +96,7 @@ export class LaneDispatcher {
     const unstarted = this.ready.splice(0);
     if (unstarted.length === 0) return;
     try {
-      await this.deps.repository.release(this.deps.em, unstarted);
+      await releaseRows(this.deps.database, unstarted);
     } catch (error) {
       this.deps.logger.warn({
         msg: 'could not hand back unstarted rows; they are claimed again after the lease',
@@ -176,15 +158,14 @@ export class LaneDispatcher {
         // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
         next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
-        const rows = await this.deps.repository.claim(
-          this.deps.em,
-          this.lane.name,
-          granted,
-          leaseMs,
-          this.deps.options.retry.maxAgeMs,
+        const rows = await claimRows(this.deps.database, {
+          lane: this.lane.name,
+          limit: granted,
+          lockToken: randomUUID(),
           workerId,
-          randomUUID(),
-        );
+          leaseMs,
+          maxAgeMs: this.deps.options.retry.maxAgeMs,
+        });
         this.throttle.giveBack(granted - rows.length);
         if (rows.length > 0)
           this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
@@ -233,110 +214,21 @@ export class LaneDispatcher {
 
   /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
   private async process(row: ClaimedRow): Promise<void> {
-    const settlement = row.skipReason ? skipSettlement({ ...row, skipReason: row.skipReason }) : await this.send(row);
-    this.track(this.finish(row, settlement), this.settling);
-  }
-
-  private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
-    const outcome = await this.settle(settlement);
-    if (!outcome?.applied) return;
-    if (settlement.status !== 'pending')
-      this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
-    if (outcome.event) await this.deps.publisher.publish([outcome.event]);
-  }
-
-  private async send(row: ClaimedRow): Promise<Settlement> {
-    const started = performance.now();
-    let verdict: SmtpVerdict;
-    try {
-      const payload = await this.deps.renderer.render(row.messageId, withoutSuppressed(row));
-      verdict = classifyDelivery(await this.deps.transport.send({ messageId: row.messageId, payload }));
-      if (verdict.kind === 'sent' && row.suppressed.length > 0) {
-        const suppressed = row.suppressed.map((address) => ({
-          address,
-          reply: 'suppressed: not sent',
-          replyCode: null,
-        }));
-        verdict = { ...verdict, rejected: [...verdict.rejected, ...suppressed] };
-      }
-    } catch (error) {
-      verdict =
-        error instanceof MailRenderError
-          ? renderFailureVerdict(error.message)
-          : classifyFailure(error as SmtpFailureDetails);
-    }
-    const signal = signalOf(verdict);
+    const { settlement, verdict } = await this.deps.delivery.deliver(row);
+    const signal = verdict && signalOf(verdict);
     if (signal) {
       this.throttle.record(signal, Date.now());
       // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
       if (this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
     }
-    const settlement = settlementFor(
-      row,
-      verdict,
-      this.deps.options.retry,
-      new Date(),
-      Math.round(performance.now() - started),
-    );
-    this.deps.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
-    this.log(row, settlement, verdict);
-    return settlement;
+    this.track(this.finish(row, settlement), this.settling);
   }
 
-  /** Settles with a few retries, since the statement is idempotent; null when it could not be written at all. */
-  private async settle(settlement: Settlement): Promise<SettleOutcome | null> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const outcome = await this.deps.settler.add(settlement);
-        if (!outcome.applied) {
-          this.deps.logger.warn({
-            msg: 'settle ignored: the lease was lost and another worker owns the row',
-            id: settlement.id,
-            outcome: settlement.outcome,
-          });
-        }
-        return outcome;
-      } catch (error) {
-        if (attempt >= SETTLE_RETRIES) {
-          this.deps.logger.error({
-            msg: 'settle failed; the row is claimed again after its lease',
-            id: settlement.id,
-            outcome: settlement.outcome,
-            error: String(error),
-          });
-          return null;
-        }
-        await sleep(100 * 2 ** attempt);
-      }
-    }
-  }
-
-  private log(row: ClaimedRow, settlement: Settlement, verdict: SmtpVerdict): void {
-    const entry = {
-      msg: 'settled',
-      id: row.id,
-      messageId: row.messageId,
-      lane: row.lane,
-      attempt: row.attempts,
-      status: settlement.status,
-      outcome: settlement.outcome,
-      replyCode: verdict.replyCode,
-      enhancedStatus: verdict.enhancedStatus,
-      nextAttemptAt: settlement.nextAttemptAt?.toISOString(),
-      durationMs: settlement.durationMs,
-    };
-    if (settlement.status === 'dead') {
-      this.deps.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
-    } else if (verdict.kind === 'sender') {
-      this.deps.logger.error({
-        ...entry,
-        msg: 'the SMTP server refused the sender: check credentials and configuration',
-        reply: verdict.reply,
-      });
-    } else if (settlement.status === 'sent') {
-      this.deps.logger.debug(entry);
-    } else {
-      this.deps.logger.warn({ ...entry, reply: verdict.reply });
-    }
+  private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
+    const outcome = await this.deps.settler.settle(settlement);
+    if (!outcome?.applied) return;
+    if (settlement.status !== 'pending')
+      this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
+    if (outcome.event) await this.deps.publisher.publish([outcome.event]);
   }
 }

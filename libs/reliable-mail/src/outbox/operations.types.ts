@@ -1,0 +1,45 @@
+import type { OutboxStatus } from './mail.types.js';
+
+// What operators, health checks and metrics read from the outbox (see sql/ for the statements).
+
+/** Which rows an operator means. Every field narrows the set. */
+export interface OutboxFilter {
+  ids?: string[];
+  status?: OutboxStatus | OutboxStatus[];
+  lane?: string;
+  /** An address in to, cc or bcc (case-insensitive). */
+  recipient?: string;
+  idempotencyKey?: string;
+  /** Rows whose metadata contains this JSON (`@>`). */
+  metadata?: Record<string, unknown>;
+  createdAfter?: Date;
+  createdBefore?: Date;
+}
+
+export interface HealthFigures {
+  /** Rows waiting to be sent: due now, being sent, or waiting for a retry (not those scheduled for later). */
+  backlog: number;
+  /** How long the longest-waiting of them has waited since it was due, in milliseconds (0 when none waits). */
+  lagMs: number;
+  deadLetters: number;
+}
+
+export interface RowCount {
+  status: OutboxStatus;
+  lane: string;
+  count: number;
+}
+
+export interface OutboxStats extends HealthFigures {
+  counts: RowCount[];
+  sent: { lastMinute: number; lastHour: number };
+  failed: { lastMinute: number; lastHour: number };
+}
+
+export interface Suppression {
+  address: string;
+  reason: string;
+  source: 'bounce' | 'operator';
+  outboxId: string | null;
+  createdAt: Date;
+}

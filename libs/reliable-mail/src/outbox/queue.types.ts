@@ -1,0 +1,85 @@
+import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
+
+// The rows the queue's statements take and give back (see sql/): what an enqueue writes, what a claim hands to the
+// dispatcher, and what a settle records.
+
+export interface NewOutboxRow {
+  id: string;
+  idempotencyKey: string | null;
+  /** Set when there is an idempotency key: what a later enqueue with that key is compared with. */
+  contentHash: string | null;
+  messageId: string;
+  payload: MailPayload;
+  metadata: Record<string, unknown> | null;
+  maxAttempts: number;
+  lane: string;
+  notBefore: Date | null;
+  expiresAt: Date | null;
+}
+
+/** A row an enqueue wrote, or the existing row its idempotency key names (`created: false`). */
+export interface InsertedRow {
+  idempotencyKey: string | null;
+  id: string;
+  messageId: string;
+  status: OutboxStatus;
+  contentHash: string | null;
+  created: boolean;
+}
+
+export interface ClaimedRow {
+  id: string;
+  messageId: string;
+  idempotencyKey: string | null;
+  payload: MailPayload;
+  metadata: Record<string, unknown> | null;
+  attempts: number;
+  maxAttempts: number;
+  /** Where the row's age (`retry.maxAgeMs`) counts from: its last requeue, or its creation. */
+  ageFrom: Date;
+  lane: string;
+  expiresAt: Date | null;
+  lockToken: string;
+  /** Null when the row is claimed only to be closed without a send (see `skipReason`). */
+  attemptId: string | null;
+  /**
+   * Why the row must not be sent: cancelled while it was being sent, expired, every recipient suppressed, or dead
+   * (its lease ran out once more with no attempt or no age left: a message that takes its worker down each time).
+   */
+  skipReason: 'cancelled' | 'expired' | 'suppressed' | 'dead' | null;
+  /** Recipients on the suppression list, lower case; the send leaves them out. */
+  suppressed: string[];
+}
+
+/** The final word on one claimed row: its new state, the attempt's record and the event to emit. */
+export interface Settlement {
+  id: string;
+  lockToken: string;
+  attemptId: string | null;
+  status: Exclude<OutboxStatus, 'sending'>;
+  /** 1 when this attempt must not count against the row (the sender's fault). */
+  refundAttempt: 0 | 1;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string | null;
+  providerMessageId: string | null;
+  rejectedRecipients: RejectedRecipient[] | null;
+  sentAt: Date | null;
+  outcome: Exclude<AttemptOutcome, 'started'>;
+  durationMs: number;
+  /** Addresses the server said do not exist: they go on the suppression list. */
+  bounced: string[];
+  /** Null when nobody in this process listens for the event: then there is nothing to record or emit. */
+  eventName: string | null;
+  /** The event; it is recorded as its JSON, which is what a first emission and a redelivery both emit. */
+  eventPayload: object;
+}
+
+/** An event recorded with the status change it reports, until its emission is confirmed. */
+export interface StoredEvent {
+  id: string;
+  name: string;
+  payload: Record<string, unknown>;
+}

@@ -1,0 +1,123 @@
+import type { MailPayload } from '../mail.types.js';
+import type { ClaimedRow } from '../queue.types.js';
+import { type SqlClient, type Statement, toDate, toDateOrNull } from './statement.js';
+
+export interface ClaimRequest {
+  lane: string;
+  limit: number;
+  /** The token every row of this claim is locked with; its settle must present it. */
+  lockToken: string;
+  workerId: string;
+  leaseMs: number;
+  /** `retry.maxAgeMs`: a row reclaimed after its worker died is closed as dead once it is older. */
+  maxAgeMs: number;
+}
+
+/**
+ * Claims up to $2 due rows of lane $1 in one statement: pending rows whose time has come and `sending` rows whose
+ * lease ran out (their worker died). Each claimed row gets the lock token $3, a lease of $5 ms, and, when it is to
+ * be sent, one more attempt and an attempt record that exists before the SMTP conversation starts. The attempt a
+ * dead worker left open is marked `unknown`: the server may or may not have taken that message.
+ *
+ * It reads only the partial indexes of due and leased rows: with 100,000 due rows a claim of 64 took 3–6 ms and
+ * read ~1,400 buffers, the same with a million sent rows beside them (`npm run bench`).
+ *
+ * The claim commits without waiting for its WAL flush (about half a millisecond here), which every send would
+ * otherwise wait for. Only a crash of PostgreSQL itself can lose such a commit, and then the row is pending again
+ * and is sent again: what a durable claim leads to as well, since its worker's settle is lost in that crash and
+ * the lease runs out. The settle's commit does wait, and its flush covers the claim's commit written before it.
+ */
+export const CLAIM: Statement = {
+  name: 'reliable_mail_claim',
+  text: `with no_flush_wait as materialized (
+    select set_config('synchronous_commit', 'off', true)
+  ), expired as (
+    select id from mail_outbox
+    where status = 'sending' and lane = $1 and locked_until <= now()
+    order by locked_until limit $2 for update skip locked
+  ), pending as (
+    select id from mail_outbox
+    where status = 'pending' and lane = $1 and next_attempt_at <= now()
+    order by next_attempt_at limit $2 for update skip locked
+  ), due as (
+    select id from (select id from expired union all select id from pending) candidates limit $2
+  ), abandoned as (
+    update mail_outbox_attempt set outcome = 'unknown', finished_at = now()
+    where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
+  ), claimed as (
+    update mail_outbox o
+    set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::float8 * interval '1 millisecond',
+        attempts = o.attempts + 1, updated_at = now()
+    from due where o.id = due.id
+    returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
+              coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at
+  ), screened as (
+    select claimed.*, suppressed.addresses as suppressed,
+           case when claimed.cancel_requested_at is not null then 'cancelled'
+                when claimed.expires_at <= now() then 'expired'
+                -- A reclaimed row past its limits is closed here: its worker died without a settle to decide.
+                when claimed.id in (select id from expired)
+                     and (claimed.attempts > claimed.max_attempts
+                          or claimed.age_from <= now() - $6::float8 * interval '1 millisecond') then 'dead'
+                when jsonb_array_length(suppressed.addresses) = recipients.total then 'suppressed'
+           end as skip_reason
+    from claimed
+    cross join lateral (
+      select count(distinct lower(r->>'address')) as total, array_agg(distinct lower(r->>'address')) as addresses
+      from jsonb_array_elements((claimed.payload->'to') || (claimed.payload->'cc') || (claimed.payload->'bcc')) r
+    ) recipients
+    -- Looked up by primary key from the recipient list: a join on the expanded array would let the planner
+    -- read the whole suppression list for every claimed row.
+    cross join lateral (
+      select coalesce(jsonb_agg(s.address), '[]'::jsonb) as addresses
+      from mail_suppression s where s.address = any(recipients.addresses)
+    ) suppressed
+  ), attempts as (
+    insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
+    select gen_random_uuid(), id, attempts, $4, $3 from screened where skip_reason is null
+    returning id, outbox_id
+  )
+  select screened.*, attempts.id as attempt_id
+  from screened left join attempts on attempts.outbox_id = screened.id cross join no_flush_wait`,
+};
+
+/** The claim's parameters in statement order, for a caller that runs or EXPLAINs the statement itself. */
+export function claimValues(request: ClaimRequest): unknown[] {
+  return [request.lane, request.limit, request.lockToken, request.workerId, request.leaseMs, request.maxAgeMs];
+}
+
+interface ClaimedRecord {
+  id: string;
+  message_id: string;
+  idempotency_key: string | null;
+  payload: MailPayload;
+  metadata: Record<string, unknown> | null;
+  attempts: number;
+  max_attempts: number;
+  age_from: Date | string;
+  lane: string;
+  expires_at: Date | string | null;
+  attempt_id: string | null;
+  skip_reason: ClaimedRow['skipReason'];
+  suppressed: string[];
+}
+
+export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<ClaimedRow[]> {
+  const rows = await db.query<ClaimedRecord>(CLAIM, claimValues(request));
+  return rows.map((row) => ({
+    id: row.id,
+    messageId: row.message_id,
+    idempotencyKey: row.idempotency_key,
+    payload: row.payload,
+    metadata: row.metadata,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    ageFrom: toDate(row.age_from),
+    lane: row.lane,
+    expiresAt: toDateOrNull(row.expires_at),
+    lockToken: request.lockToken,
+    attemptId: row.attempt_id ?? null,
+    skipReason: row.skip_reason ?? null,
+    suppressed: row.suppressed,
+  }));
+}

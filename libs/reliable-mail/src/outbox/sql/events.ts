@@ -1,0 +1,40 @@
+import type { StoredEvent } from '../queue.types.js';
+import type { SqlClient, Statement } from './statement.js';
+
+// Events are recorded by the settle that makes the change they report (see settle.ts) and deleted once emitted.
+// One whose emitter died first keeps its lease time; after it, any instance that listens for it emits it again.
+
+/** Takes up to $2 events named in $3 whose lease ran out, for another $1 ms. */
+const CLAIM_UNCONFIRMED: Statement = {
+  name: 'reliable_mail_claim_events',
+  text: `update mail_outbox_event e set locked_until = now() + $1::float8 * interval '1 millisecond'
+    where e.id in (
+      select id from mail_outbox_event where locked_until <= now() and name = any($3::text[])
+      order by id limit $2 for update skip locked
+    )
+    returning e.id, e.name, e.payload`,
+};
+
+const CONFIRM: Statement = {
+  name: 'reliable_mail_confirm_events',
+  text: `delete from mail_outbox_event where id = any($1::bigint[])`,
+};
+
+export async function claimUnconfirmedEvents(
+  db: SqlClient,
+  names: string[],
+  limit: number,
+  leaseMs: number,
+): Promise<StoredEvent[]> {
+  const rows = await db.query<{ id: string; name: string; payload: Record<string, unknown> }>(CLAIM_UNCONFIRMED, [
+    leaseMs,
+    limit,
+    names,
+  ]);
+  return rows.map((row) => ({ id: String(row.id), name: row.name, payload: row.payload }));
+}
+
+/** Deletes events whose listeners have run. */
+export async function confirmEvents(db: SqlClient, ids: string[]): Promise<void> {
+  if (ids.length > 0) await db.query(CONFIRM, [ids]);
+}

@@ -1,0 +1,68 @@
+import type { HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
+import type { SqlClient, Statement } from './statement.js';
+
+/**
+ * What a health probe needs, from the open rows' partial indexes. A row waits since its first due time: its
+ * `next_attempt_at` before any attempt, its creation (or last requeue) once it is being retried. Dead letters are
+ * counted in the last $1 ms.
+ */
+const HEALTH_FIGURES: Statement = {
+  name: 'reliable_mail_health',
+  text: `select count(*)::int as backlog,
+         coalesce(extract(epoch from now() - min(waiting_since)) * 1000, 0)::bigint as lag_ms,
+         (select count(*)::int from mail_outbox
+          where status = 'dead' and updated_at > now() - $1::float8 * interval '1 millisecond') as dead_letters
+  from (
+    select case when attempts = 0 then next_attempt_at else coalesce(requeued_at, created_at) end as waiting_since
+    from mail_outbox where status = 'pending' and (attempts > 0 or next_attempt_at <= now())
+    union all
+    select coalesce(requeued_at, created_at) from mail_outbox where status = 'sending'
+  ) open_rows`,
+};
+
+export async function healthFigures(db: SqlClient, deadLetterWindowMs: number): Promise<HealthFigures> {
+  const [row] = await db.query<{ backlog: number; lag_ms: string; dead_letters: number }>(HEALTH_FIGURES, [
+    deadLetterWindowMs,
+  ]);
+  return { backlog: row.backlog, lagMs: Number(row.lag_ms), deadLetters: row.dead_letters };
+}
+
+/** Rows by status and lane, for the metrics gauges: the open statuses and the problems, from indexes. */
+const OPEN_COUNTS: Statement = {
+  name: 'reliable_mail_open_counts',
+  text: `select status, lane, count(*)::int as count from mail_outbox
+         where status in ('pending', 'sending', 'failed', 'dead') group by status, lane`,
+};
+
+export function openCounts(db: SqlClient): Promise<RowCount[]> {
+  return db.query<RowCount>(OPEN_COUNTS, []);
+}
+
+/** Everything `stats()` shows. Counting by status reads the whole table: an operator's query, not a probe's. */
+const STATS: Statement = {
+  text: `select
+    (select coalesce(jsonb_agg(c order by c.status, c.lane), '[]'::jsonb)
+     from (select status, lane, count(*)::int as count from mail_outbox group by status, lane) c) as counts,
+    (select count(*)::int from mail_outbox where status = 'sent' and updated_at > now() - interval '1 minute') as sent_minute,
+    (select count(*)::int from mail_outbox where status = 'sent' and updated_at > now() - interval '1 hour') as sent_hour,
+    (select count(*)::int from mail_outbox where status in ('failed', 'dead') and updated_at > now() - interval '1 minute') as failed_minute,
+    (select count(*)::int from mail_outbox where status in ('failed', 'dead') and updated_at > now() - interval '1 hour') as failed_hour`,
+};
+
+interface StatsRecord {
+  counts: RowCount[];
+  sent_minute: number;
+  sent_hour: number;
+  failed_minute: number;
+  failed_hour: number;
+}
+
+export async function outboxStats(db: SqlClient): Promise<OutboxStats> {
+  const [[row], figures] = await Promise.all([db.query<StatsRecord>(STATS, []), healthFigures(db, 3_600_000)]);
+  return {
+    counts: row.counts,
+    ...figures,
+    sent: { lastMinute: row.sent_minute, lastHour: row.sent_hour },
+    failed: { lastMinute: row.failed_minute, lastHour: row.failed_hour },
+  };
+}

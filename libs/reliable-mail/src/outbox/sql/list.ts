@@ -1,0 +1,138 @@
+import type { AttemptOutcome, OutboxAttempt, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
+import type { OutboxFilter } from '../operations.types.js';
+import { whereOf } from './filter.js';
+import { type SqlClient, toDate, toDateOrNull } from './statement.js';
+
+// Reading rows with their attempts: `get`, the operators' list, and the export. One statement per page, the
+// attempts of each row aggregated beside it.
+
+type Timestamp = Date | string;
+
+interface OutboxRecord {
+  id: string;
+  idempotency_key: string | null;
+  message_id: string;
+  status: OutboxRow['status'];
+  lane: string;
+  payload: OutboxRow['payload'];
+  metadata: Record<string, unknown> | null;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: Timestamp;
+  expires_at: Timestamp | null;
+  cancel_requested_at: Timestamp | null;
+  locked_until: Timestamp | null;
+  locked_by: string | null;
+  last_error: string | null;
+  last_reply_code: number | null;
+  last_enhanced_status: string | null;
+  provider_reply: string | null;
+  provider_message_id: string | null;
+  rejected_recipients: OutboxRow['rejectedRecipients'];
+  requeued_at: Timestamp | null;
+  requeue_reason: string | null;
+  created_at: Timestamp;
+  sent_at: Timestamp | null;
+  updated_at: Timestamp;
+  attempt_log: AttemptRecord[];
+}
+
+/** An attempt as `to_jsonb` renders it: timestamps are text. */
+interface AttemptRecord {
+  id: string;
+  attempt: number;
+  worker_id: string;
+  started_at: string;
+  finished_at: string | null;
+  outcome: AttemptOutcome;
+  reply_code: number | null;
+  enhanced_status: string | null;
+  reply: string | null;
+  duration_ms: number | null;
+}
+
+const WITH_ATTEMPTS = `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
+                                          from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
+                       from mail_outbox o`;
+
+/** Rows matching the filter, newest first; `before` is the id to continue after. */
+export async function listRows(
+  db: SqlClient,
+  filter: OutboxFilter,
+  limit: number,
+  before?: string,
+): Promise<OutboxRowWithAttempts[]> {
+  const where = whereOf(filter, 3);
+  const rows = await db.query<OutboxRecord>(
+    { text: `${WITH_ATTEMPTS} where ${where.sql} and ($2::uuid is null or o.id < $2) order by o.id desc limit $1` },
+    [limit, before ?? null, ...where.values],
+  );
+  return rows.map(toRowWithAttempts);
+}
+
+/** Up to `limit` rows created in [from, to) after the id `after`, oldest first: one export page. */
+export async function exportPage(
+  db: SqlClient,
+  from: Date,
+  to: Date,
+  limit: number,
+  after?: string,
+): Promise<OutboxRowWithAttempts[]> {
+  const rows = await db.query<OutboxRecord>(
+    {
+      text: `${WITH_ATTEMPTS} where o.created_at >= $1 and o.created_at < $2 and ($3::uuid is null or o.id > $3)
+             order by o.id limit $4`,
+    },
+    [from, to, after ?? null, limit],
+  );
+  return rows.map(toRowWithAttempts);
+}
+
+function toRowWithAttempts(row: OutboxRecord): OutboxRowWithAttempts {
+  return { ...toOutboxRow(row), attemptLog: row.attempt_log.map(toAttempt) };
+}
+
+function toOutboxRow(row: OutboxRecord): OutboxRow {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    messageId: row.message_id,
+    status: row.status,
+    lane: row.lane,
+    payload: row.payload,
+    metadata: row.metadata,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    nextAttemptAt: toDate(row.next_attempt_at),
+    expiresAt: toDateOrNull(row.expires_at),
+    cancelRequestedAt: toDateOrNull(row.cancel_requested_at),
+    lockedUntil: toDateOrNull(row.locked_until),
+    lockedBy: row.locked_by,
+    lastError: row.last_error,
+    lastReplyCode: row.last_reply_code,
+    lastEnhancedStatus: row.last_enhanced_status,
+    providerReply: row.provider_reply,
+    providerMessageId: row.provider_message_id,
+    rejectedRecipients: row.rejected_recipients,
+    requeuedAt: toDateOrNull(row.requeued_at),
+    requeueReason: row.requeue_reason,
+    createdAt: toDate(row.created_at),
+    sentAt: toDateOrNull(row.sent_at),
+    updatedAt: toDate(row.updated_at),
+  };
+}
+
+function toAttempt(row: AttemptRecord): OutboxAttempt {
+  return {
+    id: row.id,
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    startedAt: toDate(row.started_at),
+    finishedAt: toDateOrNull(row.finished_at),
+    outcome: row.outcome,
+    replyCode: row.reply_code,
+    enhancedStatus: row.enhanced_status,
+    reply: row.reply,
+    durationMs: row.duration_ms,
+  };
+}

@@ -1,0 +1,31 @@
+import type { OutboxStatus } from '../mail.types.js';
+import type { OutboxFilter } from '../operations.types.js';
+import { whereOf } from './filter.js';
+import { notifyLanesOf } from './notify.js';
+import type { SqlClient } from './statement.js';
+
+/** Statuses an operator may requeue: the final ones a fix can turn around. */
+export const REQUEUABLE_STATUSES: readonly OutboxStatus[] = ['failed', 'dead', 'expired', 'cancelled'];
+
+/**
+ * Puts final rows back in the queue with their id and Message-ID: attempts start again from zero, the reason is
+ * recorded, an expiry is lifted; the dispatchers of their lanes are woken when the transaction commits.
+ */
+export async function requeueRows(db: SqlClient, filter: OutboxFilter, reason: string): Promise<string[]> {
+  const where = whereOf(filter, 3);
+  const notified = notifyLanesOf('requeued');
+  const rows = await db.query<{ id: string }>(
+    {
+      text: `with requeued as (
+        update mail_outbox o
+        set status = 'pending', attempts = 0, next_attempt_at = now(), expires_at = null, cancel_requested_at = null,
+            requeued_at = now(), requeue_reason = $1, updated_at = now()
+        where o.status = any($2::text[]) and ${where.sql}
+        returning o.id, o.lane
+      ), ${notified.step}
+      select id, ${notified.column} from requeued`,
+    },
+    [reason, REQUEUABLE_STATUSES, ...where.values],
+  );
+  return rows.map((row) => row.id);
+}

@@ -1,0 +1,34 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { CompiledQuery } from 'kysely';
+
+/**
+ * One SQL statement with `$n` placeholders. Values always travel as bound parameters, never spliced into the text.
+ * A statement with a `name` is prepared once per connection by the clients that can keep it (the pool's).
+ */
+export interface Statement {
+  readonly name?: string;
+  readonly text: string;
+}
+
+/** Where statements run: a caller's transaction (through its EntityManager) or reliable-mail's own connections. */
+export interface SqlClient {
+  query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]>;
+}
+
+/**
+ * Runs statements through an EntityManager, inside its transaction when it has one: how an enqueue joins the
+ * business transaction. Nothing is prepared, since the connection belongs to the caller.
+ */
+export function transactionOf(em: EntityManager): SqlClient {
+  return {
+    async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
+      const result = await em.getKysely().executeQuery<R>(CompiledQuery.raw(statement.text, [...values]));
+      return result.rows;
+    },
+  };
+}
+
+/** timestamptz as pg returns it (a Date), or as text where a JSON document carried it. */
+export const toDate = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
+export const toDateOrNull = (value: Date | string | null | undefined): Date | null =>
+  value === null || value === undefined ? null : toDate(value);

@@ -1,0 +1,43 @@
+import type { Suppression } from '../operations.types.js';
+import { type SqlClient, toDate } from './statement.js';
+
+// The suppression list: addresses that get no mail, kept in lower case. Settles add hard bounces (settle.ts) and
+// the claim reads it by primary key (claim.ts); these are the operators' statements.
+
+interface SuppressionRecord {
+  address: string;
+  reason: string;
+  source: Suppression['source'];
+  outbox_id: string | null;
+  created_at: Date | string;
+}
+
+export async function listSuppressions(db: SqlClient, limit: number, after?: string): Promise<Suppression[]> {
+  const rows = await db.query<SuppressionRecord>(
+    { text: `select * from mail_suppression where ($2::text is null or address > $2) order by address limit $1` },
+    [limit, after ?? null],
+  );
+  return rows.map((row) => ({
+    address: row.address,
+    reason: row.reason,
+    source: row.source,
+    outboxId: row.outbox_id,
+    createdAt: toDate(row.created_at),
+  }));
+}
+
+export async function addSuppression(db: SqlClient, address: string, reason: string): Promise<void> {
+  await db.query(
+    {
+      text: `insert into mail_suppression (address, reason, source) values ($1, $2, 'operator')
+             on conflict (address) do update set reason = excluded.reason, source = 'operator'`,
+    },
+    [address, reason],
+  );
+}
+
+/** Returns whether the address was on the list. */
+export async function removeSuppression(db: SqlClient, address: string): Promise<boolean> {
+  const rows = await db.query({ text: `delete from mail_suppression where address = $1 returning address` }, [address]);
+  return rows.length > 0;
+}

@@ -1,0 +1,12 @@
+import type pg from 'pg';
+import type { SqlClient, Statement } from '../../libs/reliable-mail/src/outbox/sql/statement.js';
+
+/** Runs reliable-mail's statements on a pool of the test's own, named as the dispatcher prepares them. */
+export function sqlClientOf(pool: pg.Pool): SqlClient {
+  return {
+    async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
+      const result = await pool.query({ name: statement.name, text: statement.text, values: [...values] });
+      return result.rows as R[];
+    },
+  };
+}
