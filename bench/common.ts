@@ -235,7 +235,7 @@ export class Child {
         this.pending.delete(message.id);
         clearTimeout(waiting.timer);
         if (message.ok) waiting.resolve(message.result);
-        else waiting.reject(new Error(`${this.name}: ${message.error}`));
+        else waiting.reject(new Error(`${this.name}: ${String(message.error)}`));
       } else {
         for (const listener of this.pushListeners) listener(message as IpcPush);
       }
@@ -308,7 +308,8 @@ export class Child {
 
 /** The child side: answers requests with the given handlers, exits when the parent goes away. */
 export function serveIpc(handlers: Record<string, (request: IpcRequest) => unknown>): void {
-  process.on('message', async (request: IpcRequest) => {
+  process.on('message', (request: IpcRequest) => void answer(request));
+  async function answer(request: IpcRequest): Promise<void> {
     const handler = handlers[request.cmd];
     try {
       if (!handler) throw new Error(`unknown command ${request.cmd}`);
@@ -321,7 +322,7 @@ export function serveIpc(handlers: Record<string, (request: IpcRequest) => unkno
         error: error instanceof Error ? (error.stack ?? error.message) : String(error),
       } satisfies IpcReply);
     }
-  });
+  }
   process.on('disconnect', () => process.exit(0));
 }
 

@@ -598,7 +598,7 @@ function report(results: SystemResult[], critical: CriticalResult | undefined, c
   const rm = by('reliable-mail');
   const ceiling = by('smtp-only');
   const queues = [by('pg-boss'), by('graphile-worker')].filter((r): r is SystemResult => !!r);
-  const best = <T>(
+  const best = (
     pick: (r: SystemResult) => number | null | undefined,
     better: (a: number, b: number) => boolean,
   ): { system: string; value: number } | null => {

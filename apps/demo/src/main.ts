@@ -155,7 +155,9 @@ async function main(): Promise<void> {
       await app.listen(port);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        throw new Error(`Port ${port} is already in use: stop what uses it, or start with PORT=<another port>`);
+        throw new Error(`Port ${port} is already in use: stop what uses it, or start with PORT=<another port>`, {
+          cause: error,
+        });
       }
       throw error;
     }

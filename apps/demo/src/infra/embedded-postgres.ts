@@ -65,6 +65,7 @@ async function pgCtlPath(): Promise<string> {
   } catch (error) {
     throw new Error(
       `${name} is not installed, so the embedded PostgreSQL cannot run on this machine; set DATABASE_URL instead (${String(error)})`,
+      { cause: error },
     );
   }
 }
@@ -152,8 +153,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     }
   }
 
-  const log = (message: unknown) =>
-    appendFile(
+  const log = (message: unknown): void =>
+    void appendFile(
       logFile,
       `${String(message instanceof Error ? (message.stack ?? message.message) : message).replace(/\n?$/, '\n')}`,
     ).catch(() => undefined);
@@ -228,7 +229,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       break;
     } catch (error) {
       if (attempt >= 3) throw await failure('PostgreSQL did not start', error);
-      await log(`start on port ${port} failed; trying another port`);
+      log(`start on port ${port} failed; trying another port`);
     }
   }
   const postmasterPid = Number.parseInt(

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { MailValidationError } from '../errors.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
 import { MailOutboxService } from '../outbox/mail-outbox.service.js';
-import { normalizeAddress } from '../outbox/mail-validation.js';
+import { normalizeAddress } from '../outbox/validation/addresses.js';
 import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';

@@ -13,7 +13,7 @@ export class OutboxDatabase implements SqlClient {
   constructor(private readonly em: EntityManager) {}
 
   async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
-    const pool = (await this.em.getConnection().getNativeClient()) as Pool;
+    const pool = await this.pool();
     const result = await pool.query<R & QueryResultRow>({
       name: statement.name,
       text: statement.text,
@@ -24,6 +24,6 @@ export class OutboxDatabase implements SqlClient {
 
   /** The pool itself, for the one connection that LISTENs. */
   async pool(): Promise<Pool> {
-    return (await this.em.getConnection().getNativeClient()) as Pool;
+    return this.em.getConnection().getNativeClient();
   }
 }

@@ -1,7 +1,7 @@
 import { EMAIL_FAILED_EVENT, type EmailFailedEvent } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import { recipientsOf } from '../outbox/mail-validation.js';
+import { recipientsOf } from '../outbox/recipients.js';
 import { decideRetry, type RetryPolicy } from './retry-policy.js';
 import { isHardBounce, type SmtpVerdict } from './smtp-reply.js';
 

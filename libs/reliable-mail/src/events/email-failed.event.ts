@@ -36,7 +36,7 @@ export class EmailFailedEvent {
   static fromJSON(json: Record<string, unknown>): EmailFailedEvent {
     return new EmailFailedEvent({
       ...(json as unknown as EmailFailedEvent),
-      nextAttemptAt: json.nextAttemptAt ? new Date(String(json.nextAttemptAt)) : null,
+      nextAttemptAt: json.nextAttemptAt ? new Date(json.nextAttemptAt as string) : null,
     });
   }
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
 import {
@@ -12,7 +11,9 @@ import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
 import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from '../templates/content-options.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
-import { hashableContent, type MailContentRules, toMailPayload } from './mail-validation.js';
+import { contentHashOf } from './validation/content-hash.js';
+import type { MailContentRules } from './validation/content-rules.js';
+import { toMailPayload } from './validation/payload.js';
 import type { InsertedRow, NewOutboxRow } from './queue.types.js';
 import { cancelRow } from './sql/cancel.js';
 import { findByIdempotencyKeys, insertRows } from './sql/insert.js';
@@ -53,16 +54,6 @@ function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second:
   if (options[first] !== undefined && options[second] !== undefined) {
     throw new MailValidationError(second, `cannot be given together with ${first}`);
   }
-}
-
-/**
- * A stable fingerprint of what the mail says and how it is to be sent, to tell a retried enqueue from another mail.
- * Only a row with an idempotency key is ever compared, so only such a row gets one.
- */
-function contentHashOf(row: Pick<NewOutboxRow, 'payload' | 'lane'>): string {
-  return createHash('sha256')
-    .update(JSON.stringify([hashableContent(row.payload), row.lane]))
-    .digest('base64url');
 }
 
 @Injectable()
@@ -217,7 +208,7 @@ export class MailOutboxService {
         expiresAt,
       };
       if (idempotencyKey !== undefined) {
-        row.contentHash = contentHashOf(row);
+        row.contentHash = contentHashOf(row.payload, row.lane);
         const twin = seen.get(idempotencyKey);
         if (twin && twin.contentHash !== row.contentHash)
           throw new IdempotencyConflictError(idempotencyKey, 'an earlier mail of this batch');

@@ -26,17 +26,19 @@ export class RecurringTask {
     if (this.scheduler.doesExist('timeout', this.name)) this.scheduler.deleteTimeout(this.name);
   }
 
+  private async run(): Promise<void> {
+    this.scheduler.deleteTimeout(this.name);
+    try {
+      await this.work();
+    } catch (error) {
+      this.logger.error({ msg: `${this.name} failed; it runs again at the next interval`, error: String(error) });
+    }
+    this.schedule(this.intervalMs);
+  }
+
   private schedule(delayMs: number): void {
     if (this.stopped) return;
-    const timer = setTimeout(async () => {
-      this.scheduler.deleteTimeout(this.name);
-      try {
-        await this.work();
-      } catch (error) {
-        this.logger.error({ msg: `${this.name} failed; it runs again at the next interval`, error: String(error) });
-      }
-      this.schedule(this.intervalMs);
-    }, delayMs);
+    const timer = setTimeout(() => void this.run(), delayMs);
     timer.unref();
     this.scheduler.addTimeout(this.name, timer);
   }

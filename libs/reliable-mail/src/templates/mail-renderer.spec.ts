@@ -216,8 +216,8 @@ describe('MailRenderer attachments', () => {
       { filename: 'c.bin', contentType: 'application/octet-stream', cid: undefined },
       { filename: 'd.csv', contentType: 'text/csv', cid: undefined },
     ]);
-    expect(String(mail.attachments[0].content)).toBe('hello');
-    expect(String(mail.attachments[1].content)).toBe('buffered');
+    expect((mail.attachments[0].content as Buffer).toString()).toBe('hello');
+    expect((mail.attachments[1].content as Buffer).toString()).toBe('buffered');
     expect(Buffer.isBuffer(mail.attachments[2].content) && String(mail.attachments[2].content)).toBe('bytes');
     expect(mail.attachments[3].content).toBe(stream);
   });

@@ -8,7 +8,7 @@ import { MailTemplateRegistry } from './mail-template.registry.js';
 import type { RenderedContent } from './mail-template.js';
 
 const MAX_REASON_LENGTH = 1_000;
-const CONTROL_CHARACTERS = /[\r\n\0]/;
+import { LINE_BREAK_OR_NUL } from '../shared/characters.js';
 
 /**
  * A stored mail that cannot be turned into a message: its template is gone or throws, its rendering is unusable,
@@ -109,7 +109,7 @@ export class MailRenderer {
       throw new MailRenderError(`${label} failed to render: it rendered neither html nor text`);
     }
     // Header injection through a parameter is impossible: a line break in a rendered subject folds to a space.
-    const folded = CONTROL_CHARACTERS.test(subject) ? subject.replace(/\s*[\r\n\0]+\s*/g, ' ').trim() : subject;
+    const folded = LINE_BREAK_OR_NUL.test(subject) ? subject.replace(/\s*[\r\n\0]+\s*/g, ' ').trim() : subject;
     return { subject: folded, html, text };
   }
 

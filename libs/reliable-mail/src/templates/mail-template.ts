@@ -1,4 +1,5 @@
 import { MailValidationError, ReliableMailError } from '../errors.js';
+import { fieldPath } from '../shared/characters.js';
 
 /** What a template renders: the subject and at least one of html and text. */
 export interface RenderedContent {
@@ -23,6 +24,7 @@ export interface MailRenderContext {
  * A row renders with the version that was the newest registered when it was enqueued, on every attempt: to change
  * what new mails look like, register a new version and keep the old one while rows that name it may still be sent.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- one registry holds templates of every parameter type
 export interface MailTemplate<P = any> {
   readonly name: string;
   /** An integer >= 1; enqueue uses the highest registered version of the name. */
@@ -76,15 +78,12 @@ export interface StandardSchemaLike {
  */
 export type ParamsSchema = StandardSchemaLike | { validate(params: unknown): unknown } | ((params: unknown) => unknown);
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-
 function pathToField(path: ReadonlyArray<PathSegment> | undefined): string {
   let field = 'params';
   for (const segment of path ?? []) {
     const key = typeof segment === 'object' && segment !== null ? segment.key : segment;
     if (typeof key === 'number') field += `[${key}]`;
-    else if (typeof key === 'string' && IDENTIFIER.test(key)) field += `.${key}`;
-    else field += `[${JSON.stringify(String(key))}]`;
+    else field = fieldPath(field, String(key));
   }
   return field;
 }
@@ -114,7 +113,10 @@ function checkOutcome(outcome: unknown, params: unknown): void {
     const { error, issues } = outcome as { error?: unknown; issues?: unknown };
     // Joi's `{ value, error }`.
     if (error && 'value' in outcome)
-      throw new MailValidationError('params', `are invalid: ${error instanceof Error ? error.message : String(error)}`);
+      throw new MailValidationError(
+        'params',
+        `are invalid: ${error instanceof Error ? error.message : JSON.stringify(error)}`,
+      );
     if (Array.isArray(issues) && issues.length > 0) throwIssue(issues as StandardIssue[]);
   }
 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { MailValidationError } from '../errors.js';
-import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
-import type { MailTemplate } from '../templates/mail-template.js';
-import type { ContentMail, MailPayloadV2, OutgoingMail } from './mail.types.js';
-import { hashableContent, type MailContentRules, recipientsOf, toMailPayload } from './mail-validation.js';
+import { MailValidationError } from '../../errors.js';
+import { MailTemplateRegistry } from '../../templates/mail-template.registry.js';
+import type { MailTemplate } from '../../templates/mail-template.js';
+import type { ContentMail, MailPayloadV2, OutgoingMail } from '../mail.types.js';
+import { recipientsOf } from '../recipients.js';
+import { hashableContent } from './content-hash.js';
+import type { MailContentRules } from './content-rules.js';
+import { toMailPayload } from './payload.js';
 
 const defaultFrom = 'Shop <noreply@example.com>';
 const base: ContentMail = { to: 'a@example.com', subject: 'Hi', text: 'Hello' };

@@ -1,0 +1,46 @@
+import { MailValidationError } from '../../errors.js';
+import type { MailAddress, MailAddressInput } from '../mail.types.js';
+import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
+
+// A deliberately plain addr-spec check: one @, no spaces or brackets, a dotted domain. Exotic quoted local parts
+// are refused rather than risked, since a bad address would only fail later at the SMTP server.
+const ADDRESS_PATTERN = /^[^\s@<>()[\]\\,;:"]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
+const NAMED_ADDRESS_PATTERN = /^\s*"?([^"<]*?)"?\s*<([^<>]+)>\s*$/;
+
+export function parseAddress(field: string, input: MailAddressInput): MailAddress {
+  let name: string | undefined;
+  let address: string;
+  if (typeof input === 'string') {
+    const named = NAMED_ADDRESS_PATTERN.exec(input);
+    name = named?.[1]?.trim() || undefined;
+    address = (named ? named[2] : input).trim();
+  } else if (input && typeof input === 'object' && typeof input.address === 'string') {
+    name = input.name?.trim() || undefined;
+    address = input.address.trim();
+  } else {
+    throw new MailValidationError(field, 'must be an email address or { name, address }');
+  }
+  if (!ADDRESS_PATTERN.test(address)) {
+    throw new MailValidationError(field, `is not a valid email address: ${JSON.stringify(address)}`);
+  }
+  if (name !== undefined && LINE_BREAK_OR_NUL.test(name)) {
+    throw new MailValidationError(field, 'has a display name with a line break');
+  }
+  return name === undefined ? { address } : { name, address };
+}
+
+export function parseAddressList(
+  field: string,
+  input: MailAddressInput | MailAddressInput[] | undefined,
+): MailAddress[] {
+  if (input === undefined || input === null) {
+    return [];
+  }
+  const list = Array.isArray(input) ? input : [input];
+  return list.map((item, index) => parseAddress(Array.isArray(input) ? `${field}[${index}]` : field, item));
+}
+
+/** A bare address, checked and in lower case, as the suppression list keeps it. */
+export function normalizeAddress(field: string, input: string): string {
+  return parseAddress(field, input).address.toLowerCase();
+}
