@@ -94,14 +94,20 @@ describe('the database fault-test support', () => {
         const { PrivatePostgres } = await import(${JSON.stringify(PRIVATE_POSTGRES)});
         process.stdout.write((await PrivatePostgres.start()).pid + '\\n');
         setInterval(() => undefined, 1000);`;
-      const child = spawn(process.execPath, ['--import', '@swc-node/register/esm-register', '--input-type=module', '-e', script], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, NODE_OPTIONS: '', TMPDIR: parent },
-      });
+      const child = spawn(
+        process.execPath,
+        ['--import', '@swc-node/register/esm-register', '--input-type=module', '-e', script],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+          env: { ...process.env, NODE_OPTIONS: '', TMPDIR: parent },
+        },
+      );
       try {
         const [output] = (await Promise.race([
-          once(child.stdout!, 'data'),
-          once(child, 'exit').then(() => Promise.reject(new Error('the child process exited before its cluster started'))),
+          once(child.stdout, 'data'),
+          once(child, 'exit').then(() =>
+            Promise.reject(new Error('the child process exited before its cluster started')),
+          ),
         ])) as [Buffer];
         const postmasterPid = Number.parseInt(output.toString(), 10);
         expect(isAlive(postmasterPid)).toBe(true);
@@ -162,7 +168,13 @@ describe('the database fault-test support', () => {
     it('forwards; after blackHole an open connection hangs without closing while a new one is served; resetAll ends it', async () => {
       proxy = await TcpProxy.start(primary.port);
       const throughProxy = (applicationName: string) => {
-        const client = new pg.Client({ host: '127.0.0.1', port: proxy!.port, user: 'postgres', database: 'postgres', application_name: applicationName });
+        const client = new pg.Client({
+          host: '127.0.0.1',
+          port: proxy!.port,
+          user: 'postgres',
+          database: 'postgres',
+          application_name: applicationName,
+        });
         client.on('error', () => undefined);
         return client;
       };
@@ -186,12 +198,17 @@ describe('the database fault-test support', () => {
       await fresh.end();
       expect(proxy.connectionsOpened).toBe(2);
       // The server still holds the black-holed session: it never learnt that the client went silent.
-      expect(await query(primary.url, `select state from pg_stat_activity where application_name = 'old'`)).toEqual([{ state: 'idle' }]);
+      expect(await query(primary.url, `select state from pg_stat_activity where application_name = 'old'`)).toEqual([
+        { state: 'idle' },
+      ]);
 
       proxy.resetAll();
       await expect(hanging).rejects.toThrow();
       await until(() => proxy!.open === 0);
-      await until(async () => (await query(primary.url, `select 1 from pg_stat_activity where application_name = 'old'`)).length === 0);
+      await until(
+        async () =>
+          (await query(primary.url, `select 1 from pg_stat_activity where application_name = 'old'`)).length === 0,
+      );
     });
   });
 });

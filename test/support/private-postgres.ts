@@ -61,7 +61,11 @@ export class PrivatePostgres {
   static async start(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
     const binDir = options.binDir ?? (await newestInstalledBinDir());
     return PrivatePostgres.create(binDir, (folder) =>
-      run(join(binDir, 'initdb'), ['-D', dataDirIn(folder), '-U', 'postgres', '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'], folder),
+      run(
+        join(binDir, 'initdb'),
+        ['-D', dataDirIn(folder), '-U', 'postgres', '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'],
+        folder,
+      ),
     );
   }
 
@@ -82,11 +86,17 @@ export class PrivatePostgres {
     const logStart = (await log.stat()).size;
     let child: ChildProcess;
     try {
-      const settings = [...SERVER_SETTINGS, `unix_socket_directories=${this.folder}`].flatMap((setting) => ['-c', setting]);
-      child = spawn(...asOwner(join(this.binDir, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), ...settings]), {
-        cwd: this.folder,
-        stdio: ['ignore', log.fd, log.fd],
-      });
+      const settings = [...SERVER_SETTINGS, `unix_socket_directories=${this.folder}`].flatMap((setting) => [
+        '-c',
+        setting,
+      ]);
+      child = spawn(
+        ...asOwner(join(this.binDir, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), ...settings]),
+        {
+          cwd: this.folder,
+          stdio: ['ignore', log.fd, log.fd],
+        },
+      );
     } finally {
       await log.close();
     }
@@ -97,8 +107,15 @@ export class PrivatePostgres {
       await waitUntilReady(this.dataDir, this.server);
     } catch (error) {
       await this.stop('immediate');
-      const tail = (await readFile(logFile, 'utf8')).slice(logStart).trim().split('\n').slice(-LOG_TAIL_LINES).join('\n  ');
-      throw new Error(`PostgreSQL on port ${this.port} did not start: ${(error as Error).message}\n  ${tail}`);
+      const tail = (await readFile(logFile, 'utf8'))
+        .slice(logStart)
+        .trim()
+        .split('\n')
+        .slice(-LOG_TAIL_LINES)
+        .join('\n  ');
+      throw new Error(`PostgreSQL on port ${this.port} did not start: ${(error as Error).message}\n  ${tail}`, {
+        cause: error,
+      });
     }
   }
 
@@ -122,7 +139,8 @@ export class PrivatePostgres {
       );
       // pg_terminate_backend only signals the backend; a caller that acts next expects the sessions to be gone.
       const pids = rows.map((row) => row.pid);
-      while ((await client.query('select 1 from pg_stat_activity where pid = any($1)', [pids])).rowCount) await delay(10);
+      while ((await client.query('select 1 from pg_stat_activity where pid = any($1)', [pids])).rowCount)
+        await delay(10);
       return pids.length;
     });
   }
@@ -132,7 +150,21 @@ export class PrivatePostgres {
     return PrivatePostgres.create(this.binDir, (folder) =>
       run(
         join(this.binDir, 'pg_basebackup'),
-        ['-D', dataDirIn(folder), '-h', '127.0.0.1', '-p', String(this.port), '-U', 'postgres', '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync'],
+        [
+          '-D',
+          dataDirIn(folder),
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(this.port),
+          '-U',
+          'postgres',
+          '-R',
+          '-X',
+          'stream',
+          '--checkpoint=fast',
+          '--no-sync',
+        ],
         folder,
       ),
     );
@@ -140,7 +172,9 @@ export class PrivatePostgres {
 
   /** Ends recovery on a standby; returns once it accepts writes. */
   async promote(): Promise<void> {
-    const promoted = await this.withClient(async (client) => (await client.query<{ done: boolean }>('select pg_promote(true, 60) as done')).rows[0].done);
+    const promoted = await this.withClient(
+      async (client) => (await client.query<{ done: boolean }>('select pg_promote(true, 60) as done')).rows[0].done,
+    );
     if (!promoted) throw new Error(`the standby on port ${this.port} was not promoted within 60 s`);
   }
 
@@ -187,10 +221,18 @@ export class PrivatePostgres {
 
 async function newestInstalledBinDir(): Promise<string> {
   const root = '/usr/lib/postgresql';
-  const versions = (await readdir(root).catch(() => [])).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a));
+  const versions = (await readdir(root).catch(() => []))
+    .filter((name) => /^\d+$/.test(name))
+    .sort((a, b) => Number(b) - Number(a));
   for (const version of versions) {
     const binDir = join(root, version, 'bin');
-    if (await access(join(binDir, 'postgres')).then(() => true, () => false)) return binDir;
+    if (
+      await access(join(binDir, 'postgres')).then(
+        () => true,
+        () => false,
+      )
+    )
+      return binDir;
   }
   throw new Error(`no PostgreSQL server binaries under ${root}; pass binDir`);
 }
@@ -218,7 +260,7 @@ async function run(command: string, args: string[], cwd: string): Promise<void> 
     await execFileAsync(...asOwner(command, args), { cwd });
   } catch (error) {
     const { stderr, stdout } = error as { stderr?: string; stdout?: string };
-    throw new Error(`${command} failed: ${(stderr || stdout || String(error)).trim()}`);
+    throw new Error(`${command} failed: ${(stderr || stdout || String(error)).trim()}`, { cause: error });
   }
 }
 
@@ -251,7 +293,10 @@ async function waitUntilReady(dataDir: string, { child, exited }: RunningServer)
   void exited.then(() => (hasExited = true));
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!hasExited) {
-    const lines = await readFile(join(dataDir, 'postmaster.pid'), 'utf8').then((text) => text.split('\n'), () => []);
+    const lines = await readFile(join(dataDir, 'postmaster.pid'), 'utf8').then(
+      (text) => text.split('\n'),
+      () => [],
+    );
     if (Number(lines[0]) === child.pid && lines[7]?.trim() === 'ready') return;
     if (Date.now() > deadline) throw new Error(`not ready after ${READY_TIMEOUT_MS / 1000} s`);
     await delay(20);
