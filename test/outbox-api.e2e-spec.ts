@@ -15,10 +15,11 @@ import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import type { SmtpVerdict } from '../libs/reliable-mail/src/dispatch/smtp-reply.js';
-import { DEFAULT_RETRY_OPTIONS } from '../libs/reliable-mail/src/reliable-mail.options.js';
+import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
 
+const { retry: retryPolicy } = resolveOptions(testMailOptions('smtp://127.0.0.1:1'), 'test', 1);
 const mail: OutgoingMail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks' };
 
 describe('the outbox API without a dispatcher', () => {
@@ -153,11 +154,7 @@ describe('the outbox API without a dispatcher', () => {
       accepted: ['ann@example.com'],
       rejected: [],
     };
-    const staleResult = await settleRows(
-      database,
-      [settlementFor(stale, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
-      1_000,
-    );
+    const staleResult = await settleRows(database, [settlementFor(stale, sent, retryPolicy, new Date(), 5)], 1_000);
     expect(staleResult.size).toBe(0);
     let row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
@@ -169,11 +166,7 @@ describe('the outbox API without a dispatcher', () => {
       ['worker-b', 'started'],
     ]);
 
-    const freshResult = await settleRows(
-      database,
-      [settlementFor(fresh, sent, DEFAULT_RETRY_OPTIONS, new Date(), 5)],
-      1_000,
-    );
+    const freshResult = await settleRows(database, [settlementFor(fresh, sent, retryPolicy, new Date(), 5)], 1_000);
     expect([...freshResult.keys()]).toEqual([id]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });

@@ -13,7 +13,7 @@ import {
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
 import { insertRows } from '../libs/reliable-mail/src/outbox/sql/insert.js';
-import { transactionOf } from '../libs/reliable-mail/src/outbox/sql/statement.js';
+import { transactionOf } from '../libs/reliable-mail/src/database/sql-client.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { type TestApp, type TestBed, useTestBed } from './support/test-bed.js';
 

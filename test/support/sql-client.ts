@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { SqlClient, Statement } from '../../libs/reliable-mail/src/outbox/sql/statement.js';
+import type { SqlClient, Statement } from '../../libs/reliable-mail/src/database/sql-client.js';
 
 /** Runs reliable-mail's statements on a pool of the test's own, named as the dispatcher prepares them. */
 export function sqlClientOf(pool: pg.Pool): SqlClient {

@@ -1,5 +1,8 @@
-/** Injection token of the options after defaults and validation: every provider reads these, never the raw input. */
-export const RESOLVED_OPTIONS = Symbol('reliable-mail:resolved-options');
+/**
+ * Injection token of the module's options after defaults and validation (`ResolvedReliableMailOptions`): every
+ * provider reads these, never the raw input.
+ */
+export const RELIABLE_MAIL_OPTIONS = Symbol('reliable-mail:options');
 
 /** Injection token of the `Map<lane, MailTransport>` the dispatcher sends through. */
 export const MAIL_TRANSPORTS = Symbol('reliable-mail:mail-transports');

@@ -1,12 +1,9 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { ReliableMailOptions } from './reliable-mail.options.js';
+import type { ReliableMailOptions } from './options/reliable-mail-options.interface.js';
 
-export const {
-  ConfigurableModuleClass: ConfigurableReliableMailModule,
-  MODULE_OPTIONS_TOKEN: RELIABLE_MAIL_OPTIONS,
-  OPTIONS_TYPE: RELIABLE_MAIL_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: RELIABLE_MAIL_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<ReliableMailOptions>({ moduleName: 'ReliableMail' })
-  .setClassMethodName('forRoot')
-  .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
-  .build();
+/** `forRoot` / `forRootAsync`, and the token of the options as the app gave them (resolved in the providers). */
+export const { ConfigurableModuleClass: ConfigurableReliableMailModule, MODULE_OPTIONS_TOKEN: MODULE_OPTIONS } =
+  new ConfigurableModuleBuilder<ReliableMailOptions>({ moduleName: 'ReliableMail' })
+    .setClassMethodName('forRoot')
+    .setExtras({ isGlobal: false }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+    .build();

@@ -9,7 +9,7 @@ import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';
 import { purgeRows } from '../outbox/sql/purge.js';
 import { requeueRows } from '../outbox/sql/requeue.js';
-import { type SqlClient, transactionOf } from '../outbox/sql/statement.js';
+import { type SqlClient, transactionOf } from '../database/sql-client.js';
 import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
 
 const EXPORT_PAGE = 500;

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable } from '@nestjs/common';
 import type { Pool, QueryResultRow } from 'pg';
-import type { SqlClient, Statement } from '../outbox/sql/statement.js';
+import type { SqlClient, Statement } from './sql-client.js';
 
 /**
  * The connections reliable-mail's own work runs on (the dispatcher, the event publisher, retention, health and

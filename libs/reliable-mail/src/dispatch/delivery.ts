@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { RetryPolicy } from './retry-policy.js';
-import { MailRenderError, type MailRenderer } from '../templates/mail-renderer.js';
+import { MailRenderError, type MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { renderFailureVerdict, settlementFor, skipSettlement } from './settlement.js';
 import { classifyDelivery, classifyFailure, type SmtpFailureDetails, type SmtpVerdict } from './smtp-reply.js';

@@ -9,9 +9,9 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
-import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
-import { MailRenderer } from '../templates/mail-renderer.js';
+import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import { MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { Delivery } from './delivery.js';
@@ -35,7 +35,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     private readonly scheduler: SchedulerRegistry,
     private readonly metrics: MailMetrics,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     private readonly renderer: MailRenderer,
   ) {
     this.redelivery = new RecurringTask(

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@nestjs/common';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
-import type { SqlClient } from '../outbox/sql/statement.js';
+import type { SqlClient } from '../database/sql-client.js';
 import { settleRows } from '../outbox/sql/settle.js';
 import type { Settlement, StoredEvent } from '../outbox/queue.types.js';
 import { Batcher } from '../shared/batcher.js';

@@ -4,8 +4,8 @@ import { Batcher } from '../shared/batcher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { StoredEvent } from '../outbox/queue.types.js';
 import { claimUnconfirmedEvents, confirmEvents } from '../outbox/sql/events.js';
-import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
-import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { EMAIL_FAILED_EVENT, EmailFailedEvent } from './email-failed.event.js';
 import { EMAIL_SENT_EVENT, EmailSentEvent } from './email-sent.event.js';
 
@@ -31,7 +31,7 @@ export class MailEventPublisher {
   constructor(
     private readonly database: OutboxDatabase,
     private readonly emitter: EventEmitter2,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.confirmer = new Batcher(
       async (ids) => {

@@ -3,8 +3,9 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { healthFigures } from '../outbox/sql/health.js';
-import { MAIL_TRANSPORTS, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
-import type { HealthOptions, ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 
 /**
@@ -19,7 +20,7 @@ export class MailOutboxHealthIndicator {
     private readonly database: OutboxDatabase,
     private readonly dispatcher: MailDispatcher,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {}
 
   async isHealthy<const Key extends string = 'mail'>(

@@ -6,9 +6,8 @@ import {
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
 } from '../errors.js';
-import { RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
-import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
-import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from '../templates/content-options.js';
+import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
 import { contentHashOf } from './validation/content-hash.js';
@@ -18,7 +17,7 @@ import type { InsertedRow, NewOutboxRow } from './queue.types.js';
 import { cancelRow } from './sql/cancel.js';
 import { findByIdempotencyKeys, insertRows } from './sql/insert.js';
 import { listRows } from './sql/list.js';
-import { transactionOf } from './sql/statement.js';
+import { transactionOf } from '../database/sql-client.js';
 import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier } from './wake-up.notifier.js';
 
@@ -64,15 +63,14 @@ export class MailOutboxService {
   constructor(
     private readonly em: EntityManager,
     private readonly wakeUp: WakeUpNotifier,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     templates: MailTemplateRegistry,
-    @Inject(MAIL_CONTENT_OPTIONS) content: ResolvedContentOptions,
   ) {
     this.lanes = new Set(options.lanes.map((lane) => lane.name));
     this.contentRules = {
       templates,
-      maxMessageBytes: content.maxMessageBytes,
-      resolvesReferences: content.attachmentResolver !== null,
+      maxMessageBytes: options.maxMessageBytes,
+      resolvesReferences: options.attachmentResolver !== null,
     };
   }
 

@@ -9,8 +9,8 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { deleteRetained } from '../outbox/sql/retention.js';
-import { DISPATCHER_TIMEOUT_NAME, RESOLVED_OPTIONS } from '../reliable-mail.constants.js';
-import type { ResolvedReliableMailOptions } from '../reliable-mail.options.js';
+import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 
 const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
 
@@ -27,7 +27,7 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly database: OutboxDatabase,
     scheduler: SchedulerRegistry,
-    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
     this.task = new RecurringTask(
       scheduler,

@@ -1,6 +1,4 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InvalidOptionsError } from '../errors.js';
-import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from './content-options.js';
 import { InvalidTemplateError, type MailTemplate } from './mail-template.js';
 
 const TEMPLATE_NAME_PATTERN = /^[A-Za-z0-9][\w.:/-]{0,199}$/;
@@ -22,20 +20,22 @@ const TEMPLATE_NAME_PATTERN = /^[A-Za-z0-9][\w.:/-]{0,199}$/;
  * Register the same templates in every instance: one that enqueues validates parameters and picks the version,
  * one that dispatches renders it.
  */
-@Injectable()
 export class MailTemplateRegistry {
   private readonly byName = new Map<string, Map<number, MailTemplate>>();
 
-  constructor(@Optional() @Inject(MAIL_CONTENT_OPTIONS) options?: ResolvedContentOptions) {
-    options?.templates.forEach((template, index) => {
+  /** A registry holding the module's `templates` option; a template it cannot take is an invalid option. */
+  static of(templates: MailTemplate[]): MailTemplateRegistry {
+    const registry = new MailTemplateRegistry();
+    templates.forEach((template, index) => {
       try {
-        this.register(template);
+        registry.register(template);
       } catch (error) {
         if (error instanceof InvalidTemplateError)
           throw new InvalidOptionsError(`templates[${index}]`, `${error.template}: ${error.reason}`);
         throw error;
       }
     });
+    return registry;
   }
 
   /**

@@ -1,7 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError, MailValidationError } from '../errors.js';
-import type { ReliableMailOptions } from '../reliable-mail.options.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, resolveContentOptions } from './content-options.js';
 import { InvalidTemplateError, type MailTemplate, paramsValidator, type StandardSchemaLike } from './mail-template.js';
 import { MailTemplateRegistry } from './mail-template.registry.js';
 
@@ -76,62 +74,11 @@ describe('MailTemplateRegistry', () => {
   });
 
   it('registers the templates option, naming the bad entry as an option', () => {
-    const registry = new MailTemplateRegistry({
-      templates: [template('a', 1), template('a', 2)],
-      maxMessageBytes: 1,
-      attachmentResolver: null,
-    });
+    const registry = MailTemplateRegistry.of([template('a', 1), template('a', 2)]);
     expect(registry.versions('a')).toEqual([1, 2]);
-    const error = thrownBy(
-      () =>
-        new MailTemplateRegistry({
-          templates: [template('a', 1), template('a', 0)],
-          maxMessageBytes: 1,
-          attachmentResolver: null,
-        }),
-    );
+    const error = thrownBy(() => MailTemplateRegistry.of([template('a', 1), template('a', 0)]));
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect(error).toMatchObject({ option: 'templates[1]' });
-  });
-});
-
-describe('resolveContentOptions', () => {
-  const valid = {
-    transport: 'smtp://localhost',
-    from: 'a@example.com',
-    messageIdDomain: 'example.com',
-  } as ReliableMailOptions;
-
-  it('applies defaults', () => {
-    expect(resolveContentOptions(valid)).toEqual({
-      templates: [],
-      maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
-      attachmentResolver: null,
-    });
-    expect(DEFAULT_MAX_MESSAGE_BYTES).toBe(5 * 1024 * 1024);
-  });
-
-  it('keeps what is given', () => {
-    const resolver = async () => Buffer.from('x');
-    const templates = [template('a', 1)];
-    expect(
-      resolveContentOptions({ ...valid, templates, maxMessageBytes: 1_000, attachmentResolver: resolver }),
-    ).toEqual({ templates, maxMessageBytes: 1_000, attachmentResolver: resolver });
-  });
-
-  it.each<{ name: string; options: Record<string, unknown>; option: string }>([
-    { name: 'templates that are not an array', options: { templates: {} }, option: 'templates' },
-    { name: 'maxMessageBytes of 0', options: { maxMessageBytes: 0 }, option: 'maxMessageBytes' },
-    { name: 'a fractional maxMessageBytes', options: { maxMessageBytes: 1.5 }, option: 'maxMessageBytes' },
-    {
-      name: 'an attachmentResolver that is not a function',
-      options: { attachmentResolver: 's3' },
-      option: 'attachmentResolver',
-    },
-  ])('refuses $name', ({ options, option }) => {
-    const error = thrownBy(() => resolveContentOptions({ ...valid, ...options }));
-    expect(error).toBeInstanceOf(InvalidOptionsError);
-    expect(error).toMatchObject({ option });
   });
 });
 

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import nodemailer, { type Transporter, type SMTPPoolOptions, type SMTPPoolSentMessageInfo } from 'nodemailer';
 import type { MailAddress } from '../outbox/mail.types.js';
-import { DEFAULT_SMTP_TIMEOUTS, type SmtpTransportOptions } from '../reliable-mail.options.js';
+import { DEFAULT_SMTP_TIMEOUTS, type SmtpTransportOptions } from './smtp-transport-options.js';
 import type { DeliveryReport, MailTransport, OutboundMessage, SmtpFailure } from './mail-transport.interface.js';
 
 interface RejectedRecipientError extends SmtpFailure {

@@ -1,5 +1,5 @@
 import type { OutboxStatus } from '../mail.types.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /** A pending row is cancelled at once; a row being sent gets a request that its settle honours. */
 const CANCEL: Statement = {

@@ -1,6 +1,7 @@
 import type { MailPayload } from '../mail.types.js';
 import type { ClaimedRow } from '../queue.types.js';
-import { type SqlClient, type Statement, toDate, toDateOrNull } from './statement.js';
+import { type SqlClient, type Statement } from '../../database/sql-client.js';
+import { toDate, toDateOrNull } from './timestamps.js';
 
 export interface ClaimRequest {
   lane: string;

@@ -1,5 +1,5 @@
 import type { StoredEvent } from '../queue.types.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 // Events are recorded by the settle that makes the change they report (see settle.ts) and deleted once emitted.
 // One whose emitter died first keeps its lease time; after it, any instance that listens for it emits it again.

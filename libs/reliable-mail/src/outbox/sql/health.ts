@@ -1,5 +1,5 @@
 import type { HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * What a health probe needs, from the open rows' partial indexes. A row waits since its first due time: its

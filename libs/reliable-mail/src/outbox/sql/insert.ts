@@ -1,7 +1,7 @@
 import type { InsertedRow, NewOutboxRow } from '../queue.types.js';
 import type { OutboxStatus } from '../mail.types.js';
 import { NOTIFY_ROW_LANE, notifyLanesOf } from './notify.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 // An enqueue: one INSERT in the caller's transaction. A taken idempotency key inserts nothing (ON CONFLICT on the
 // partial unique index), and the caller then reads the existing row to compare its content hash.

@@ -1,7 +1,8 @@
 import type { AttemptOutcome, OutboxAttempt, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
-import { type SqlClient, toDate, toDateOrNull } from './statement.js';
+import { type SqlClient } from '../../database/sql-client.js';
+import { toDate, toDateOrNull } from './timestamps.js';
 
 // Reading rows with their attempts: `get`, the operators' list, and the export. One statement per page, the
 // attempts of each row aggregated beside it.

@@ -1,5 +1,5 @@
 import { WAKE_UP_CHANNEL } from '../../reliable-mail.constants.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 // How the dispatchers of every instance learn of due rows without waiting for their poll: an enqueue (or a requeue)
 // notifies the channel with the lane's name, and each dispatcher LISTENs on one connection of its own. A NOTIFY

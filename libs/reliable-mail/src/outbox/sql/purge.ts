@@ -1,7 +1,7 @@
 import type { OutboxStatus } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
-import type { SqlClient } from './statement.js';
+import type { SqlClient } from '../../database/sql-client.js';
 
 /** Statuses an operator may purge: nothing is left to do for them. Pending and sending rows are never purged. */
 export const CLOSED_STATUSES: readonly OutboxStatus[] = [

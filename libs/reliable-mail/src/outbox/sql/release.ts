@@ -1,5 +1,5 @@
 import type { ClaimedRow } from '../queue.types.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * Gives claimed rows back untouched (their send never started: shutdown, or a lane paused by its server): the

@@ -2,7 +2,7 @@ import type { OutboxStatus } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
 import { notifyLanesOf } from './notify.js';
-import type { SqlClient } from './statement.js';
+import type { SqlClient } from '../../database/sql-client.js';
 
 /** Statuses an operator may requeue: the final ones a fix can turn around. */
 export const REQUEUABLE_STATUSES: readonly OutboxStatus[] = ['failed', 'dead', 'expired', 'cancelled'];

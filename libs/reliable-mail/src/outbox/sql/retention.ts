@@ -1,4 +1,4 @@
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * Deletes up to $2 sent, cancelled, expired and suppressed rows last changed more than $1 ms ago, oldest first,

@@ -1,5 +1,5 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
-import type { SqlClient, Statement } from './statement.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * Applies settlements in one statement, several rows at a time. A row changes only while it is still `sending`

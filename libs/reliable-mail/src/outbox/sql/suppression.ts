@@ -1,5 +1,6 @@
 import type { Suppression } from '../operations.types.js';
-import { type SqlClient, toDate } from './statement.js';
+import { type SqlClient } from '../../database/sql-client.js';
+import { toDate } from './timestamps.js';
 
 // The suppression list: addresses that get no mail, kept in lower case. Settles add hard bounces (settle.ts) and
 // the claim reads it by primary key (claim.ts); these are the operators' statements.

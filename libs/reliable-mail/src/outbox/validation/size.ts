@@ -1,5 +1,5 @@
 import { MailValidationError } from '../../errors.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../../templates/content-options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../options/resolve-options.js';
 import type { StoredTemplate } from '../mail.types.js';
 
 /** The parts of a mail that count against `maxMessageBytes`; referenced attachments are fetched later and do not. */

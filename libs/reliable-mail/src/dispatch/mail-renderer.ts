@@ -3,9 +3,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ReliableMailError } from '../errors.js';
 import type { MailPayload, MailPayloadV2, StoredAttachment } from '../outbox/mail.types.js';
 import type { OutboundAttachment, RenderedMail } from '../transport/mail-transport.interface.js';
-import { MAIL_CONTENT_OPTIONS, type ResolvedContentOptions } from './content-options.js';
-import { MailTemplateRegistry } from './mail-template.registry.js';
-import type { RenderedContent } from './mail-template.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
+import type { RenderedContent } from '../templates/mail-template.js';
 
 const MAX_REASON_LENGTH = 1_000;
 import { LINE_BREAK_OR_NUL } from '../shared/characters.js';
@@ -37,7 +38,7 @@ function isReadable(value: unknown): value is Readable {
 export class MailRenderer {
   constructor(
     private readonly registry: MailTemplateRegistry,
-    @Inject(MAIL_CONTENT_OPTIONS) private readonly options: Pick<ResolvedContentOptions, 'attachmentResolver'>,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'attachmentResolver'>,
   ) {}
 
   /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */

@@ -1,13 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidOptionsError } from './errors.js';
-import {
-  DEFAULT_HEALTH_OPTIONS,
-  DEFAULT_RETENTION_OPTIONS,
-  longestSendMs,
-  type ReliableMailOptions,
-  resolveOptions,
-  type SmtpTransportOptions,
-} from './reliable-mail.options.js';
+import { InvalidOptionsError } from '../errors.js';
+import type { MailTemplate } from '../templates/mail-template.js';
+import type { SmtpTransportOptions } from '../transport/smtp-transport-options.js';
+import type { ReliableMailOptions } from './reliable-mail-options.interface.js';
+import { longestSendMs, resolveOptions } from './resolve-options.js';
 
 const valid: ReliableMailOptions = {
   transport: 'smtp://user:pass@smtp.example.com:587',
@@ -25,6 +21,16 @@ const defaultDispatcher = {
   eventLeaseMs: 30_000,
   workerId: 'worker-host:4242',
 };
+const defaultRetention = { enabled: true, keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000 };
+const defaultHealth = {
+  maxBacklog: 10_000,
+  maxLagMs: 300_000,
+  deadLetterWindowMs: 3_600_000,
+  maxDeadLetters: 0,
+  maxDispatcherIdleMs: 60_000,
+  verifySmtp: false,
+};
+const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
 const defaultRetry = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
 
 function expectInvalid(options: unknown, option: string): void {
@@ -84,8 +90,9 @@ describe('resolveOptions', () => {
         ownTransport: false,
       })),
       defaultLane: 'default',
-      retention: DEFAULT_RETENTION_OPTIONS,
-      health: DEFAULT_HEALTH_OPTIONS,
+      retention: defaultRetention,
+      health: defaultHealth,
+      ...defaultContent,
     });
   });
 
@@ -211,5 +218,34 @@ describe('longestSendMs', () => {
     },
   ])('$name', ({ transport, expected }) => {
     expect(longestSendMs(transport)).toBe(expected);
+  });
+});
+
+describe('content options', () => {
+  const template = (name: string, version: number): MailTemplate => ({
+    name,
+    version,
+    render: () => ({ subject: name, text: name }),
+  });
+
+  it('keeps what is given', () => {
+    const resolver = async () => Buffer.from('x');
+    const templates = [template('a', 1)];
+    expect(
+      resolveOptions({ ...valid, templates, maxMessageBytes: 1_000, attachmentResolver: resolver }, 'host', 1),
+    ).toMatchObject({ templates, maxMessageBytes: 1_000, attachmentResolver: resolver });
+  });
+
+  it.each<{ name: string; options: Record<string, unknown>; option: string }>([
+    { name: 'templates that are not an array', options: { templates: {} }, option: 'templates' },
+    { name: 'maxMessageBytes of 0', options: { maxMessageBytes: 0 }, option: 'maxMessageBytes' },
+    { name: 'a fractional maxMessageBytes', options: { maxMessageBytes: 1.5 }, option: 'maxMessageBytes' },
+    {
+      name: 'an attachmentResolver that is not a function',
+      options: { attachmentResolver: 's3' },
+      option: 'attachmentResolver',
+    },
+  ])('refuses $name', ({ options, option }) => {
+    expectInvalid({ ...valid, ...options }, option);
   });
 });

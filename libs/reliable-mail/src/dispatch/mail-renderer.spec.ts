@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it, jest } from '@jest/globals';
-import { renderFailureVerdict, settlementFor } from '../dispatch/settlement.js';
+import { renderFailureVerdict, settlementFor } from './settlement.js';
 import type { MailPayloadV1, MailPayloadV2 } from '../outbox/mail.types.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
-import type { AttachmentResolver } from './content-options.js';
-import { handlebarsTemplate } from './handlebars-template.js';
+import type { AttachmentResolver } from '../options/reliable-mail-options.interface.js';
+import { handlebarsTemplate } from '../templates/handlebars-template.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import type { MailTemplate } from './mail-template.js';
-import { MailTemplateRegistry } from './mail-template.registry.js';
+import type { MailTemplate } from '../templates/mail-template.js';
+import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 
 const messageId = '<m1@test.example.com>';
 const envelope = {

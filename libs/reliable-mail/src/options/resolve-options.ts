@@ -1,110 +1,18 @@
-import type SMTPPool from 'nodemailer/lib/smtp-pool/index.js';
-import { InvalidOptionsError } from './errors.js';
-import type { AttachmentResolver } from './templates/content-options.js';
-import type { MailTemplate } from './templates/mail-template.js';
+import { InvalidOptionsError } from '../errors.js';
+import type { MailTemplate } from '../templates/mail-template.js';
+import { DEFAULT_SMTP_TIMEOUTS, type SmtpTransportOptions } from '../transport/smtp-transport-options.js';
+import type {
+  AttachmentResolver,
+  DispatcherOptions,
+  HealthOptions,
+  LaneOptions,
+  ReliableMailOptions,
+  RetentionOptions,
+  RetryOptions,
+} from './reliable-mail-options.interface.js';
 
-/** nodemailer's pooled SMTP options; `pool` and `maxRequeues` are fixed by reliable-mail (see `SmtpMailTransport`). */
-export type SmtpTransportOptions = Omit<SMTPPool.Options, 'pool' | 'maxRequeues'>;
-
-export interface DispatcherOptions {
-  /** Run the dispatcher in this instance. An instance that only enqueues sets `false`. Default `true`. */
-  enabled?: boolean;
-  /** How often an idle dispatcher looks for due rows (the safety net under LISTEN/NOTIFY). Default 1000. */
-  pollIntervalMs?: number;
-  /** The most rows one claim takes. Default 50. */
-  batchSize?: number;
-  /** The most SMTP sends in flight in this instance. Default 8. */
-  concurrency?: number;
-  /**
-   * How long a claim holds a row; after it another worker may claim the row again. Must exceed twice the longest
-   * send the transport's timeouts allow (a row claimed ahead waits for one send, then takes one). Default 600000.
-   */
-  leaseMs?: number;
-  /** How long shutdown waits for sends in flight. Default 30000. */
-  shutdownTimeoutMs?: number;
-  /** How long an event that was recorded but not confirmed as emitted waits before any instance emits it again. Default 30000. */
-  eventLeaseMs?: number;
-  /** Names this worker in attempts and logs. Default `<hostname>:<pid>`. */
-  workerId?: string;
-}
-
-export interface RetryOptions {
-  /** Attempts before a transiently failing row is dead-lettered. Default 8. */
-  maxAttempts?: number;
-  /** The first retry waits up to this long; each next one up to twice as long. Default 5000. */
-  baseDelayMs?: number;
-  /** The cap of one retry delay. Default 3600000 (1 hour). */
-  maxDelayMs?: number;
-  /** A row older than this is dead-lettered instead of retried. Default 86400000 (24 hours). */
-  maxAgeMs?: number;
-}
-
-export interface RetentionOptions {
-  /** Delete closed rows on a schedule in this instance. Default `true`. */
-  enabled?: boolean;
-  /** Sent, cancelled, expired and suppressed rows older than this are deleted with their attempts. Default 30 days. */
-  keepClosedForMs?: number;
-  /** Rows per delete statement, small enough never to hold locks for long. Default 500. */
-  batchSize?: number;
-  /** How often the cleanup runs. Default 600000 (10 minutes). */
-  intervalMs?: number;
-}
-
-export interface HealthOptions {
-  /** Rows waiting to be sent (due, being sent or retrying) above this make the indicator fail. Default 10000. */
-  maxBacklog?: number;
-  /** A row waiting longer than this since it was due makes the indicator fail. Default 300000 (5 minutes). */
-  maxLagMs?: number;
-  /** The window in which dead letters are counted. Default 3600000 (1 hour). */
-  deadLetterWindowMs?: number;
-  /** Dead letters in the window above this make the indicator fail. Default 0. */
-  maxDeadLetters?: number;
-  /** A dispatcher whose loop has not run for this long is reported dead. Default 60000. */
-  maxDispatcherIdleMs?: number;
-  /** Also ask the SMTP server (`verify`) on every check. Default `false`. */
-  verifySmtp?: boolean;
-}
-
-export interface LaneOptions {
-  /** The most sends in flight in this lane, in this instance. Default: `dispatcher.concurrency`. */
-  concurrency?: number;
-  /** The most messages per second this lane sends from this instance. Default: unlimited. */
-  ratePerSecond?: number;
-  /** A transport of the lane's own (providers keep separate streams for broadcast mail). Default: `transport`. */
-  transport?: string | SmtpTransportOptions;
-}
-
-export interface ReliableMailOptions {
-  /** An SMTP URL (`smtp://user:pass@host:587`) or nodemailer SMTP options. */
-  transport: string | SmtpTransportOptions;
-  /** Default sender, used when a mail has no `from`. */
-  from: string;
-  /** The right-hand side of every Message-ID (`<uuid@messageIdDomain>`). */
-  messageIdDomain: string;
-  dispatcher?: DispatcherOptions;
-  retry?: RetryOptions;
-  /**
-   * Lanes, each with its own claim loop and capacity, so that a bulk backlog never delays a login code.
-   * Default: `critical`, `default` and `bulk`, each with `dispatcher.concurrency`.
-   */
-  lanes?: Record<string, LaneOptions>;
-  /** The lane of an enqueue that names none. Default `default`. */
-  defaultLane?: string;
-  /**
-   * Templates a mail can name (`enqueue({ template, params })`), rendered at send time; several versions of a
-   * name may be given. More can be added from a provider through `MailTemplateRegistry.register`.
-   */
-  templates?: MailTemplate[];
-  /**
-   * The largest mail enqueue accepts, in bytes: subject, body (or template parameters), headers and inline
-   * attachments (counted decoded). Referenced attachments do not count. Default 5 MiB.
-   */
-  maxMessageBytes?: number;
-  /** Fetches attachments given as `{ ref }` at send time; without it such an attachment is refused at enqueue. */
-  attachmentResolver?: AttachmentResolver;
-  retention?: RetentionOptions;
-  health?: HealthOptions;
-}
+/** How a transiently failing row is retried: `retry` with every default applied. */
+export type RetryPolicy = Required<RetryOptions>;
 
 export interface ResolvedLane {
   name: string;
@@ -120,21 +28,24 @@ export interface ResolvedReliableMailOptions {
   from: string;
   messageIdDomain: string;
   dispatcher: Required<DispatcherOptions>;
-  retry: Required<RetryOptions>;
+  retry: RetryPolicy;
   lanes: ResolvedLane[];
   defaultLane: string;
   retention: Required<RetentionOptions>;
   health: Required<HealthOptions>;
+  templates: MailTemplate[];
+  maxMessageBytes: number;
+  attachmentResolver: AttachmentResolver | null;
 }
 
-export const DEFAULT_RETENTION_OPTIONS: Required<RetentionOptions> = {
+const DEFAULT_RETENTION_OPTIONS: Required<RetentionOptions> = {
   enabled: true,
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
 };
 
-export const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
+const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxBacklog: 10_000,
   maxLagMs: 300_000,
   deadLetterWindowMs: 3_600_000,
@@ -143,10 +54,10 @@ export const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   verifySmtp: false,
 };
 
-export const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
+const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
 const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
 
-export const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> = {
+const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> = {
   enabled: true,
   pollIntervalMs: 1_000,
   batchSize: 50,
@@ -156,19 +67,15 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'work
   eventLeaseMs: 30_000,
 };
 
-export const DEFAULT_RETRY_OPTIONS: Required<RetryOptions> = {
+const DEFAULT_RETRY_OPTIONS: Required<RetryOptions> = {
   maxAttempts: 8,
   baseDelayMs: 5_000,
   maxDelayMs: 3_600_000,
   maxAgeMs: 86_400_000,
 };
 
-/** The SMTP timeouts used when the transport options do not set them; all of them must fit in the lease. */
-export const DEFAULT_SMTP_TIMEOUTS = {
-  connectionTimeout: 30_000,
-  greetingTimeout: 30_000,
-  socketTimeout: 120_000,
-} as const;
+/** 5 MiB. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
 
 const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
@@ -281,6 +188,7 @@ export function resolveOptions(
   if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
 
   return {
+    ...resolveContent(options),
     transport,
     from: options.from,
     messageIdDomain: options.messageIdDomain,
@@ -330,4 +238,20 @@ function resolveLane(
     transport,
     ownTransport: lane.transport !== undefined,
   };
+}
+
+function resolveContent(
+  options: ReliableMailOptions,
+): Pick<ResolvedReliableMailOptions, 'templates' | 'maxMessageBytes' | 'attachmentResolver'> {
+  const { templates = [], maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES, attachmentResolver } = options;
+  if (!Array.isArray(templates)) {
+    throw new InvalidOptionsError('templates', 'must be an array of mail templates');
+  }
+  if (typeof maxMessageBytes !== 'number' || !Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < 1) {
+    throw new InvalidOptionsError('maxMessageBytes', `must be an integer >= 1, got ${JSON.stringify(maxMessageBytes)}`);
+  }
+  if (attachmentResolver !== undefined && typeof attachmentResolver !== 'function') {
+    throw new InvalidOptionsError('attachmentResolver', 'must be a function (ref) => Promise<Buffer | Readable>');
+  }
+  return { templates, maxMessageBytes, attachmentResolver: attachmentResolver ?? null };
 }

@@ -1,0 +1,195 @@
+import type { Readable } from 'node:stream';
+import type { MailTemplate } from '../templates/mail-template.js';
+import type { SmtpTransportOptions } from '../transport/smtp-transport-options.js';
+
+// The options of `ReliableMailModule.forRoot()`. Every one is checked at start-up: an `InvalidOptionsError` names
+// the option it refuses (see resolve-options.ts).
+
+/**
+ * Fetches a referenced attachment at send time: the bytes, or a stream the SMTP transport reads while it sends.
+ * A throw or a rejected promise fails the row permanently, with the error's message as the reason.
+ */
+export type AttachmentResolver = (
+  ref: string,
+) => Promise<Buffer | Uint8Array | Readable> | Buffer | Uint8Array | Readable;
+
+export interface DispatcherOptions {
+  /**
+   * Run the dispatcher in this instance. An instance that only enqueues sets `false`.
+   * @default `true`
+   */
+  enabled?: boolean;
+  /**
+   * How often an idle dispatcher looks for due rows (the safety net under LISTEN/NOTIFY).
+   * @default 1000
+   */
+  pollIntervalMs?: number;
+  /**
+   * The most rows one claim takes.
+   * @default 50
+   */
+  batchSize?: number;
+  /**
+   * The most SMTP sends in flight in this instance.
+   * @default 8
+   */
+  concurrency?: number;
+  /**
+   * How long a claim holds a row; after it another worker may claim the row again. Must exceed twice the longest
+   * send the transport's timeouts allow (a row claimed ahead waits for one send, then takes one).
+   * @default 600000
+   */
+  leaseMs?: number;
+  /**
+   * How long shutdown waits for sends in flight.
+   * @default 30000
+   */
+  shutdownTimeoutMs?: number;
+  /**
+   * How long an event that was recorded but not confirmed as emitted waits before any instance emits it again.
+   * @default 30000
+   */
+  eventLeaseMs?: number;
+  /**
+   * Names this worker in attempts and logs.
+   * @default `<hostname>:<pid>`
+   */
+  workerId?: string;
+}
+
+export interface RetryOptions {
+  /**
+   * Attempts before a transiently failing row is dead-lettered.
+   * @default 8
+   */
+  maxAttempts?: number;
+  /**
+   * The first retry waits up to this long; each next one up to twice as long.
+   * @default 5000
+   */
+  baseDelayMs?: number;
+  /**
+   * The cap of one retry delay.
+   * @default 3600000 (1 hour)
+   */
+  maxDelayMs?: number;
+  /**
+   * A row older than this is dead-lettered instead of retried.
+   * @default 86400000 (24 hours)
+   */
+  maxAgeMs?: number;
+}
+
+export interface RetentionOptions {
+  /**
+   * Delete closed rows on a schedule in this instance.
+   * @default `true`
+   */
+  enabled?: boolean;
+  /**
+   * Sent, cancelled, expired and suppressed rows older than this are deleted with their attempts.
+   * @default 30 days
+   */
+  keepClosedForMs?: number;
+  /**
+   * Rows per delete statement, small enough never to hold locks for long.
+   * @default 500
+   */
+  batchSize?: number;
+  /**
+   * How often the cleanup runs.
+   * @default 600000 (10 minutes)
+   */
+  intervalMs?: number;
+}
+
+export interface HealthOptions {
+  /**
+   * Rows waiting to be sent (due, being sent or retrying) above this make the indicator fail.
+   * @default 10000
+   */
+  maxBacklog?: number;
+  /**
+   * A row waiting longer than this since it was due makes the indicator fail.
+   * @default 300000 (5 minutes)
+   */
+  maxLagMs?: number;
+  /**
+   * The window in which dead letters are counted.
+   * @default 3600000 (1 hour)
+   */
+  deadLetterWindowMs?: number;
+  /**
+   * Dead letters in the window above this make the indicator fail.
+   * @default 0
+   */
+  maxDeadLetters?: number;
+  /**
+   * A dispatcher whose loop has not run for this long is reported dead.
+   * @default 60000
+   */
+  maxDispatcherIdleMs?: number;
+  /**
+   * Also ask the SMTP server (`verify`) on every check.
+   * @default `false`
+   */
+  verifySmtp?: boolean;
+}
+
+export interface LaneOptions {
+  /**
+   * The most sends in flight in this lane, in this instance.
+   * @default `dispatcher.concurrency`
+   */
+  concurrency?: number;
+  /**
+   * The most messages per second this lane sends from this instance.
+   * @default unlimited
+   */
+  ratePerSecond?: number;
+  /**
+   * A transport of the lane's own (providers keep separate streams for broadcast mail).
+   * @default `transport`
+   */
+  transport?: string | SmtpTransportOptions;
+}
+
+export interface ReliableMailOptions {
+  /** An SMTP URL (`smtp://user:pass@host:587`) or nodemailer SMTP options. */
+  transport: string | SmtpTransportOptions;
+  /**
+   *
+   * @default sender, used when a mail has no `from`
+   */
+  from: string;
+  /** The right-hand side of every Message-ID (`<uuid@messageIdDomain>`). */
+  messageIdDomain: string;
+  dispatcher?: DispatcherOptions;
+  retry?: RetryOptions;
+  /**
+   * Lanes, each with its own claim loop and capacity, so that a bulk backlog never delays a login code.
+   *
+   * @default `critical`, `default` and `bulk`, each with `dispatcher.concurrency`
+   */
+  lanes?: Record<string, LaneOptions>;
+  /**
+   * The lane of an enqueue that names none.
+   * @default `default`
+   */
+  defaultLane?: string;
+  /**
+   * Templates a mail can name (`enqueue({ template, params })`), rendered at send time; several versions of a
+   * name may be given. More can be added from a provider through `MailTemplateRegistry.register`.
+   */
+  templates?: MailTemplate[];
+  /**
+   * The largest mail enqueue accepts, in bytes: subject, body (or template parameters), headers and inline
+   * attachments (counted decoded). Referenced attachments do not count.
+   * @default 5 MiB
+   */
+  maxMessageBytes?: number;
+  /** Fetches attachments given as `{ ref }` at send time; without it such an attachment is refused at enqueue. */
+  attachmentResolver?: AttachmentResolver;
+  retention?: RetentionOptions;
+  health?: HealthOptions;
+}
