@@ -167,7 +167,7 @@ describe('the outbox API without a dispatcher', () => {
     ]);
 
     const freshResult = await settleRows(database, [settlementFor(fresh, sent, retryPolicy, new Date(), 5)], 1_000);
-    expect([...freshResult.keys()]).toEqual([id]);
+    expect([...freshResult.keys()]).toEqual([`${id}/${fresh.lockToken}`]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
   });

@@ -1,20 +1,37 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Injectable } from '@nestjs/common';
-import type { Pool, QueryResultRow } from 'pg';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import pg from 'pg';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { SqlClient, Statement } from './sql-client.js';
 
+/** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
+const KEEPALIVE_DELAY_MS = 10_000;
+/** The client gives up on a statement this long after the server should have cancelled it itself. */
+const CLIENT_TIMEOUT_MARGIN_MS = 5_000;
+
 /**
- * The connections reliable-mail's own work runs on (the dispatcher, the event publisher, retention, health and
- * metrics), apart from any caller's transaction. Statements with a name are prepared once per connection instead
- * of being planned at every claim and settle.
+ * The connections reliable-mail's own work runs on: the dispatcher, the wake-up listener, the event publisher,
+ * retention, health and metrics. A pool of its own, apart from the app's: a database outage or a hung connection
+ * here can neither exhaust the pool the business transactions use nor be stalled by it. Every statement is bounded
+ * twice: `statement_timeout` on the server, and a client-side timeout a little longer that catches a server which
+ * no longer answers at all (a failover that left the old connection half-open), after which pg-pool discards the
+ * connection. Statements with a name are prepared once per connection instead of planned at every claim and settle.
  */
 @Injectable()
-export class OutboxDatabase implements SqlClient {
-  constructor(private readonly em: EntityManager) {}
+export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
+  private readonly logger = new Logger('ReliableMail');
+  private pool: Promise<pg.Pool> | null = null;
+  private config: Promise<pg.ClientConfig> | null = null;
+
+  constructor(
+    private readonly em: EntityManager,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'database'>,
+  ) {}
 
   async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
-    const pool = await this.pool();
-    const result = await pool.query<R & QueryResultRow>({
+    const pool = await (this.pool ??= this.createPool());
+    const result = await pool.query<R & pg.QueryResultRow>({
       name: statement.name,
       text: statement.text,
       values: [...values],
@@ -22,8 +39,82 @@ export class OutboxDatabase implements SqlClient {
     return result.rows;
   }
 
-  /** The pool itself, for the one connection that LISTENs. */
-  async pool(): Promise<Pool> {
-    return this.em.getConnection().getNativeClient();
+  /** A connection outside the pool, for a session that must stay open (LISTEN); the caller ends it. */
+  async client(): Promise<pg.Client> {
+    const client = new pg.Client(await this.connectionConfig());
+    // An error of an idle connection is an event: without a listener it would take the process down.
+    client.on('error', () => undefined);
+    return client;
+  }
+
+  /** The figures of the pool, for health and the soak test. */
+  async poolFigures(): Promise<{ total: number; idle: number; waiting: number } | null> {
+    if (!this.pool) return null;
+    const pool = await this.pool;
+    return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (!this.pool) return;
+    const pool = await this.pool;
+    this.pool = null;
+    // pool.end() waits for every client, and a client stuck on a dead socket never comes back: bounded.
+    const ended = pool.end().then(() => true);
+    const timeout = new Promise<false>((resolve) =>
+      setTimeout(resolve, this.options.database.connectTimeoutMs, false).unref(),
+    );
+    if (!(await Promise.race([ended, timeout]))) {
+      this.logger.warn({ msg: 'the database pool did not close in time; its connections are left to the OS' });
+    }
+  }
+
+  private async createPool(): Promise<pg.Pool> {
+    const { poolSize, connectTimeoutMs } = this.options.database;
+    const pool = new pg.Pool({
+      ...(await this.connectionConfig()),
+      max: poolSize,
+      connectionTimeoutMillis: connectTimeoutMs,
+      idleTimeoutMillis: 30_000,
+    });
+    // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
+    pool.on('connect', (client) => client.on('error', () => undefined));
+    pool.on('error', (error) => this.logger.warn({ msg: 'an idle database connection failed', error: String(error) }));
+    return pool;
+  }
+
+  private connectionConfig(): Promise<pg.ClientConfig> {
+    return (this.config ??= this.resolveConnectionConfig());
+  }
+
+  /**
+   * The app's own MikroORM connection settings (host, credentials, ssl, …) unless `database.url` is given, with
+   * reliable-mail's bounds: keepalive, a connect timeout and statement timeouts.
+   */
+  private async resolveConnectionConfig(): Promise<pg.ClientConfig> {
+    const { url, statementTimeoutMs, connectTimeoutMs } = this.options.database;
+    const base = url ? { connectionString: url } : await this.ormConnectionConfig();
+    return {
+      ...base,
+      application_name: 'reliable-mail',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      connectionTimeoutMillis: connectTimeoutMs,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS,
+    };
+  }
+
+  private async ormConnectionConfig(): Promise<pg.ClientConfig> {
+    const connection = this.em.getConnection();
+    try {
+      const { options } = await connection.getNativeClient();
+      // Copied one by one: pg-pool keeps the password non-enumerable, and the ORM's type parsers are its own.
+      const { types: _types, max: _max, min: _min, idleTimeoutMillis: _idle, ...rest } = options;
+      return { ...rest, password: options.password };
+    } catch {
+      // An ORM configured with its own Kysely dialect exposes no pool: its plain settings are all there is.
+      const { host, port, user, password, database } = connection.getConnectionOptions();
+      return { host, port, user, password, database };
+    }
   }
 }

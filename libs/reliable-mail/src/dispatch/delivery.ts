@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import type { RetryPolicy } from './retry-policy.js';
+import type { RetryPolicy } from '../options/resolve-options.js';
 import { MailRenderError, type MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { renderFailureVerdict, settlementFor, skipSettlement } from './settlement.js';

@@ -17,6 +17,8 @@ import type { SmtpVerdict } from './smtp-reply.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
+/** A settle gives up this long before the row's lease ends, rather than race another worker's claim. */
+const SETTLE_MARGIN_MS = 1_000;
 
 export interface LaneLoopDependencies {
   database: SqlClient;
@@ -81,14 +83,17 @@ export class LaneLoop {
   async stop(timeoutMs: number): Promise<number> {
     this.stopping = true;
     this.clearTimer();
-    await this.running;
-    await this.handBackReady();
+    // Whatever the database does, shutdown takes no longer than timeoutMs: a claim or a hand-back that hangs on a
+    // dead connection is left behind, and its rows come back after their lease.
+    const deadline = sleep(timeoutMs, undefined, { ref: false });
     const drained = (async () => {
+      await this.running;
+      await this.handBackReady();
       while (this.inFlight.size + this.settling.size > 0)
         await Promise.allSettled([...this.inFlight, ...this.settling]);
     })();
-    await Promise.race([drained, sleep(timeoutMs, undefined, { ref: false })]);
-    return this.inFlight.size + this.settling.size;
+    await Promise.race([drained, deadline]);
+    return this.inFlight.size + this.settling.size + this.ready.length;
   }
 
   /** Returns the rows claimed ahead to the queue untouched, as if they had never been claimed. */
@@ -225,7 +230,7 @@ export class LaneLoop {
   }
 
   private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
-    const outcome = await this.deps.settler.settle(settlement);
+    const outcome = await this.deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
     if (!outcome?.applied) return;
     if (settlement.status !== 'pending')
       this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);

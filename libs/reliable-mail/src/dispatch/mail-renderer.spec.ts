@@ -287,6 +287,7 @@ describe('a render failure settles as a permanent failure', () => {
       attemptId: 'attempt',
       skipReason: null,
       suppressed: [],
+      leaseEndsAt: 0,
     };
     const reason = 'template "boom"@1 failed to render: items is not iterable';
     const settlement = settlementFor(

@@ -4,6 +4,7 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  Optional,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
@@ -14,10 +15,11 @@ import type { ResolvedReliableMailOptions } from '../options/resolve-options.js'
 import { MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { RecurringTask } from '../shared/recurring-task.js';
+import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
 import { LaneLoop } from './lane-loop.js';
 import { Settler } from './settler.js';
-import { WakeUpListener } from './wake-up.listener.js';
+import { WakeUpListener, type WakeUpState } from './wake-up.listener.js';
 
 const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
 
@@ -26,26 +28,18 @@ const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
 export class MailDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private readonly lanes = new Map<string, LaneLoop>();
-  private readonly redelivery: RecurringTask;
+  private redelivery: RecurringTask | null = null;
 
   constructor(
     private readonly database: OutboxDatabase,
     private readonly publisher: MailEventPublisher,
     private readonly wakeUp: WakeUpListener,
-    private readonly scheduler: SchedulerRegistry,
     private readonly metrics: MailMetrics,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     private readonly renderer: MailRenderer,
-  ) {
-    this.redelivery = new RecurringTask(
-      scheduler,
-      REDELIVERY_TIMER,
-      options.dispatcher.pollIntervalMs,
-      () => this.publisher.redeliverUnconfirmed(),
-      this.logger,
-    );
-  }
+    @Optional() private readonly scheduler?: SchedulerRegistry,
+  ) {}
 
   /** When the least recently active lane last ran its loop; null before every lane has run once. */
   get lastTickAt(): Date | null {
@@ -57,12 +51,25 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     return oldest;
   }
 
+  /** Whether the wake-up listener is listening; polling covers for it while it is not. */
+  get wakeUpState(): WakeUpState {
+    return this.wakeUp.state;
+  }
+
   get enabled(): boolean {
     return this.options.dispatcher.enabled;
   }
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcher.enabled) return;
+    const scheduler = requireScheduler(this.scheduler, 'dispatcher.enabled');
+    this.redelivery = new RecurringTask(
+      scheduler,
+      REDELIVERY_TIMER,
+      this.options.dispatcher.pollIntervalMs,
+      () => this.publisher.redeliverUnconfirmed(),
+      this.logger,
+    );
     const settler = new Settler(this.database, this.publisher, this.options.dispatcher.eventLeaseMs, this.logger);
     for (const lane of this.options.lanes) {
       const delivery = new Delivery(
@@ -76,7 +83,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         lane.name,
         new LaneLoop(lane, {
           database: this.database,
-          scheduler: this.scheduler,
+          scheduler,
           delivery,
           settler,
           publisher: this.publisher,
@@ -86,7 +93,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         }),
       );
     }
-    await this.wakeUp.start((lane) => this.wake(lane));
+    this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
     this.redelivery.start(0);
     this.logger.log({
@@ -97,8 +104,8 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.redelivery.stop();
-    await this.wakeUp.stop();
+    this.redelivery?.stop();
+    this.wakeUp.stop();
     const unfinished = await Promise.all(
       [...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)),
     );

@@ -1,9 +1,4 @@
-export interface RetryPolicy {
-  maxAttempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-  maxAgeMs: number;
-}
+import type { RetryPolicy } from '../options/resolve-options.js';
 
 /**
  * Exponential backoff with full jitter: a delay drawn uniformly from [0, min(maxDelayMs, baseDelayMs * 2^(n-1)))

@@ -3,7 +3,7 @@ import { EMAIL_FAILED_EVENT } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT } from '../events/email-sent.event.js';
 import type { RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import type { RetryPolicy } from './retry-policy.js';
+import type { RetryPolicy } from '../options/resolve-options.js';
 import { settlementFor, skipSettlement } from './settlement.js';
 import type { SmtpVerdict } from './smtp-reply.js';
 
@@ -39,6 +39,7 @@ function claimedRow(attempts: number, ageMs = 60_000): ClaimedRow {
     attemptId: 'attempt-1',
     skipReason: null,
     suppressed: [],
+    leaseEndsAt: 0,
   };
 }
 

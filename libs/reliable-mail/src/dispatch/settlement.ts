@@ -2,7 +2,8 @@ import { EMAIL_FAILED_EVENT, type EmailFailedEvent } from '../events/email-faile
 import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { recipientsOf } from '../outbox/recipients.js';
-import { decideRetry, type RetryPolicy } from './retry-policy.js';
+import type { RetryPolicy } from '../options/resolve-options.js';
+import { decideRetry } from './retry-policy.js';
 import { isHardBounce, type SmtpVerdict } from './smtp-reply.js';
 
 /** The addresses this verdict proves do not exist, lower case, for the suppression list. */

@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@nestjs/common';
-import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { SqlClient } from '../database/sql-client.js';
-import { settleRows } from '../outbox/sql/settle.js';
+import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { Settlement, StoredEvent } from '../outbox/queue.types.js';
+import { settleRows, settlementKey } from '../outbox/sql/settle.js';
 import { Batcher } from '../shared/batcher.js';
 
 const SETTLE_BATCH = 100;
-const SETTLE_RETRIES = 5;
+const FIRST_RETRY_MS = 200;
+const LONGEST_RETRY_MS = 5_000;
 
 /** Whether a settle still owned its row, and the event it recorded for emission (none when nobody listens). */
 export interface SettleOutcome {
@@ -37,15 +38,20 @@ export class Settler {
       );
       const applied = await settleRows(database, recorded, eventLeaseMs);
       return settlements.map((settlement) => ({
-        applied: applied.has(settlement.id),
-        event: applied.get(settlement.id) ?? null,
+        applied: applied.has(settlementKey(settlement)),
+        event: applied.get(settlementKey(settlement)) ?? null,
       }));
     }, SETTLE_BATCH);
   }
 
-  /** Settles with a few retries, since the statement is idempotent; null when it could not be written at all. */
-  async settle(settlement: Settlement): Promise<SettleOutcome | null> {
-    for (let attempt = 1; ; attempt++) {
+  /**
+   * Settles, retrying with backoff through a database restart or failover until `deadline` (on the
+   * `performance.now()` clock: the end of the row's lease, less a margin). The statement is idempotent, and while the
+   * lease holds nobody else can send the row: giving up earlier would turn an outcome this process knows into an
+   * `unknown` attempt and a second copy. Null when it could not be written by then.
+   */
+  async settle(settlement: Settlement, deadline: number): Promise<SettleOutcome | null> {
+    for (let retry = 0; ; retry++) {
       try {
         const outcome = await this.batcher.add(settlement);
         if (!outcome.applied) {
@@ -57,16 +63,25 @@ export class Settler {
         }
         return outcome;
       } catch (error) {
-        if (attempt >= SETTLE_RETRIES) {
+        const wait = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** retry);
+        if (performance.now() + wait > deadline) {
           this.logger.error({
-            msg: 'settle failed; the row is claimed again after its lease',
+            msg: 'settle failed until the lease ran out: the row is claimed again and sent again (same Message-ID)',
             id: settlement.id,
             outcome: settlement.outcome,
+            retries: retry,
             error: String(error),
           });
           return null;
         }
-        await sleep(100 * 2 ** attempt);
+        if (retry === 0) {
+          this.logger.warn({
+            msg: 'settle failed; retrying while the lease holds',
+            id: settlement.id,
+            error: String(error),
+          });
+        }
+        await sleep(wait);
       }
     }
   }

@@ -1,58 +1,141 @@
+import type { Socket } from 'node:net';
 import { Injectable, Logger } from '@nestjs/common';
-import type { PoolClient } from 'pg';
+import type pg from 'pg';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { LISTEN } from '../outbox/sql/notify.js';
 import { WAKE_UP_CHANNEL } from '../reliable-mail.constants.js';
 
+const FIRST_RETRY_MS = 1_000;
+const LONGEST_RETRY_MS = 30_000;
 /**
- * Holds one connection that LISTENs for the NOTIFY an enqueue sends at commit, so an idle dispatcher starts at once
- * instead of at its next poll. Polling stays the safety net: a lost connection only costs latency until it is back.
+ * A LISTEN connection whose server vanished without a reset never errors: only a statement notices. One every
+ * 30 s bounds how long wake-ups can be silently lost (polling still runs meanwhile).
+ */
+const HEARTBEAT_MS = 30_000;
+
+/** What the health indicator shows of the wake-up listener. */
+export interface WakeUpState {
+  listening: boolean;
+  /** Since when it has been listening, or failing. */
+  since: Date;
+  /** Connection attempts that failed in a row, and the last error: a standby, a server in recovery, an outage. */
+  failures: number;
+  lastError: string | null;
+}
+
+/**
+ * Holds one connection of its own (outside every pool) that LISTENs for the NOTIFY an enqueue sends at commit, so
+ * an idle dispatcher starts at once instead of at its next poll. Polling stays the safety net: while the listener
+ * cannot connect or LISTEN (a hot standby answers "cannot execute LISTEN during recovery"), it tries again with a
+ * capped exponential backoff, each failed connection ended before the next is made.
  */
 @Injectable()
 export class WakeUpListener {
   private readonly logger = new Logger('ReliableMail');
-  private client: PoolClient | null = null;
-  private stopped = false;
-  private reconnectTimer: NodeJS.Timeout | null = null;
+  private client: pg.Client | null = null;
+  private onWakeUp: ((lane: string) => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = true;
+  private current: WakeUpState = { listening: false, since: new Date(), failures: 0, lastError: null };
 
   constructor(private readonly database: OutboxDatabase) {}
 
-  async start(onWakeUp: (lane: string) => void): Promise<void> {
+  get state(): WakeUpState {
+    return { ...this.current };
+  }
+
+  /** Starts listening; a failure is retried in the background, so start-up never waits for the database. */
+  start(onWakeUp: (lane: string) => void): void {
+    this.onWakeUp = onWakeUp;
     this.stopped = false;
-    try {
-      const pool = await this.database.pool();
-      const client = await pool.connect();
-      client.on('notification', (message) => {
-        if (message.channel === WAKE_UP_CHANNEL) onWakeUp(message.payload ?? '');
-      });
-      client.on('error', (error) => this.reconnect(onWakeUp, error));
-      await client.query(LISTEN.text);
-      this.client = client;
-      if (this.stopped) await this.stop();
-    } catch (error) {
-      this.reconnect(onWakeUp, error);
-    }
+    void this.connect();
   }
 
-  private reconnect(onWakeUp: (lane: string) => void, error: unknown): void {
-    this.logger.warn({ msg: 'wake-up listener lost its connection; polling until it is back', error: String(error) });
-    this.client?.release(true);
-    this.client = null;
-    if (!this.stopped && !this.reconnectTimer) {
-      this.reconnectTimer = setTimeout(() => {
-        this.reconnectTimer = null;
-        void this.start(onWakeUp);
-      }, 1_000);
-      this.reconnectTimer.unref();
-    }
-  }
-
-  async stop(): Promise<void> {
+  stop(): void {
     this.stopped = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
-    // Destroyed rather than returned to the pool, which would otherwise hand out a connection still listening.
-    this.client?.release(true);
+    this.clearTimer();
+    if (this.client) end(this.client);
     this.client = null;
   }
+
+  private async connect(): Promise<void> {
+    this.timer = null;
+    if (this.stopped) return;
+    let client: pg.Client | null = null;
+    try {
+      client = await this.database.client();
+      client.on('notification', (message) => {
+        if (message.channel === WAKE_UP_CHANNEL) this.onWakeUp?.(message.payload ?? '');
+      });
+      const connected = client;
+      client.on('error', (error) => this.lost(connected, error));
+      client.on('end', () => this.lost(connected, new Error('the connection ended')));
+      await client.connect();
+      await client.query(LISTEN.text);
+      if (this.stopped) return end(client);
+      this.client = client;
+      this.current = { listening: true, since: new Date(), failures: 0, lastError: null };
+      this.schedule(HEARTBEAT_MS, () => this.heartbeat(connected));
+    } catch (error) {
+      if (client) end(client);
+      this.failed(error);
+    }
+  }
+
+  private async heartbeat(client: pg.Client): Promise<void> {
+    try {
+      await client.query('select 1');
+      if (this.client === client) this.schedule(HEARTBEAT_MS, () => this.heartbeat(client));
+    } catch (error) {
+      this.lost(client, error);
+    }
+  }
+
+  /** The listening connection failed: only the current one counts, so a stale error never disturbs its successor. */
+  private lost(client: pg.Client, error: unknown): void {
+    if (this.client !== client) return;
+    this.client = null;
+    end(client);
+    this.clearTimer();
+    this.failed(error);
+  }
+
+  private failed(error: unknown): void {
+    const failures = this.current.failures + 1;
+    const since = this.current.listening || failures === 1 ? new Date() : this.current.since;
+    this.current = { listening: false, since, failures, lastError: String(error) };
+    const delay = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1));
+    // Logged at the first failure and then as the backoff reaches its cap, not at every retry of a long outage.
+    if (failures === 1 || delay === LONGEST_RETRY_MS) {
+      this.logger.warn({
+        msg: 'wake-up listener cannot listen; the dispatchers poll until it is back',
+        failures,
+        retryInMs: delay,
+        error: String(error),
+      });
+    }
+    if (!this.stopped) this.schedule(delay, () => this.connect());
+  }
+
+  private schedule(delayMs: number, work: () => Promise<void>): void {
+    this.clearTimer();
+    this.timer = setTimeout(() => void work(), delayMs);
+    this.timer.unref();
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+/**
+ * Ends a connection without waiting for it: a polite end() on a half-open socket would wait forever, so the
+ * socket is destroyed as well once the goodbye was written.
+ */
+function end(client: pg.Client): void {
+  client.removeAllListeners('end');
+  client.end().catch(() => undefined);
+  const socket = (client as unknown as { connection?: { stream?: Socket } }).connection?.stream;
+  setImmediate(() => socket?.destroy());
 }

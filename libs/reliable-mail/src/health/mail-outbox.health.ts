@@ -59,6 +59,7 @@ export class MailOutboxHealthIndicator {
         lastTickAt: lastTickAt?.toISOString() ?? null,
         idleMs,
         maxIdleMs: thresholds.maxDispatcherIdleMs,
+        ...(this.dispatcher.enabled ? { wakeUp: this.wakeUpData() } : {}),
       },
       backlog: {
         count: figures.backlog,
@@ -74,6 +75,12 @@ export class MailOutboxHealthIndicator {
       ...(smtp ? { smtp } : {}),
     };
     return failing.length > 0 ? indicator.down({ failing, ...data }) : indicator.up(data);
+  }
+
+  /** Informational: while the listener is down the dispatchers still poll, so it never fails the check. */
+  private wakeUpData() {
+    const { listening, since, failures, lastError } = this.dispatcher.wakeUpState;
+    return { listening, since: since.toISOString(), failures, lastError };
   }
 
   private async verifySmtp(): Promise<{ reachable: boolean; error?: string }> {

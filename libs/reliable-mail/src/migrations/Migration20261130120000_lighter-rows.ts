@@ -7,16 +7,21 @@ import { Migration } from '@mikro-orm/migrations';
  * - a Message-ID is `<id@domain>` of the row's own id: unique by construction and found through the primary key, so
  *   its unique index was one more index entry to write at the insert and at every status change;
  * - a ~2 KB payload makes the row just large enough for PostgreSQL to compress it, and lz4 (PostgreSQL 14+, when
- *   built with it) does that at a fraction of the default pglz's cost. Where lz4 is not available pglz stays.
+ *   built with it) does that at a fraction of the default pglz's cost. Where lz4 is not available (PostgreSQL 13,
+ *   or a build without it) pglz stays.
  */
 export class Migration20261130120000_LighterRows extends Migration {
   override up(): void {
     this.addSql(`alter table "mail_outbox" alter column "content_hash" drop not null`);
     this.addSql(`alter table "mail_outbox" drop constraint "mail_outbox_message_id_unique"`);
+    // SET COMPRESSION is PostgreSQL 14 syntax: run as EXECUTE, it is parsed only where the version check lets it run
+    // (inline, PostgreSQL 13 refuses the whole block). A 14+ server built without lz4 raises, and keeps pglz.
     this.addSql(`
       do $$
       begin
-        alter table "mail_outbox" alter column "payload" set compression lz4;
+        if current_setting('server_version_num')::int >= 140000 then
+          execute 'alter table "mail_outbox" alter column "payload" set compression lz4';
+        end if;
       exception when others then
         raise notice 'reliable-mail: lz4 is not available, the outbox payload stays compressed with pglz';
       end $$`);
@@ -26,9 +31,9 @@ export class Migration20261130120000_LighterRows extends Migration {
     this.addSql(`
       do $$
       begin
-        alter table "mail_outbox" alter column "payload" set compression default;
-      exception when others then
-        null;
+        if current_setting('server_version_num')::int >= 140000 then
+          execute 'alter table "mail_outbox" alter column "payload" set compression default';
+        end if;
       end $$`);
     this.addSql(`alter table "mail_outbox" add constraint "mail_outbox_message_id_unique" unique ("message_id")`);
     this.addSql(`update "mail_outbox" set "content_hash" = '' where "content_hash" is null`);

@@ -35,8 +35,9 @@ export interface DispatcherOptions {
    */
   concurrency?: number;
   /**
-   * How long a claim holds a row; after it another worker may claim the row again. Must exceed twice the longest
-   * send the transport's timeouts allow (a row claimed ahead waits for one send, then takes one).
+   * How long a claim holds a row; after it another worker may claim the row again. At least twice `sendTimeoutMs`:
+   * the send takes at most half of it, and the rest is the time its settle may spend retrying through a database
+   * restart or failover before the row could be claimed (and sent) again.
    * @default 600000
    */
   leaseMs?: number;
@@ -55,6 +56,32 @@ export interface DispatcherOptions {
    * @default `<hostname>:<pid>`
    */
   workerId?: string;
+}
+
+/** reliable-mail's own connections (dispatcher, wake-up listener, events, retention, health): a pool of their own. */
+export interface DatabaseOptions {
+  /**
+   * Where those connections go, as a `postgres://` URL. Behind a PgBouncer in transaction mode, point this at
+   * PostgreSQL itself (or a session-mode pool): LISTEN needs a session of its own.
+   * @default the MikroORM connection's settings
+   */
+  url?: string;
+  /**
+   * The most connections of the pool.
+   * @default 10
+   */
+  poolSize?: number;
+  /**
+   * The longest any of reliable-mail's statements may run (`statement_timeout`); the client gives up a few seconds
+   * later on a server that does not answer at all, and drops that connection.
+   * @default 30000
+   */
+  statementTimeoutMs?: number;
+  /**
+   * How long opening a connection may take.
+   * @default 10000
+   */
+  connectTimeoutMs?: number;
 }
 
 export interface RetryOptions {
@@ -83,7 +110,7 @@ export interface RetryOptions {
 export interface RetentionOptions {
   /**
    * Delete closed rows on a schedule in this instance.
-   * @default `true`
+   * @default `dispatcher.enabled`: retention runs where the dispatcher runs
    */
   enabled?: boolean;
   /**
@@ -192,4 +219,5 @@ export interface ReliableMailOptions {
   attachmentResolver?: AttachmentResolver;
   retention?: RetentionOptions;
   health?: HealthOptions;
+  database?: DatabaseOptions;
 }

@@ -21,7 +21,7 @@ const defaultDispatcher = {
   eventLeaseMs: 30_000,
   workerId: 'worker-host:4242',
 };
-const defaultRetention = { enabled: true, keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000 };
+const defaultRetention = { keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000 };
 const defaultHealth = {
   maxBacklog: 10_000,
   maxLagMs: 300_000,
@@ -30,6 +30,7 @@ const defaultHealth = {
   maxDispatcherIdleMs: 60_000,
   verifySmtp: false,
 };
+const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
 const defaultRetry = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
 
@@ -90,8 +91,9 @@ describe('resolveOptions', () => {
         ownTransport: false,
       })),
       defaultLane: 'default',
-      retention: defaultRetention,
+      retention: { ...defaultRetention, enabled: resolvedDispatcher.enabled },
       health: defaultHealth,
+      database: defaultDatabase,
       ...defaultContent,
     });
   });

@@ -9,6 +9,7 @@ import type {
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
+  DatabaseOptions,
 } from './reliable-mail-options.interface.js';
 
 /** How a transiently failing row is retried: `retry` with every default applied. */
@@ -33,13 +34,13 @@ export interface ResolvedReliableMailOptions {
   defaultLane: string;
   retention: Required<RetentionOptions>;
   health: Required<HealthOptions>;
+  database: Omit<Required<DatabaseOptions>, 'url'> & { url: string | null };
   templates: MailTemplate[];
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
 }
 
-const DEFAULT_RETENTION_OPTIONS: Required<RetentionOptions> = {
-  enabled: true,
+const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
@@ -53,6 +54,8 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxDispatcherIdleMs: 60_000,
   verifySmtp: false,
 };
+
+const DEFAULT_DATABASE_OPTIONS = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 
 const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
 const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -175,7 +178,7 @@ export function resolveOptions(
     throw new InvalidOptionsError('defaultLane', `names no declared lane: ${JSON.stringify(defaultLane)}`);
   }
 
-  const retention = { ...DEFAULT_RETENTION_OPTIONS, ...options.retention };
+  const retention = { ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled, ...options.retention };
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
   for (const key of ['keepClosedForMs', 'batchSize', 'intervalMs'] as const) {
     requirePositiveInteger(`retention.${key}`, retention[key]);
@@ -186,6 +189,14 @@ export function resolveOptions(
   }
   requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
   if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
+
+  const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };
+  for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs'] as const) {
+    requirePositiveInteger(`database.${key}`, database[key]);
+  }
+  if (database.url !== null && !/^postgres(ql)?:\/\//.test(String(database.url))) {
+    throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
+  }
 
   return {
     ...resolveContent(options),
@@ -198,6 +209,7 @@ export function resolveOptions(
     defaultLane,
     retention,
     health,
+    database,
   };
 }
 

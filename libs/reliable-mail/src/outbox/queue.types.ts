@@ -49,6 +49,11 @@ export interface ClaimedRow {
   skipReason: 'cancelled' | 'expired' | 'suppressed' | 'dead' | null;
   /** Recipients on the suppression list, lower case; the send leaves them out. */
   suppressed: string[];
+  /**
+   * When the lease ends on this process's `performance.now()` clock, counted from before the claim was sent, so
+   * it never ends later here than in the database.
+   */
+  leaseEndsAt: number;
 }
 
 /** The final word on one claimed row: its new state, the attempt's record and the event to emit. */

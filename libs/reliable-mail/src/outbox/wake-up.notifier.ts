@@ -92,7 +92,11 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
     if (lanes) this.notifyLater(lanes);
   }
 
-  afterTransactionRollback({ transaction }: TransactionEventArgs): void {
+  /**
+   * A transaction that does not commit ends here, whatever the path: MikroORM announces the rollback before it
+   * sends it, and when the connection was killed the rollback fails and no later event comes.
+   */
+  beforeTransactionRollback({ transaction }: TransactionEventArgs): void {
     this.end(transaction);
   }
 

@@ -4,9 +4,11 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  Optional,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { RecurringTask } from '../shared/recurring-task.js';
+import { requireScheduler } from '../shared/require-scheduler.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { deleteRetained } from '../outbox/sql/retention.js';
 import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
@@ -21,30 +23,31 @@ const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
 @Injectable()
 export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
-  private readonly task: RecurringTask;
+  private task: RecurringTask | null = null;
   private stopping = false;
 
   constructor(
     private readonly database: OutboxDatabase,
-    scheduler: SchedulerRegistry,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
-  ) {
+    @Optional() private readonly scheduler?: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.options.retention.enabled) return;
+    const scheduler = requireScheduler(this.scheduler, 'retention.enabled');
     this.task = new RecurringTask(
       scheduler,
       RETENTION_TIMER,
-      options.retention.intervalMs,
+      this.options.retention.intervalMs,
       () => this.run(),
       this.logger,
     );
-  }
-
-  onApplicationBootstrap(): void {
-    if (this.options.retention.enabled) this.task.start();
+    this.task.start();
   }
 
   beforeApplicationShutdown(): void {
     this.stopping = true;
-    this.task.stop();
+    this.task?.stop();
   }
 
   /** Deletes every row past retention, batch by batch; returns how many. */

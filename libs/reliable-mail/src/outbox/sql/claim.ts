@@ -104,6 +104,7 @@ interface ClaimedRecord {
 }
 
 export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<ClaimedRow[]> {
+  const leaseEndsAt = performance.now() + request.leaseMs;
   const rows = await db.query<ClaimedRecord>(CLAIM, claimValues(request));
   return rows.map((row) => ({
     id: row.id,
@@ -120,5 +121,6 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     attemptId: row.attempt_id ?? null,
     skipReason: row.skip_reason ?? null,
     suppressed: row.suppressed,
+    leaseEndsAt,
   }));
 }

@@ -4,7 +4,8 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
 /**
  * Applies settlements in one statement, several rows at a time. A row changes only while it is still `sending`
  * under the settling worker's lock token, so a worker whose lease ran out cannot overwrite what another worker did;
- * its attempt record is completed either way, as it tells what really happened on the wire.
+ * its attempt record is completed either way, as it tells what really happened on the wire. One batch may hold a
+ * stale and a current settlement of the same row: only the one whose token won records its event and bounces.
  *
  * Both tables are reached through their primary keys, given as arrays ($3, $4) beside the JSON that repeats them.
  * The statement is planned once per connection, often while the outbox is nearly empty; its plan must stay right
@@ -37,7 +38,7 @@ export const SETTLE: Statement = {
         updated_at = now()
     from input i
     where o.id = any($3::uuid[]) and o.id = i.id and o.lock_token = i.lock_token and o.status = $5
-    returning o.id, o.status
+    returning o.id, o.status, i.lock_token
   ), attempts as (
     update mail_outbox_attempt a
     set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
@@ -46,7 +47,8 @@ export const SETTLE: Statement = {
   ), suppressed as (
     insert into mail_suppression (address, reason, source, outbox_id)
     select distinct on (address.value) address.value, i.reply, 'bounce', i.id
-    from input i join settled on settled.id = i.id cross join lateral jsonb_array_elements_text(i.bounced) address
+    from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
+    cross join lateral jsonb_array_elements_text(i.bounced) address
     on conflict (address) do nothing
   ), events as (
     insert into mail_outbox_event (outbox_id, name, payload, locked_until)
@@ -54,11 +56,11 @@ export const SETTLE: Statement = {
            case when settled.status = i.status then i.event_payload
                 else i.event_payload || jsonb_build_object('status', settled.status, 'nextAttemptAt', null) end,
            now() + $2::float8 * interval '1 millisecond'
-    from input i join settled on settled.id = i.id
+    from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     where i.event_name is not null
     returning id, outbox_id, name, payload
   )
-  select settled.id, events.id as event_id, events.name, events.payload
+  select settled.id, settled.lock_token, events.id as event_id, events.name, events.payload
   from settled left join events on events.outbox_id = settled.id`,
 };
 
@@ -109,13 +111,21 @@ function jsonWithoutNul(value: unknown): string {
 
 interface SettledRecord {
   id: string;
+  lock_token: string;
   event_id: string | null;
   name: string | null;
   payload: Record<string, unknown> | null;
 }
 
-/** Rows whose lock token still matched, with the event recorded for each (if any): both are committed. */
+/**
+ * The settlements whose lock token still matched (keyed by `settlementKey`), with the event recorded for each (if
+ * any): both are committed.
+ */
 export type AppliedSettlements = Map<string, StoredEvent | null>;
+
+/** One settlement of one claim: a row id alone is not enough, since a stale claim's settlement may share a batch. */
+export const settlementKey = (settlement: Pick<Settlement, 'id' | 'lockToken'>): string =>
+  `${settlement.id}/${settlement.lockToken}`;
 
 export async function settleRows(
   db: SqlClient,
@@ -126,7 +136,7 @@ export async function settleRows(
   const rows = await db.query<SettledRecord>(SETTLE, settleValues(settlements, eventLeaseMs));
   return new Map(
     rows.map((row) => [
-      row.id,
+      settlementKey({ id: row.id, lockToken: row.lock_token }),
       row.event_id === null ? null : { id: String(row.event_id), name: row.name!, payload: row.payload! },
     ]),
   );
