@@ -1,23 +1,37 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
-/** What the server answers at one point of a conversation: a reply line, a dropped connection, or silence. */
-/** A reply line (sent after `delayMs` when given), acceptance after a delay, a dropped connection, or silence. */
+/**
+ * What the server answers at one point of a conversation: a reply line (after `delayMs` when given), acceptance
+ * after a delay or once a promise settles, a dropped connection, or silence.
+ */
 export type ScriptedReply =
-  { code: number; text: string; delayMs?: number } | { acceptAfterMs: number } | 'drop' | 'stall';
+  | { code: number; text: string; delayMs?: number }
+  | { acceptAfterMs: number }
+  | { acceptWhen: Promise<unknown> }
+  | 'drop'
+  | 'stall';
 
 export interface SmtpScript {
   onConnect?: () => ScriptedReply | undefined;
   onAuth?: () => ScriptedReply | undefined;
+  onMailFrom?: (sender: string) => ScriptedReply | undefined;
   onRcptTo?: (recipient: string) => ScriptedReply | undefined;
   /** Called after the final dot; a message that is then dropped or accepted counts as received. */
   onData?: (message: ReceivedMessage) => ScriptedReply | undefined;
+  /**
+   * The most RCPT commands one transaction takes; the next ones get `452 4.5.3 Too many recipients`, as RFC 5321
+   * §4.5.3.1.10 has a server answer past its limit.
+   */
+  maxRecipientsPerTransaction?: number;
 }
 
 export interface ReceivedMessage {
   messageId: string | null;
   receivedAt: number;
   recipients: string[];
+  /** The SMTP session (one TCP connection) that carried it. */
+  sessionId: string;
   raw: string;
 }
 
@@ -36,6 +50,8 @@ function replyError({ code, text }: { code: number; text: string }): Error {
  */
 export class SmtpTestServer {
   readonly received: ReceivedMessage[] = [];
+  /** Every connection the server accepted, in order, by session id. */
+  readonly sessions: string[] = [];
   script: SmtpScript = {};
   private readonly server: SMTPServer;
 
@@ -46,13 +62,24 @@ export class SmtpTestServer {
       hideENHANCEDSTATUSCODES: true,
       logger: false,
       closeTimeout: 200,
-      onConnect: (session, callback) => this.answer(session, this.script.onConnect?.(), callback),
+      onConnect: (session, callback) => {
+        this.sessions.push(session.id);
+        this.answer(session, this.script.onConnect?.(), callback);
+      },
       onAuth: (auth, session, callback) => {
         const reply = this.script.onAuth?.();
         if (reply) return this.answer(session, reply, callback);
         callback(null, { user: auth.username });
       },
-      onRcptTo: (address, session, callback) => this.answer(session, this.script.onRcptTo?.(address.address), callback),
+      onMailFrom: (address, session, callback) =>
+        this.answer(session, this.script.onMailFrom?.(address.address), callback),
+      onRcptTo: (address, session, callback) => {
+        const limit = this.script.maxRecipientsPerTransaction;
+        if (limit !== undefined && session.envelope.rcptTo.length >= limit) {
+          return this.answer(session, { code: 452, text: '4.5.3 Too many recipients' }, callback);
+        }
+        this.answer(session, this.script.onRcptTo?.(address.address), callback);
+      },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -62,13 +89,14 @@ export class SmtpTestServer {
             messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1] ?? null,
             receivedAt: Date.now(),
             recipients: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+            sessionId: session.id,
             raw,
           };
           const reply = this.script.onData?.(message);
           if (
             reply === undefined ||
             reply === 'drop' ||
-            (typeof reply === 'object' && ('acceptAfterMs' in reply || reply.code < 300))
+            (typeof reply === 'object' && !('code' in reply && reply.code >= 300))
           ) {
             this.received.push(message);
           }
@@ -98,6 +126,15 @@ export class SmtpTestServer {
     return copies;
   }
 
+  /** How many copies of a message each recipient got. */
+  copiesByRecipient(messageId: string): Map<string, number> {
+    const copies = new Map<string, number>();
+    for (const message of this.received.filter((received) => received.messageId === messageId)) {
+      for (const recipient of message.recipients) copies.set(recipient, (copies.get(recipient) ?? 0) + 1);
+    }
+    return copies;
+  }
+
   async close(): Promise<void> {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -118,6 +155,10 @@ export class SmtpTestServer {
     }
     if ('acceptAfterMs' in reply) {
       setTimeout(() => callback(), reply.acceptAfterMs);
+      return;
+    }
+    if ('acceptWhen' in reply) {
+      void reply.acceptWhen.then(() => callback());
       return;
     }
     if (reply.code < 300) return callback();

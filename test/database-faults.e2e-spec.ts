@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { MailOutboxHealthIndicator, MailOutboxService, type OutgoingMail } from '@reliable-mail/nestjs';
+import pg from 'pg';
+import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
+import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
+import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
+import { claimRows, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
+import { settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
+import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
+import { PrivatePostgres } from './support/private-postgres.js';
+import { SmtpTestServer } from './support/smtp-test-server.js';
+import { TcpProxy } from './support/tcp-proxy.js';
+
+type App = Awaited<ReturnType<typeof createTestApp>>;
+
+const mail = (index: number): OutgoingMail => ({
+  to: `user${index}@example.com`,
+  subject: `Order ${index}`,
+  text: 'Thanks',
+});
+
+/** Every fault here is done to a private cluster of the test's own, never to the server other files share. */
+describe('reliable-mail when the database misbehaves', () => {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const later = <T extends { close?(): Promise<unknown>; destroy?(): Promise<unknown> }>(thing: T): T => {
+    cleanups.push(() => (thing.close ? thing.close() : thing.destroy!()));
+    return thing;
+  };
+
+  afterEach(async () => {
+    // Apps first, then servers and clusters: the reverse of the order they were made in.
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  });
+
+  async function privateCluster(): Promise<PrivatePostgres> {
+    const cluster = later(await PrivatePostgres.start());
+    await migrate(cluster.url);
+    return cluster;
+  }
+
+  async function smtpServer(): Promise<SmtpTestServer> {
+    const server = later(new SmtpTestServer());
+    await server.listen();
+    return server;
+  }
+
+  async function app(databaseUrl: string, options: Parameters<typeof testMailOptions>[1]): Promise<App> {
+    const server = await smtpServer();
+    return later(await createTestApp(databaseUrl, testMailOptions(server.url, options)));
+  }
+
+  it('a hot standby: LISTEN keeps failing for a minute while the pools stay bounded and usable; after promotion wake-ups arrive', async () => {
+    const primary = await privateCluster();
+    const standby = later(await primary.createStandby());
+    const server = await smtpServer();
+    // A poll ten minutes away: once promoted, only a wake-up can make the dispatcher send in time.
+    const application = later(
+      await createTestApp(standby.url, testMailOptions(server.url, { dispatcher: { pollIntervalMs: 600_000 } })),
+    );
+    const health = application.get(MailOutboxHealthIndicator);
+    const em = application.get(EntityManager);
+    const ormPool = await em.getConnection().getNativeClient();
+
+    const minuteEnds = Date.now() + 60_000;
+    while (Date.now() < minuteEnds) {
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      // The app's own pool is untouched by the listener's failures, and answers an unrelated query.
+      expect(ormPool.totalCount).toBeLessThanOrEqual(2);
+      await expect(em.fork().execute('select 1 as one')).resolves.toEqual([{ one: 1 }]);
+      expect((await application.get(OutboxDatabase).poolFigures())?.total ?? 0).toBeLessThanOrEqual(10);
+      const { mail: status } = await health.isHealthy('mail');
+      expect(status.dispatcher).toMatchObject({ wakeUp: { listening: false } });
+    }
+    const { mail: failing } = await health.isHealthy('mail');
+    expect((failing.dispatcher as { wakeUp: { failures: number } }).wakeUp.failures).toBeGreaterThan(3);
+    expect((failing.dispatcher as { wakeUp: { lastError: string } }).wakeUp.lastError).toMatch(
+      /cannot execute LISTEN during recovery/,
+    );
+
+    await standby.promote();
+    await waitFor(
+      'the listener to listen on the promoted server',
+      async () => {
+        const { mail: status } = await health.isHealthy('mail');
+        return (status.dispatcher as { wakeUp: { listening: boolean } }).wakeUp.listening;
+      },
+      40_000,
+    );
+    const sent = await application.get(MailOutboxService).enqueue(mail(1));
+    await waitFor('the mail woken up by NOTIFY', () => server.received.length === 1, 10_000);
+    expect(server.received[0].messageId).toBe(sent.messageId);
+  }, 150_000);
+
+  it('connections black-holed mid-drain (the old primary vanished without a reset): the drain finishes, nothing lost or left sending', async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const server = await smtpServer();
+    server.script = { onData: () => ({ acceptAfterMs: 5 }) };
+    const proxyUrl = `postgres://postgres@127.0.0.1:${proxy.port}/postgres`;
+    const application = later(
+      await createTestApp(
+        cluster.url,
+        testMailOptions(server.url, {
+          database: { url: proxyUrl, statementTimeoutMs: 1_000, connectTimeoutMs: 1_000 },
+        }),
+      ),
+    );
+    const outbox = application.get(MailOutboxService);
+    const enqueued = await outbox.enqueueMany(Array.from({ length: 300 }, (_, index) => ({ mail: mail(index) })));
+
+    await waitFor('a third of the mail sent', () => server.received.length >= 100, 30_000);
+    const blackHoledAt = Date.now();
+    proxy.blackHole();
+
+    // The bound: the client-side timeout (1 s + 5 s) drops each silent connection, and new ones pass.
+    await waitFor('every row sent', () => countByStatus(cluster.url, 'sent').then((sent) => sent === 300), 40_000);
+    expect(Date.now() - blackHoledAt).toBeLessThan(40_000);
+    expect(await countByStatus(cluster.url, 'sending')).toBe(0);
+    const copies = server.copiesByMessageId();
+    expect(enqueued.every((row) => copies.get(row.messageId) === 1)).toBe(true);
+    expect(proxy.connectionsOpened).toBeGreaterThan(1);
+  }, 90_000);
+
+  it('PostgreSQL stopped for 10 s while 16 sends are in flight: every mail arrives exactly once', async () => {
+    const cluster = await privateCluster();
+    const server = await smtpServer();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    server.script = { onData: () => ({ acceptWhen: released }) };
+    const application = later(
+      await createTestApp(
+        cluster.url,
+        testMailOptions(server.url, { dispatcher: { leaseMs: 60_000, concurrency: 16 } }),
+      ),
+    );
+    const enqueued = await application
+      .get(MailOutboxService)
+      .enqueueMany(Array.from({ length: 16 }, (_, index) => ({ mail: mail(index) })));
+    await waitFor('16 messages held by the server', () => server.received.length === 16, 15_000);
+
+    await cluster.stop('fast');
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await cluster.start();
+
+    await waitFor('all 16 rows sent', () => countByStatus(cluster.url, 'sent').then((sent) => sent === 16), 30_000);
+    expect(server.received).toHaveLength(16);
+    const copies = server.copiesByMessageId();
+    expect(enqueued.map((row) => copies.get(row.messageId))).toEqual(Array(16).fill(1));
+    expect(await attemptOutcomes(cluster.url)).toEqual(['sent']);
+  }, 90_000);
+
+  it("an enqueue's transaction killed by pg_terminate_backend leaves no open transaction behind in the notifier", async () => {
+    const cluster = await privateCluster();
+    const server = await smtpServer();
+    const application = await createTestApp(
+      cluster.url,
+      testMailOptions(server.url, { dispatcher: { enabled: false } }),
+    );
+    // MikroORM's pool never gets the killed transaction's connection back (kysely-org/kysely#1990), so closing
+    // the app would wait for it forever: the close is bounded, and the cluster's end frees the socket.
+    cleanups.push(() => Promise.race([application.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]));
+    const em = application.get(EntityManager);
+    const outbox = application.get(MailOutboxService);
+    const notifier = application.get(WakeUpNotifier);
+
+    const killed = em.transactional(async (tx) => {
+      await outbox.enqueue(mail(1));
+      const [{ pid }] = await tx.execute<{ pid: number }[]>('select pg_backend_pid() as pid');
+      await withClient(cluster.url, (client) => client.query('select pg_terminate_backend($1)', [pid]));
+      await tx.execute('select 1');
+    });
+    await expect(killed).rejects.toThrow();
+
+    // With nothing open, the next enqueue NOTIFYs in its own statement again.
+    const next = notifier.plan(em.fork());
+    next.abandoned();
+    expect(next.inStatement).toBe(true);
+  });
+
+  it('two settlements of one row in one batch, one of them stale: only the current one records its event and bounces', async () => {
+    const cluster = await privateCluster();
+    const application = await app(cluster.url, { dispatcher: { enabled: false } });
+    const database = application.get(OutboxDatabase);
+    const { id } = await application
+      .get(MailOutboxService)
+      .enqueue({ to: ['ann@example.com', 'bob@example.com'], subject: 'Hi', text: 'Hello' });
+    const claim = (worker: string, leaseMs: number): ClaimRequest => ({
+      lane: 'default',
+      limit: 1,
+      lockToken: randomUUID(),
+      workerId: worker,
+      leaseMs,
+      maxAgeMs: 86_400_000,
+    });
+    const [stale] = await claimRows(database, claim('worker-a', 1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [current] = await claimRows(database, claim('worker-b', 60_000));
+    expect(current.id).toBe(id);
+
+    const { retry } = resolveOptions(testMailOptions('smtp://127.0.0.1:1'), 'test', 1);
+    const bounced = settlementFor(
+      stale,
+      {
+        kind: 'permanent',
+        replyCode: 550,
+        enhancedStatus: '5.1.1',
+        reply: '550 5.1.1 No such user',
+        hardBounce: true,
+        bouncedRecipients: null,
+      },
+      retry,
+      new Date(),
+      5,
+    );
+    const sent = settlementFor(
+      current,
+      {
+        kind: 'sent',
+        replyCode: 250,
+        enhancedStatus: null,
+        reply: '250 OK',
+        providerMessageId: null,
+        accepted: ['ann@example.com', 'bob@example.com'],
+        rejected: [],
+      },
+      retry,
+      new Date(),
+      5,
+    );
+    const applied = await settleRows(database, [bounced, sent], 30_000);
+
+    expect([...applied.keys()]).toEqual([settlementKey(sent)]);
+    const events = await withClient(cluster.url, (client) => client.query('select name from mail_outbox_event'));
+    expect(events.rows).toEqual([{ name: 'reliable-mail.email.sent' }]);
+    const suppressed = await withClient(cluster.url, (client) => client.query('select address from mail_suppression'));
+    expect(suppressed.rows).toEqual([]);
+  });
+});
+
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function countByStatus(url: string, status: string): Promise<number> {
+  const { rows } = await withClient(url, (client) =>
+    client.query<{ count: number }>('select count(*)::int as count from mail_outbox where status = $1', [status]),
+  );
+  return rows[0].count;
+}
+
+/** The distinct attempt outcomes of every row. */
+async function attemptOutcomes(url: string): Promise<string[]> {
+  const { rows } = await withClient(url, (client) =>
+    client.query<{ outcome: string }>('select distinct outcome from mail_outbox_attempt order by outcome'),
+  );
+  return rows.map((row) => row.outcome);
+}
