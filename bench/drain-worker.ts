@@ -99,7 +99,7 @@ class Timing {
 
 async function instrumentReliableMail() {
   const { OutboxDatabase } = await import('../libs/reliable-mail/src/database/outbox-database.js');
-  const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp-mail.transport.js');
+  const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp/smtp-mail.transport.js');
   type OutboxDatabase = InstanceType<typeof OutboxDatabase>;
   type SmtpMailTransport = InstanceType<typeof SmtpMailTransport>;
   const timings = { claim: new Timing(), settle: new Timing(), deleteEvents: new Timing(), smtpSend: new Timing() };

@@ -20,8 +20,8 @@ export function ormConfig(url: string, poolMax?: number) {
 /** The module options of the brief; the producer side runs the same options with the dispatcher off. */
 export function reliableMailOptions(smtpPort: number, dispatcherEnabled: boolean): ReliableMailOptions {
   return {
-    // maxConnections 16 like the other systems; without it the shared pool is sized to the lanes' sum (28).
-    transport: { ...smtpTransport(smtpPort), maxConnections: 16 },
+    // Each lane has connections of its own, as many as its concurrency: 16 for the default lane the bench drains.
+    transport: smtpTransport(smtpPort),
     from: FROM,
     messageIdDomain: MESSAGE_ID_DOMAIN,
     dispatcher: { enabled: dispatcherEnabled, concurrency: 16, batchSize: 64, pollIntervalMs: 1000 },

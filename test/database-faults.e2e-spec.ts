@@ -9,6 +9,7 @@ import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-option
 import { claimRows, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
+import { everyRecipient } from './support/send-outcomes.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
@@ -202,35 +203,11 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(current.id).toBe(id);
 
     const { retry } = resolveOptions(testMailOptions('smtp://127.0.0.1:1'), 'test', 1);
-    const bounced = settlementFor(
-      stale,
-      {
-        kind: 'permanent',
-        replyCode: 550,
-        enhancedStatus: '5.1.1',
-        reply: '550 5.1.1 No such user',
-        hardBounce: true,
-        bouncedRecipients: null,
-      },
-      retry,
-      new Date(),
-      5,
-    );
-    const sent = settlementFor(
-      current,
-      {
-        kind: 'sent',
-        replyCode: 250,
-        enhancedStatus: null,
-        reply: '250 OK',
-        providerMessageId: null,
-        accepted: ['ann@example.com', 'bob@example.com'],
-        rejected: [],
-      },
-      retry,
-      new Date(),
-      5,
-    );
+    const refusal = everyRecipient(['ann@example.com'], 'refused', '550 5.1.1 No such user', 550, '5.1.1');
+    const bounced = settlementFor(stale, refusal, retry, new Date(), 5);
+    expect(bounced.bounced).toEqual([{ address: 'ann@example.com', reply: '550 5.1.1 No such user' }]);
+    const acceptance = everyRecipient(['ann@example.com', 'bob@example.com'], 'accepted', '250 OK', 250);
+    const sent = settlementFor(current, acceptance, retry, new Date(), 5);
     const applied = await settleRows(database, [bounced, sent], 30_000);
 
     expect([...applied.keys()]).toEqual([settlementKey(sent)]);

@@ -12,7 +12,7 @@ describe('operating the outbox', () => {
     let outage = true;
     const { outbox, health, app } = await start(
       { onRcptTo: () => (outage ? { code: 451, text: '4.3.0 Mail system temporarily unavailable' } : undefined) },
-      { health: { maxBacklog: 3, maxLagMs: 60_000 }, retry: { baseDelayMs: 100, maxDelayMs: 200, maxAttempts: 100 } },
+      { health: { maxBacklog: 3, maxLagMs: 60_000 }, retry: { baseDelayMs: 100, maxDelayMs: 200 } },
     );
     await waitFor('a dispatcher tick', async () => (await health.isHealthy()).mail.status === 'up');
     for (let index = 0; index < 5; index++) await outbox.enqueue({ ...mail, to: `user${index}@example.com` });
@@ -37,7 +37,7 @@ describe('operating the outbox', () => {
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {
     const { outbox, health, app } = await start(
       { onData: () => ({ code: 451, text: '4.3.0 Try again later' }) },
-      { retry: { maxAttempts: 1 } },
+      { retry: { maxAgeMs: 200 } },
     );
     await outbox.enqueue(mail);
     await waitFor('the dead letter', () => app.events.failed.some((event) => event.deadLettered));
@@ -75,7 +75,7 @@ describe('operating the outbox', () => {
     let broken = true;
     const { outbox, admin, app } = await start(
       { onData: () => (broken ? { code: 451, text: '4.3.0 Try again later' } : undefined) },
-      { retry: { maxAttempts: 2 } },
+      { retry: { maxAgeMs: 200 } },
     );
     const { id, messageId } = await outbox.enqueue(mail, { metadata: { orderId: 7 } });
     await waitFor('the dead letter', () => app.events.failed.some((event) => event.deadLettered));
@@ -87,7 +87,8 @@ describe('operating the outbox', () => {
     await waitFor('the requeued mail', () => app.events.sent.length === 1);
     const row = await admin.inspect(id);
     expect(row).toMatchObject({ status: 'sent', messageId, attempts: 1, requeueReason: 'relay fixed, INC-42' });
-    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'transient', 'sent']);
+    expect(row.attemptLog.map((attempt) => attempt.outcome).at(-1)).toBe('sent');
+    expect(new Set(row.attemptLog.slice(0, -1).map((attempt) => attempt.outcome))).toEqual(new Set(['transient']));
     expect(bed.smtp.received.map((message) => message.messageId)).toEqual([messageId]);
   });
 

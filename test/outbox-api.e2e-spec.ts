@@ -14,7 +14,7 @@ import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-databa
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
-import type { SmtpVerdict } from '../libs/reliable-mail/src/dispatch/smtp-reply.js';
+import { everyRecipient } from './support/send-outcomes.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
@@ -145,15 +145,7 @@ describe('the outbox API without a dispatcher', () => {
     });
     expect(fresh.id).toBe(id);
 
-    const sent: SmtpVerdict = {
-      kind: 'sent',
-      replyCode: 250,
-      enhancedStatus: null,
-      reply: '250 OK',
-      providerMessageId: null,
-      accepted: ['ann@example.com'],
-      rejected: [],
-    };
+    const sent = everyRecipient(['ann@example.com'], 'accepted', '250 OK', 250);
     const staleResult = await settleRows(database, [settlementFor(stale, sent, retryPolicy, new Date(), 5)], 1_000);
     expect(staleResult.size).toBe(0);
     let row = await outbox.get(id);

@@ -137,7 +137,7 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
           onData: () =>
             Date.now() < throttledUntil ? { code: 421, text: '4.7.0 Rate limit exceeded, slow down' } : undefined,
         },
-        { lanes: { default: { concurrency: 2 } }, retry: { baseDelayMs: 10, maxDelayMs: 20, maxAttempts: 50 } },
+        { lanes: { default: { concurrency: 2 } }, retry: { baseDelayMs: 10, maxDelayMs: 20 } },
       );
       await outbox.enqueueMany(
         Array.from({ length: 20 }, (_, index) => ({ mail: { ...mail, to: `user${index}@example.com` } })),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MailOutboxService, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import { MailOutboxService, type ReliableMailOptions, type SmtpTransportOptions } from '@reliable-mail/nestjs';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import type { ScriptedReply, SmtpScript } from './support/smtp-test-server.js';
@@ -27,8 +27,27 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     return { outbox, mail, server, events: app.events };
   }
 
+  it('421 on greeting: an outage of the lane, not counted against the row; sent once the server is back', async () => {
+    const { outbox, mail, server, events } = await start({
+      onConnect: once({ code: 421, text: '4.3.2 Service not available, closing channel' }),
+    });
+    await waitFor('EmailSentEvent', () => events.sent.length === 1, 10_000);
+    expect(events.failed).toHaveLength(1);
+    expect(events.failed[0]).toMatchObject({
+      id: mail.id,
+      attempt: 0,
+      cause: 'outage',
+      permanent: false,
+      status: 'pending',
+    });
+    expect(events.sent[0]).toMatchObject({ id: mail.id, attempt: 1 });
+    const row = await outbox.get(mail.id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['outage', 'sent']);
+    expect(server.received.map((message) => message.messageId)).toEqual([mail.messageId]);
+  });
+
   it.each<[string, SmtpScript]>([
-    ['421 on greeting', { onConnect: once({ code: 421, text: '4.3.2 Service not available, closing channel' }) }],
     ['451 after the final dot', { onData: once({ code: 451, text: '4.3.0 Temporary failure, try again later' }) }],
     ['452 on RCPT (both recipients)', { onRcptTo: times(2, { code: 452, text: '4.2.2 Insufficient system storage' }) }],
     ['552 5.2.2 (mailbox full) after the final dot', { onData: once({ code: 552, text: '5.2.2 Mailbox full' }) }],
@@ -42,7 +61,7 @@ describe('each SMTP reply ends in the right state with the right event', () => {
       attempt: 1,
       permanent: false,
       deadLettered: false,
-      senderFault: false,
+      cause: 'deferred',
     });
     expect(events.failed[0].nextAttemptAt).toBeInstanceOf(Date);
     expect(events.sent[0]).toMatchObject({ id: mail.id, attempt: 2 });
@@ -52,18 +71,29 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     expect(server.received.map((message) => message.messageId)).toEqual([mail.messageId]);
   });
 
-  it('452 on one RCPT while the other recipient is accepted: sent, the rejected recipient recorded', async () => {
-    const { outbox, mail, events } = await start({
-      onRcptTo: (recipient) =>
-        recipient === 'bob@example.com' ? { code: 452, text: '4.2.2 Mailbox over quota' } : undefined,
+  it('452 on one RCPT while the other recipient is accepted: the deferred recipient is retried on its own', async () => {
+    const deferBob = once({ code: 452, text: '4.2.2 Mailbox over quota' });
+    const { outbox, mail, server, events } = await start({
+      onRcptTo: (recipient) => (recipient === 'bob@example.com' ? deferBob() : undefined),
     });
     await waitFor('EmailSentEvent', () => events.sent.length === 1);
-    expect(events.sent[0]).toMatchObject({
+    expect(events.failed).toHaveLength(1);
+    expect(events.failed[0]).toMatchObject({
+      cause: 'partial',
+      status: 'pending',
       accepted: ['ann@example.com'],
-      rejected: [{ address: 'bob@example.com', replyCode: 452 }],
+      deferred: ['bob@example.com'],
     });
-    expect((await outbox.get(mail.id)).rejectedRecipients).toEqual([
-      { address: 'bob@example.com', replyCode: 452, reply: expect.stringContaining('4.2.2') },
+    expect(events.sent[0]).toMatchObject({ accepted: ['ann@example.com', 'bob@example.com'], rejected: [] });
+    expect(server.received.map((message) => [message.messageId, message.recipients])).toEqual([
+      [mail.messageId, ['ann@example.com']],
+      [mail.messageId, ['bob@example.com']],
+    ]);
+    const row = await outbox.get(mail.id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['partial', 'sent']);
+    expect(row.attemptLog[0].recipients).toEqual([
+      expect.objectContaining({ address: 'ann@example.com', status: 'accepted' }),
+      expect.objectContaining({ address: 'bob@example.com', status: 'deferred', replyCode: 452 }),
     ]);
   });
 
@@ -91,24 +121,25 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     expect(events.sent).toHaveLength(0);
   });
 
-  it('535 on AUTH: the sender is at fault, the attempt does not count, sent once the credentials work', async () => {
+  it('535 on AUTH: an outage of the lane, the attempt does not count, sent once the credentials work', async () => {
     const { outbox, mail, events } = await start(
       { onAuth: once({ code: 535, text: '5.7.8 Authentication credentials invalid' }) },
       (url) => {
         const options = testMailOptions(url);
-        return { ...options, transport: { ...(options.transport as object), auth: { user: 'shop', pass: 'secret' } } };
+        const transport = options.transport as SmtpTransportOptions;
+        return { ...options, transport: { ...transport, auth: { user: 'shop', pass: 'secret' } } };
       },
     );
     await waitFor('EmailSentEvent', () => events.sent.length === 1);
     expect(events.failed[0]).toMatchObject({
-      senderFault: true,
+      cause: 'outage',
       permanent: false,
       replyCode: 535,
       deadLettered: false,
     });
     const row = await outbox.get(mail.id);
     expect(row).toMatchObject({ status: 'sent', attempts: 1 });
-    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['sender', 'sent']);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['outage', 'sent']);
   });
 
   it('connection dropped after the final dot: outcome unknown, retried, both copies carry one Message-ID', async () => {
@@ -120,22 +151,19 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
   });
 
-  it('connection refused: transient until the attempts run out, then dead with the last error', async () => {
+  it('connection refused: an outage, no attempt counted, dead only once the row is too old', async () => {
     // Nothing listens on port 1: the connection is refused before anything is sent.
-    const app = await bed.startApp(testMailOptions('smtp://127.0.0.1:1', { retry: { maxAttempts: 3 } }));
+    const app = await bed.startApp(testMailOptions('smtp://127.0.0.1:1', { retry: { maxAgeMs: 1_500 } }));
     const outbox = app.get(MailOutboxService);
     const mail = await outbox.enqueue({ to: 'ann@example.com', subject: 'Your order', text: 'Thanks' });
     const events = app.events;
-    await waitFor('dead letter', () => events.failed.some((event) => event.deadLettered));
+    await waitFor('dead letter', () => events.failed.some((event) => event.deadLettered), 10_000);
 
-    expect(events.failed.map((event) => [event.attempt, event.deadLettered, event.outcomeUnknown])).toEqual([
-      [1, false, false],
-      [2, false, false],
-      [3, true, false],
-    ]);
+    expect(events.failed.every((event) => event.cause === 'outage' || event.deadLettered)).toBe(true);
+    expect(events.failed.at(-1)).toMatchObject({ status: 'dead', cause: 'age', attempt: 0, outcomeUnknown: false });
     const row = await outbox.get(mail.id);
-    expect(row).toMatchObject({ status: 'dead', attempts: 3 });
-    expect(row.lastError).toMatch(/ECONNREFUSED.*dead-lettered: 3 attempts used/);
-    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'transient', 'transient']);
+    expect(row).toMatchObject({ status: 'dead', attempts: 0 });
+    expect(row.lastError).toMatch(/ECONNREFUSED.*dead-lettered: too old/);
+    expect(new Set(row.attemptLog.map((attempt) => attempt.outcome))).toEqual(new Set(['outage']));
   });
 });

@@ -218,7 +218,8 @@ describe('templates and attachments', () => {
     expect(app.events.failed[0]).toMatchObject({
       id: mail.id,
       status: 'failed',
-      permanent: true,
+      permanent: false,
+      cause: 'render',
       replyCode: null,
       reason,
     });
@@ -238,7 +239,8 @@ describe('templates and attachments', () => {
     expect(app.events.failed[0]).toMatchObject({
       id: mail.id,
       status: 'failed',
-      permanent: true,
+      permanent: false,
+      cause: 'render',
       replyCode: null,
       enhancedStatus: null,
       deadLettered: false,
@@ -433,7 +435,8 @@ describe('templates and attachments', () => {
     expect(app.events.failed[0]).toMatchObject({
       id: mail.id,
       status: 'failed',
-      permanent: true,
+      permanent: false,
+      cause: 'render',
       replyCode: null,
       reason,
     });

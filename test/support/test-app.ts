@@ -73,11 +73,13 @@ export function testMailOptions(smtpUrl: string, overrides: Partial<ReliableMail
     dispatcher: {
       pollIntervalMs: 50,
       leaseMs: 15_000,
+      sendTimeoutMs: 5_000,
       shutdownTimeoutMs: 5_000,
       eventLeaseMs: 1_000,
       ...overrides.dispatcher,
     },
-    retry: { baseDelayMs: 10, maxDelayMs: 50, ...overrides.retry },
+    // A minute of age: attempts enough for it at these delays, so a test never sees a row die of attempts first.
+    retry: { baseDelayMs: 10, maxDelayMs: 50, maxAgeMs: 60_000, ...overrides.retry },
   };
 }
 

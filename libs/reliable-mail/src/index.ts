@@ -4,14 +4,16 @@
 export { ReliableMailModule } from './reliable-mail.module.js';
 export type {
   AttachmentResolver,
+  DatabaseOptions,
   DispatcherOptions,
+  EventOptions,
   HealthOptions,
   LaneOptions,
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
 } from './options/reliable-mail-options.interface.js';
-export type { SmtpTransportOptions } from './transport/smtp-transport-options.js';
+export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
 
 // Errors, all of one family
 export {
@@ -61,7 +63,7 @@ export { reliableMailMigrations } from './migrations/index.js';
 
 // Events, emitted after the change they report commits
 export { EMAIL_SENT_EVENT, EmailSentEvent } from './events/email-sent.event.js';
-export { EMAIL_FAILED_EVENT, EmailFailedEvent } from './events/email-failed.event.js';
+export { EMAIL_FAILED_EVENT, EmailFailedEvent, type FailureCause } from './events/email-failed.event.js';
 
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';
@@ -89,10 +91,12 @@ export { OutboxRetention } from './retention/outbox-retention.service.js';
 
 // Transports
 export type {
-  DeliveryReport,
+  MailAddress,
   MailTransport,
   OutboundAttachment,
   OutboundMessage,
+  RecipientOutcome,
+  RecipientStatus,
   RenderedMail,
-  SmtpFailure,
+  SendOutcome,
 } from './transport/mail-transport.interface.js';

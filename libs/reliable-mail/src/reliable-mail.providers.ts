@@ -6,7 +6,8 @@ import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from './reliable-mail.constant
 import { MODULE_OPTIONS } from './reliable-mail.module-definition.js';
 import { MailTemplateRegistry } from './templates/mail-template.registry.js';
 import type { MailTransport } from './transport/mail-transport.interface.js';
-import { SmtpMailTransport } from './transport/smtp-mail.transport.js';
+import { normalizeAddress } from './outbox/validation/addresses.js';
+import { SmtpMailTransport } from './transport/smtp/smtp-mail.transport.js';
 
 /** The options, resolved once: defaults applied and every value checked (an `InvalidOptionsError` stops start-up). */
 export const optionsProvider: Provider = {
@@ -15,21 +16,17 @@ export const optionsProvider: Provider = {
   useFactory: (options: ReliableMailOptions) => resolveOptions(options, hostname(), process.pid),
 };
 
-/** One pooled transport shared by the lanes without their own, sized for all of them, plus each lane's own. */
+/**
+ * One transport per lane, with connections of its own as many as its concurrency: a bulk lane's backlog never
+ * waits in front of a login code for a connection.
+ */
 export const transportsProvider: Provider = {
   provide: MAIL_TRANSPORTS,
   inject: [RELIABLE_MAIL_OPTIONS],
   useFactory: (options: ResolvedReliableMailOptions): Map<string, MailTransport> => {
-    const sharedLanes = options.lanes.filter((lane) => !lane.ownTransport);
-    const shared = new SmtpMailTransport(
-      options.transport,
-      sharedLanes.reduce((sum, lane) => sum + lane.concurrency, 0) || 1,
-    );
+    const defaultSender = normalizeAddress('from', options.from);
     return new Map(
-      options.lanes.map((lane) => [
-        lane.name,
-        lane.ownTransport ? new SmtpMailTransport(lane.transport, lane.concurrency) : shared,
-      ]),
+      options.lanes.map((lane) => [lane.name, new SmtpMailTransport(lane.transport, lane.concurrency, defaultSender)]),
     );
   },
 };

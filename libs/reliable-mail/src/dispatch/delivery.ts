@@ -1,65 +1,129 @@
 import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
-import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../options/resolve-options.js';
-import { MailRenderError, type MailRenderer } from './mail-renderer.js';
-import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { renderFailureVerdict, settlementFor, skipSettlement } from './settlement.js';
-import { classifyDelivery, classifyFailure, type SmtpFailureDetails, type SmtpVerdict } from './smtp-reply.js';
+import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
+import { MailRenderError, MailRenderer } from './mail-renderer.js';
+import { type AttemptResult, envelopeOf, settlementFor, skipSettlement } from './settlement.js';
 
-/** What one claimed row came to: the settlement to write, and the verdict the lane paces itself by. */
-export interface DeliveryResult {
-  settlement: Settlement;
-  /** Null when the row was closed without a send. */
-  verdict: SmtpVerdict | null;
-}
+/** The send of a row that must finish before its lease leaves too little for the settle. */
+const LEASE_MARGIN_MS = 1_000;
 
-/** Leaves out the recipients on the suppression list; the claim only hands over rows that keep at least one. */
-function withoutSuppressed(row: ClaimedRow): ClaimedRow['payload'] {
-  if (row.suppressed.length === 0) return row.payload;
-  const keep = (list: ClaimedRow['payload']['to']) =>
-    list.filter((entry) => !row.suppressed.includes(entry.address.toLowerCase()));
-  return { ...row.payload, to: keep(row.payload.to), cc: keep(row.payload.cc), bcc: keep(row.payload.bcc) };
+/**
+ * Tells the lane what an attempt said about its server, and returns when the lane sends again: the time a lane
+ * outage's row is retried.
+ */
+export type Pace = (result: AttemptResult) => Date;
+
+function everyRecipientDeferred(recipients: string[], reason: string): SendOutcome {
+  return {
+    kind: 'attempted',
+    recipients: recipients.map((address) => ({
+      address,
+      status: 'deferred',
+      replyCode: null,
+      enhancedStatus: null,
+      reply: reason,
+      perRecipient: false,
+    })),
+    reply: null,
+    providerMessageId: null,
+    slowDown: false,
+  };
 }
 
 /**
- * Delivers one claimed row: renders it, sends it through the lane's transport, classifies what the server said and
- * decides what becomes of the row. It never touches the database; the settler writes its result.
+ * Delivers one claimed row: renders it and sends it to the recipients still waiting for it, under a hard deadline
+ * (`dispatcher.sendTimeoutMs`, and never past the row's lease), and decides what becomes of the row. It never
+ * touches the database; the settler writes its result.
  */
 export class Delivery {
   constructor(
     private readonly renderer: MailRenderer,
     private readonly transport: MailTransport,
     private readonly retry: RetryPolicy,
+    private readonly sendTimeoutMs: number,
     private readonly metrics: MailMetrics,
     private readonly logger: Logger,
   ) {}
 
-  async deliver(row: ClaimedRow): Promise<DeliveryResult> {
-    if (row.skipReason) return { settlement: skipSettlement({ ...row, skipReason: row.skipReason }), verdict: null };
+  async deliver(row: ClaimedRow, pace: Pace): Promise<Settlement> {
+    if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
     const started = performance.now();
-    const verdict = await this.send(row);
-    const settlement = settlementFor(row, verdict, this.retry, new Date(), Math.round(performance.now() - started));
+    const timeoutMs = Math.max(0, Math.min(this.sendTimeoutMs, row.leaseEndsAt - started - LEASE_MARGIN_MS));
+    const result = await this.attempt(row, AbortSignal.timeout(timeoutMs), timeoutMs);
+    const resumesAt = pace(result);
+    const settlement = settlementFor(
+      row,
+      result,
+      this.retry,
+      new Date(),
+      Math.round(performance.now() - started),
+      resumesAt,
+    );
     this.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
-    this.log(row, settlement, verdict);
-    return { settlement, verdict };
+    this.log(row, settlement);
+    return settlement;
   }
 
-  private async send(row: ClaimedRow): Promise<SmtpVerdict> {
+  private async attempt(row: ClaimedRow, signal: AbortSignal, timeoutMs: number): Promise<AttemptResult> {
+    const recipients = envelopeOf(row);
+    // Every recipient left was suppressed since the last attempt: nothing to send.
+    if (recipients.length === 0)
+      return { kind: 'attempted', recipients: [], reply: null, providerMessageId: null, slowDown: false };
+    let mail: RenderedMail;
     try {
-      const payload = await this.renderer.render(row.messageId, withoutSuppressed(row));
-      const verdict = classifyDelivery(await this.transport.send({ messageId: row.messageId, payload }));
-      if (verdict.kind !== 'sent' || row.suppressed.length === 0) return verdict;
-      const suppressed = row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null }));
-      return { ...verdict, rejected: [...verdict.rejected, ...suppressed] };
+      mail = await this.render(row, signal);
     } catch (error) {
-      return error instanceof MailRenderError
-        ? renderFailureVerdict(error.message)
-        : classifyFailure(error as SmtpFailureDetails);
+      if (error instanceof MailRenderError) return { kind: 'unrenderable', reason: error.message };
+      const reason = signal.aborted
+        ? `rendering did not finish within the send deadline (${timeoutMs} ms)`
+        : `rendering failed: ${String(error)}`;
+      return everyRecipientDeferred(recipients, reason);
+    }
+    try {
+      return await this.transport.send(
+        { messageId: row.messageId, idempotencyKey: row.idempotencyKey ?? row.id, lane: row.lane, mail, recipients },
+        signal,
+      );
+    } catch (error) {
+      // A transport reports what the server did; a throw is its own fault, and the message may be tried again.
+      this.logger.error({
+        msg: 'the transport threw instead of reporting an outcome',
+        id: row.id,
+        error: String(error),
+      });
+      return everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
     }
   }
 
-  private log(row: ClaimedRow, settlement: Settlement, verdict: SmtpVerdict): void {
+  /** Renders under the deadline; a template or resolver that never settles is left behind, its streams closed. */
+  private render(row: ClaimedRow, signal: AbortSignal): Promise<RenderedMail> {
+    const rendering = this.renderer.render(row.messageId, row.payload, signal);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        reject(new Error('the send deadline passed while the mail was being rendered'));
+        void rendering.then(
+          (late) => MailRenderer.release(late),
+          () => undefined,
+        );
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      rendering.then(
+        (mail) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(mail);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  private log(row: ClaimedRow, settlement: Settlement): void {
     const entry = {
       msg: 'settled',
       id: row.id,
@@ -68,23 +132,23 @@ export class Delivery {
       attempt: row.attempts,
       status: settlement.status,
       outcome: settlement.outcome,
-      replyCode: verdict.replyCode,
-      enhancedStatus: verdict.enhancedStatus,
+      replyCode: settlement.replyCode,
+      enhancedStatus: settlement.enhancedStatus,
       nextAttemptAt: settlement.nextAttemptAt?.toISOString(),
       durationMs: settlement.durationMs,
     };
     if (settlement.status === 'dead') {
       this.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
-    } else if (verdict.kind === 'sender') {
-      this.logger.error({
+    } else if (settlement.outcome === 'outage') {
+      this.logger.warn({
         ...entry,
-        msg: 'the SMTP server refused the sender: check credentials and configuration',
-        reply: verdict.reply,
+        msg: 'the lane cannot send: its server refuses the session',
+        reason: settlement.lastError,
       });
     } else if (settlement.status === 'sent') {
       this.logger.debug(entry);
     } else {
-      this.logger.warn({ ...entry, reply: verdict.reply });
+      this.logger.warn({ ...entry, reason: settlement.lastError });
     }
   }
 }

@@ -6,14 +6,15 @@ import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { claimRows } from '../outbox/sql/claim.js';
+import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
-import { LaneThrottle, type SendSignal } from './lane-throttle.js';
+import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
+import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
-import type { SmtpVerdict } from './smtp-reply.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
@@ -32,11 +33,16 @@ export interface LaneLoopDependencies {
   logger: Logger;
 }
 
-function signalOf(verdict: SmtpVerdict): SendSignal | null {
-  if (verdict.kind === 'sent') return 'ok';
-  if (verdict.kind === 'sender' || (verdict.kind === 'transient' && verdict.slowDown)) return 'slow-down';
-  if (verdict.kind === 'transient' && verdict.replyCode === null) return 'connection-failure';
-  return null;
+/** What an attempt says about the lane's server; null when it says nothing (a refusal, an unrenderable mail). */
+function signalOf(result: AttemptResult): SendSignal | null {
+  if (result.kind === 'outage') return 'outage';
+  if (result.kind === 'unrenderable') return null;
+  if (result.slowDown) return 'slow-down';
+  if (result.recipients.some((recipient) => recipient.status === 'accepted')) return 'ok';
+  const connectionLost = result.recipients.some(
+    (recipient) => recipient.replyCode === null && recipient.status !== 'refused',
+  );
+  return connectionLost ? 'connection-failure' : null;
 }
 
 /**
@@ -217,16 +223,66 @@ export class LaneLoop {
     });
   }
 
+  /** Why the lane is paused, if it is (or was, while it probes with one message). */
+  get pausedFor(): LanePause | null {
+    return this.throttle.pausedFor;
+  }
+
   /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
   private async process(row: ClaimedRow): Promise<void> {
-    const { settlement, verdict } = await this.deps.delivery.deliver(row);
-    const signal = verdict && signalOf(verdict);
-    if (signal) {
-      this.throttle.record(signal, Date.now());
-      // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
-      if (this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
-    }
+    if (!(await this.holdsLease(row))) return;
+    const settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result));
     this.track(this.finish(row, settlement), this.settling);
+  }
+
+  /**
+   * A row claimed ahead may have waited for its slot: once less than half its lease is left, the lease is renewed
+   * before the send, so that the send (at most `sendTimeoutMs`, at most half the lease) and its settle still fit.
+   * A row whose claim was lost meanwhile is not sent.
+   */
+  private async holdsLease(row: ClaimedRow): Promise<boolean> {
+    const { leaseMs, sendTimeoutMs } = this.deps.options.dispatcher;
+    const left = row.leaseEndsAt - performance.now();
+    if (left >= leaseMs / 2) return true;
+    const renewedAt = performance.now();
+    try {
+      if (!(await extendLease(this.deps.database, row, leaseMs))) {
+        this.deps.logger.warn({ msg: 'a row claimed ahead lost its lease before its send; not sent', id: row.id });
+        return false;
+      }
+      row.leaseEndsAt = renewedAt + leaseMs;
+      return true;
+    } catch (error) {
+      // The database is away: the send may still go if its deadline fits in what is left of the lease.
+      this.deps.logger.warn({
+        msg: 'could not renew the lease of a row claimed ahead',
+        id: row.id,
+        error: String(error),
+      });
+      return row.leaseEndsAt - performance.now() > sendTimeoutMs;
+    }
+  }
+
+  /** Records what an attempt said about the server; returns when the lane sends again. */
+  private pace(result: AttemptResult): Date {
+    const signal = signalOf(result);
+    if (signal) {
+      const wasPaused = this.throttle.isPaused(Date.now());
+      this.throttle.record(signal, Date.now());
+      if (!wasPaused && this.throttle.isPaused(Date.now())) {
+        const pause = this.throttle.pausedFor!;
+        this.deps.logger.warn({
+          msg: 'lane paused',
+          lane: this.lane.name,
+          reason: pause.reason,
+          until: pause.until.toISOString(),
+          repeats: pause.repeats,
+        });
+        // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
+        this.track(this.handBackReady(), this.settling);
+      }
+    }
+    return new Date(Date.now() + this.throttle.waitMs(Date.now()));
   }
 
   private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
@@ -234,6 +290,7 @@ export class LaneLoop {
     if (!outcome?.applied) return;
     if (settlement.status !== 'pending')
       this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
-    if (outcome.event) await this.deps.publisher.publish([outcome.event]);
+    // Emitted apart from the lane: a slow or stuck listener never holds a send slot or a settle.
+    if (outcome.event) this.deps.publisher.publish(outcome.event);
   }
 }

@@ -1,20 +1,32 @@
-/** What one send tells the lane about the server's state. */
-export type SendSignal = 'ok' | 'slow-down' | 'connection-failure';
+/**
+ * What one send tells the lane about its server: it took mail (`ok`), it asked to slow down, the connection failed
+ * mid-conversation, or it refused the session altogether (an outage: connection refused, a 5yz greeting, a
+ * refused login or sender).
+ */
+export type SendSignal = 'ok' | 'slow-down' | 'connection-failure' | 'outage';
 
 const CONNECTION_FAILURES_BEFORE_PAUSE = 3;
 const FIRST_PAUSE_MS = 1_000;
 const LONGEST_PAUSE_MS = 60_000;
 
+/** Why a lane is paused, for its logs and the health indicator. */
+export interface LanePause {
+  until: Date;
+  reason: Exclude<SendSignal, 'ok'>;
+  /** Pauses in a row without a send that went through: the next one is twice as long, up to a minute. */
+  repeats: number;
+}
+
 /**
- * A lane's pace: a token bucket for its rate limit, and back-pressure. A "slow down" reply (421, 454, 4.7.x) or a
- * run of connection failures pauses the whole lane, for twice as long at each repetition, so that the server's
- * trouble is paid for by one message rather than by the attempts of every message in the backlog.
+ * A lane's pace: a token bucket for its rate limit, and back-pressure. A "slow down" reply, an outage or a run of
+ * connection failures pauses the whole lane, for twice as long at each repetition (capped), so that the server's
+ * trouble is paid for by one message rather than by the attempts of every message in the backlog. After a pause
+ * the lane sends one message at a time until one goes through.
  */
 export class LaneThrottle {
   private tokens: number;
   private refilledAt: number;
-  private pausedUntil = 0;
-  private pauses = 0;
+  private pause: LanePause | null = null;
   private connectionFailures = 0;
 
   constructor(
@@ -27,10 +39,12 @@ export class LaneThrottle {
 
   /** Takes up to `wanted` sends that may start now. */
   take(wanted: number, now: number): number {
-    if (now < this.pausedUntil) return 0;
-    if (this.ratePerSecond === null) return wanted;
+    if (this.isPaused(now)) return 0;
+    // Probing: after a pause, one message finds out whether the server is back.
+    const allowed = this.pause ? Math.min(wanted, 1) : wanted;
+    if (this.ratePerSecond === null) return allowed;
     this.refill(now);
-    const granted = Math.min(wanted, Math.floor(this.tokens));
+    const granted = Math.min(allowed, Math.floor(this.tokens));
     this.tokens -= granted;
     return granted;
   }
@@ -42,7 +56,7 @@ export class LaneThrottle {
 
   /** How long until `take` can grant a send. */
   waitMs(now: number): number {
-    const paused = Math.max(0, this.pausedUntil - now);
+    const paused = this.pause ? Math.max(0, this.pause.until.getTime() - now) : 0;
     if (this.ratePerSecond === null) return paused;
     this.refill(now);
     const refill = this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.ratePerSecond) * 1000);
@@ -51,19 +65,27 @@ export class LaneThrottle {
 
   /** Whether the lane is paused by back-pressure. */
   isPaused(now: number): boolean {
-    return now < this.pausedUntil;
+    return this.pause !== null && now < this.pause.until.getTime();
+  }
+
+  /** The current (or last, while probing) pause, or null when the lane runs freely. */
+  get pausedFor(): LanePause | null {
+    return this.pause && { ...this.pause };
   }
 
   record(signal: SendSignal, now: number): void {
     if (signal === 'ok') {
-      this.pauses = 0;
+      this.pause = null;
       this.connectionFailures = 0;
       return;
     }
     if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return;
     this.connectionFailures = 0;
-    const pause = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** this.pauses++);
-    this.pausedUntil = Math.max(this.pausedUntil, now + pause);
+    // Sends that were already under way when the lane paused report in as well: they do not lengthen it.
+    if (this.isPaused(now)) return;
+    const repeats = (this.pause?.repeats ?? 0) + 1;
+    const length = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (repeats - 1));
+    this.pause = { until: new Date(now + length), reason: signal, repeats };
   }
 
   private refill(now: number): void {

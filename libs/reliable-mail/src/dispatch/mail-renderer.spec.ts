@@ -1,14 +1,13 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it, jest } from '@jest/globals';
-import { renderFailureVerdict, settlementFor } from './settlement.js';
 import type { MailPayloadV1, MailPayloadV2 } from '../outbox/mail.types.js';
-import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { AttachmentResolver } from '../options/reliable-mail-options.interface.js';
 import { handlebarsTemplate } from '../templates/handlebars-template.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 
+const signal = new AbortController().signal;
 const messageId = '<m1@test.example.com>';
 const envelope = {
   from: { address: 'shop@example.com' },
@@ -60,7 +59,7 @@ async function renderError(promise: Promise<unknown>): Promise<MailRenderError> 
 describe('MailRenderer', () => {
   it('sends a v1 payload as it was stored', async () => {
     const payload: MailPayloadV1 = { v: 1, ...envelope, subject: 'Hi', text: 'Hello', html: '<p>Hello</p>' };
-    expect(await renderer([]).render(messageId, payload)).toEqual({
+    expect(await renderer([]).render(messageId, payload, signal)).toEqual({
       ...rendered,
       subject: 'Hi',
       text: 'Hello',
@@ -70,11 +69,15 @@ describe('MailRenderer', () => {
 
   it('sends a v2 payload with a body as it was stored', async () => {
     const payload: MailPayloadV2 = { v: 2, ...envelope, subject: 'Hi', text: 'Hello' };
-    expect(await renderer([]).render(messageId, payload)).toStrictEqual({ ...rendered, subject: 'Hi', text: 'Hello' });
+    expect(await renderer([]).render(messageId, payload, signal)).toStrictEqual({
+      ...rendered,
+      subject: 'Hi',
+      text: 'Hello',
+    });
   });
 
   it('renders with the version the row was enqueued with, not the newest', async () => {
-    const mail = await renderer([receipt, receiptV2]).render(messageId, templated('receipt', 1));
+    const mail = await renderer([receipt, receiptV2]).render(messageId, templated('receipt', 1), signal);
     expect(mail).toMatchObject({ subject: 'Receipt 7', html: '<p>Receipt 7</p>', text: 'Receipt 7' });
   });
 
@@ -82,6 +85,7 @@ describe('MailRenderer', () => {
     const mail = await renderer([receipt]).render(
       messageId,
       templated('receipt', 1, { id: 7 }, { subject: 'Thanks!' }),
+      signal,
     );
     expect(mail).toMatchObject({ subject: 'Thanks!', html: '<p>Receipt 7</p>' });
   });
@@ -93,8 +97,8 @@ describe('MailRenderer', () => {
     });
     const payload = templated('spy', 1, { id: 7 }, {});
     payload.template!.locale = 'de-AT';
-    await renderer([{ name: 'spy', version: 1, render }]).render(messageId, payload);
-    expect(render).toHaveBeenCalledWith({ id: 7, mutated: true }, { locale: 'de-AT', messageId });
+    await renderer([{ name: 'spy', version: 1, render }]).render(messageId, payload, signal);
+    expect(render).toHaveBeenCalledWith({ id: 7, mutated: true }, { locale: 'de-AT', messageId, signal });
     expect(payload.template!.params).toEqual({ id: 7 });
   });
 
@@ -165,7 +169,7 @@ describe('MailRenderer', () => {
       reason: /html part that is not a string/,
     },
   ])('fails for $name', async ({ templates, payload, reason }) => {
-    const error = await renderError(renderer(templates).render(messageId, payload));
+    const error = await renderError(renderer(templates).render(messageId, payload, signal));
     if (typeof reason === 'string') expect(error.message).toBe(reason);
     else expect(error.message).toMatch(reason);
   });
@@ -176,11 +180,13 @@ describe('MailRenderer', () => {
       version: 1,
       render: () => ({ subject: 'Hi\r\nBcc: evil@example.com', text: 't' }),
     };
-    expect((await renderer([template]).render(messageId, templated('x', 1))).subject).toBe('Hi Bcc: evil@example.com');
+    expect((await renderer([template]).render(messageId, templated('x', 1), signal)).subject).toBe(
+      'Hi Bcc: evil@example.com',
+    );
   });
 
   it('fails for a payload version it does not know', async () => {
-    const error = await renderError(renderer([]).render(messageId, { ...envelope, v: 3 } as never));
+    const error = await renderError(renderer([]).render(messageId, { ...envelope, v: 3 } as never, signal));
     expect(error.message).toBe('payload version 3 is not one this worker can read');
   });
 });
@@ -208,6 +214,7 @@ describe('MailRenderer attachments', () => {
         { filename: 'c.bin', contentType: 'application/octet-stream', ref: 'bytes' },
         { filename: 'd.csv', contentType: 'text/csv', ref: 'stream' },
       ]),
+      signal,
     );
     expect(resolver.mock.calls.map(([ref]) => ref)).toEqual(['buffer', 'bytes', 'stream']);
     expect(mail.attachments.map(({ filename, contentType, cid }) => ({ filename, contentType, cid }))).toEqual([
@@ -246,6 +253,7 @@ describe('MailRenderer attachments', () => {
       renderer([], resolver).render(
         messageId,
         payload([{ filename: 'big.zip', contentType: 'application/zip', ref: 's3://b/big.zip' }]),
+        signal,
       ),
     );
     expect(error.message).toBe(reason);
@@ -264,55 +272,9 @@ describe('MailRenderer attachments', () => {
           { filename: 'a', contentType: 'text/plain', ref: 'ok' },
           { filename: 'b', contentType: 'text/plain', ref: 'missing' },
         ]),
+        signal,
       ),
     );
     expect(stream.destroyed).toBe(true);
-  });
-});
-
-describe('a render failure settles as a permanent failure', () => {
-  it('status failed, not retried, the reason in the event, no reply code', () => {
-    const row: ClaimedRow = {
-      id: 'row-1',
-      messageId,
-      idempotencyKey: null,
-      payload: templated('boom', 1),
-      metadata: null,
-      attempts: 1,
-      maxAttempts: 8,
-      ageFrom: new Date(),
-      lane: 'default',
-      expiresAt: null,
-      lockToken: 'lock',
-      attemptId: 'attempt',
-      skipReason: null,
-      suppressed: [],
-      leaseEndsAt: 0,
-    };
-    const reason = 'template "boom"@1 failed to render: items is not iterable';
-    const settlement = settlementFor(
-      row,
-      renderFailureVerdict(reason),
-      { maxAttempts: 8, baseDelayMs: 1, maxDelayMs: 1, maxAgeMs: 86_400_000 },
-      new Date(),
-      3,
-    );
-    expect(settlement).toMatchObject({
-      status: 'failed',
-      nextAttemptAt: null,
-      lastError: reason,
-      outcome: 'permanent',
-      replyCode: null,
-      enhancedStatus: null,
-      reply: reason,
-    });
-    expect(settlement.eventPayload).toMatchObject({
-      status: 'failed',
-      permanent: true,
-      replyCode: null,
-      reason,
-      deadLettered: false,
-      nextAttemptAt: null,
-    });
   });
 });

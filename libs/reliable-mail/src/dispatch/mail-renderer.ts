@@ -41,8 +41,13 @@ export class MailRenderer {
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'attachmentResolver'>,
   ) {}
 
+  /** Closes the attachment streams of a rendered mail that will not be sent. */
+  static release(mail: RenderedMail): void {
+    for (const { content } of mail.attachments) if (isReadable(content)) content.destroy();
+  }
+
   /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */
-  async render(messageId: string, payload: MailPayload): Promise<RenderedMail> {
+  async render(messageId: string, payload: MailPayload, signal: AbortSignal): Promise<RenderedMail> {
     const { from, to, cc, bcc, replyTo, headers } = payload;
     if (payload.v === 1) {
       return {
@@ -64,16 +69,20 @@ export class MailRenderer {
       );
     }
     const content = payload.template
-      ? await this.renderTemplate(messageId, payload)
+      ? await this.renderTemplate(messageId, payload, signal)
       : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
-    const attachments = await this.resolveAttachments(payload.attachments ?? []);
+    const attachments = await this.resolveAttachments(payload.attachments ?? [], signal);
     const mail: RenderedMail = { from, to, cc, bcc, replyTo, headers, subject: content.subject, attachments };
     if (content.text !== undefined) mail.text = content.text;
     if (content.html !== undefined) mail.html = content.html;
     return mail;
   }
 
-  private async renderTemplate(messageId: string, payload: MailPayloadV2): Promise<RenderedContent> {
+  private async renderTemplate(
+    messageId: string,
+    payload: MailPayloadV2,
+    signal: AbortSignal,
+  ): Promise<RenderedContent> {
     const { name, version, params, locale } = payload.template!;
     const label = `template "${name}"@${version}`;
     const template = this.registry.get(name, version);
@@ -86,7 +95,7 @@ export class MailRenderer {
     }
     let rendered: RenderedContent;
     try {
-      rendered = await template.render(structuredClone(params), { locale, messageId });
+      rendered = await template.render(structuredClone(params), { locale, messageId, signal });
     } catch (error) {
       throw new MailRenderError(`${label} failed to render: ${messageOf(error)}`);
     }
@@ -114,13 +123,13 @@ export class MailRenderer {
     return { subject: folded, html, text };
   }
 
-  private async resolveAttachments(stored: StoredAttachment[]): Promise<OutboundAttachment[]> {
+  private async resolveAttachments(stored: StoredAttachment[], signal: AbortSignal): Promise<OutboundAttachment[]> {
     const resolved: OutboundAttachment[] = [];
     try {
       for (const attachment of stored) {
         const { filename, contentType, cid } = attachment;
         const content =
-          'ref' in attachment ? await this.resolve(attachment) : Buffer.from(attachment.content, 'base64');
+          'ref' in attachment ? await this.resolve(attachment, signal) : Buffer.from(attachment.content, 'base64');
         resolved.push(cid === undefined ? { filename, contentType, content } : { filename, contentType, content, cid });
       }
     } catch (error) {
@@ -131,13 +140,16 @@ export class MailRenderer {
     return resolved;
   }
 
-  private async resolve({ filename, ref }: { filename: string; ref: string }): Promise<Buffer | Readable> {
+  private async resolve(
+    { filename, ref }: { filename: string; ref: string },
+    signal: AbortSignal,
+  ): Promise<Buffer | Readable> {
     const label = `attachment "${filename}" (ref ${JSON.stringify(ref)})`;
     const resolver = this.options.attachmentResolver;
     if (!resolver) throw new MailRenderError(`${label} could not be resolved: no attachmentResolver is configured`);
     let content: unknown;
     try {
-      content = await resolver(ref);
+      content = await resolver(ref, { signal });
     } catch (error) {
       throw new MailRenderError(`${label} could not be resolved: ${messageOf(error)}`);
     }

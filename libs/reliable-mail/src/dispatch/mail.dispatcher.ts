@@ -76,6 +76,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         this.renderer,
         this.transports.get(lane.name)!,
         this.options.retry,
+        this.options.dispatcher.sendTimeoutMs,
         this.metrics,
         this.logger,
       );

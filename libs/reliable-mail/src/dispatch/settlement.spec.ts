@@ -1,11 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { EMAIL_FAILED_EVENT } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT } from '../events/email-sent.event.js';
-import type { RejectedRecipient } from '../outbox/mail.types.js';
-import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../options/resolve-options.js';
-import { settlementFor, skipSettlement } from './settlement.js';
-import type { SmtpVerdict } from './smtp-reply.js';
+import type { ClaimedRow } from '../outbox/queue.types.js';
+import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
+import { type AttemptResult, envelopeOf, settlementFor, skipSettlement } from './settlement.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const now = new Date('2026-12-01T12:00:00.000Z');
@@ -13,16 +12,16 @@ const at = (offsetMs: number) => new Date(now.getTime() + offsetMs);
 const random = () => 0.5;
 const durationMs = 42;
 
-function claimedRow(attempts: number, ageMs = 60_000): ClaimedRow {
+function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
   return {
     id: 'row-1',
     messageId: '<0b1c@mail.example.com>',
     idempotencyKey: 'order-7',
     payload: {
-      v: 1,
+      v: 2,
       from: { address: 'noreply@example.com' },
-      to: [{ address: 'a@example.com' }],
-      cc: [],
+      to: [{ address: 'Ann@example.com' }],
+      cc: [{ address: 'bob@example.com' }],
       bcc: [],
       replyTo: [],
       subject: 'Hi',
@@ -30,313 +29,336 @@ function claimedRow(attempts: number, ageMs = 60_000): ClaimedRow {
       headers: {},
     },
     metadata: { source: 'unit' },
-    attempts,
+    attempts: 1,
     maxAttempts: 3,
-    ageFrom: at(-ageMs),
+    ageFrom: at(-60_000),
     lane: 'default',
     expiresAt: null,
     lockToken: 'lock-1',
     attemptId: 'attempt-1',
     skipReason: null,
     suppressed: [],
+    acceptedRecipients: [],
+    rejectedRecipients: [],
     leaseEndsAt: 0,
+    ...overrides,
   };
 }
 
-/** The fields every settlement copies from the row and the verdict. */
-function common(verdict: SmtpVerdict) {
-  return {
-    id: 'row-1',
-    lockToken: 'lock-1',
-    attemptId: 'attempt-1',
-    replyCode: verdict.replyCode,
-    enhancedStatus: verdict.enhancedStatus,
-    reply: verdict.reply,
-    durationMs,
-  };
+const ok = '250 2.0.0 Ok: queued as 4BZ1x2';
+function recipient(
+  address: string,
+  status: RecipientOutcome['status'],
+  reply: string | null,
+  perRecipient = true,
+): RecipientOutcome {
+  const replyCode = reply === null ? null : Number(reply.slice(0, 3)) || null;
+  const enhancedStatus = reply === null ? null : (/^\d{3} (\d\.\d+\.\d+)/.exec(reply)?.[1] ?? null);
+  return { address, status, replyCode, enhancedStatus, reply, perRecipient };
 }
+function attempted(recipients: RecipientOutcome[], reply: string | null = null): SendOutcome {
+  return { kind: 'attempted', recipients, reply, providerMessageId: reply === ok ? '4BZ1x2' : null, slowDown: false };
+}
+const settle = (row: ClaimedRow, result: AttemptResult, outageEndsAt = now) =>
+  settlementFor(row, result, policy, now, durationMs, outageEndsAt, random);
 
-describe('settlementFor a sent verdict', () => {
-  const rejected: RejectedRecipient[] = [{ address: 'b@example.com', reply: '550 5.1.1 User unknown', replyCode: 550 }];
-
+describe('envelopeOf', () => {
   it.each([
-    { name: 'all recipients accepted', rejected: [], rejectedRecipients: null },
-    { name: 'rejected recipients recorded', rejected, rejectedRecipients: rejected },
-  ])('$name', ({ rejected, rejectedRecipients }) => {
-    const verdict: SmtpVerdict = {
-      kind: 'sent',
-      replyCode: 250,
-      enhancedStatus: '2.0.0',
-      reply: '250 2.0.0 Ok: queued as 4BZ1x2',
-      providerMessageId: '4BZ1x2',
-      accepted: ['a@example.com'],
-      rejected,
-    };
-    const expected: Settlement = {
-      ...common(verdict),
-      bounced: rejected.length > 0 ? ['b@example.com'] : [],
+    { name: 'every recipient, lower case, each once', row: {}, expected: ['ann@example.com', 'bob@example.com'] },
+    {
+      name: 'not those that took it before',
+      row: { acceptedRecipients: ['ann@example.com'] },
+      expected: ['bob@example.com'],
+    },
+    {
+      name: 'not those that refused it before',
+      row: { rejectedRecipients: [{ address: 'bob@example.com', reply: '550', replyCode: 550 }] },
+      expected: ['ann@example.com'],
+    },
+    {
+      name: 'not those on the suppression list',
+      row: { suppressed: ['ann@example.com'] },
+      expected: ['bob@example.com'],
+    },
+  ])('$name', ({ row, expected }) => {
+    expect(envelopeOf(claimedRow(row))).toEqual(expected);
+  });
+});
+
+describe('settlementFor an attempt', () => {
+  it('every recipient took it: sent, with the accepting reply and the sent event', () => {
+    const result = attempted(
+      [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'accepted', ok)],
+      ok,
+    );
+    expect(settle(claimedRow(), result)).toEqual({
+      id: 'row-1',
+      lockToken: 'lock-1',
+      attemptId: 'attempt-1',
+      durationMs,
       status: 'sent',
       refundAttempt: 0,
       nextAttemptAt: null,
       lastError: null,
+      replyCode: 250,
+      enhancedStatus: '2.0.0',
+      reply: ok,
       providerMessageId: '4BZ1x2',
-      rejectedRecipients,
+      acceptedRecipients: ['ann@example.com', 'bob@example.com'],
+      rejectedRecipients: null,
+      attemptRecipients: (result as Extract<SendOutcome, { kind: 'attempted' }>).recipients,
       sentAt: now,
       outcome: 'sent',
+      bounced: [],
       eventName: EMAIL_SENT_EVENT,
       eventPayload: {
         id: 'row-1',
         messageId: '<0b1c@mail.example.com>',
         idempotencyKey: 'order-7',
-        accepted: ['a@example.com'],
-        rejected,
-        attempt: 2,
-        reply: '250 2.0.0 Ok: queued as 4BZ1x2',
+        accepted: ['ann@example.com', 'bob@example.com'],
+        rejected: [],
+        attempt: 1,
+        reply: ok,
         providerMessageId: '4BZ1x2',
         sentAt: now,
         metadata: { source: 'unit' },
       },
-    };
-    expect(settlementFor(claimedRow(2), verdict, policy, now, durationMs, random)).toEqual(expected);
+    });
   });
-});
 
-describe('settlementFor a failed verdict', () => {
-  const transient = (outcomeUnknown: boolean): SmtpVerdict => ({
-    kind: 'transient',
-    replyCode: outcomeUnknown ? null : 451,
-    enhancedStatus: outcomeUnknown ? null : '4.3.0',
-    reply: outcomeUnknown ? 'Connection closed unexpectedly' : '451 4.3.0 Try again later',
-    outcomeUnknown,
-    slowDown: false,
-  });
-  const permanent: SmtpVerdict = {
-    kind: 'permanent',
-    replyCode: 550,
-    enhancedStatus: '5.1.1',
-    reply: '550 5.1.1 User unknown',
-    hardBounce: true,
-    bouncedRecipients: null,
-  };
-  const sender: SmtpVerdict = {
-    kind: 'sender',
-    replyCode: 535,
-    enhancedStatus: '5.7.8',
-    reply: '535 5.7.8 Authentication failed',
-  };
-
+  const unknownUser = '550 5.1.1 User unknown';
+  const greylisted = '451 4.7.1 Greylisted, try again later';
   it.each<{
     name: string;
-    attempts: number;
-    ageMs?: number;
-    verdict: SmtpVerdict;
-    status: Settlement['status'];
-    nextAttemptAt: Date | null;
-    lastError: string;
-    refundAttempt: 0 | 1;
-    outcome: Settlement['outcome'];
-    permanent: boolean;
-    senderFault: boolean;
-    outcomeUnknown: boolean;
-    deadLettered: boolean;
+    row?: Partial<ClaimedRow>;
+    result: AttemptResult;
+    status: string;
+    outcome: string;
+    cause?: string;
+    accepted: string[] | null;
+    rejected?: string[];
+    bounced?: string[];
+    nextAttemptAt?: Date | null;
+    refundAttempt?: 0 | 1;
   }>([
     {
-      name: 'transient with attempts left',
-      attempts: 1,
-      verdict: transient(false),
-      status: 'pending',
-      nextAttemptAt: at(500),
-      lastError: '451 4.3.0 Try again later',
-      refundAttempt: 0,
-      outcome: 'transient',
-      permanent: false,
-      senderFault: false,
-      outcomeUnknown: false,
-      deadLettered: false,
+      name: 'one took it, one refused with a 5.1.1 of its own: sent, the refusal recorded and suppressed',
+      result: attempted(
+        [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'refused', unknownUser)],
+        ok,
+      ),
+      status: 'sent',
+      outcome: 'sent',
+      accepted: ['ann@example.com'],
+      rejected: ['bob@example.com'],
+      bounced: ['bob@example.com'],
     },
     {
-      name: 'transient at the last attempt',
-      attempts: 3,
-      verdict: transient(false),
-      status: 'dead',
-      nextAttemptAt: null,
-      lastError: '451 4.3.0 Try again later (dead-lettered: 3 attempts used)',
-      refundAttempt: 0,
-      outcome: 'transient',
-      permanent: false,
-      senderFault: false,
-      outcomeUnknown: false,
-      deadLettered: true,
-    },
-    {
-      name: 'transient past the age limit',
-      attempts: 1,
-      ageMs: 90_000_000,
-      verdict: transient(false),
-      status: 'dead',
-      nextAttemptAt: null,
-      lastError: '451 4.3.0 Try again later (dead-lettered: too old)',
-      refundAttempt: 0,
-      outcome: 'transient',
-      permanent: false,
-      senderFault: false,
-      outcomeUnknown: false,
-      deadLettered: true,
-    },
-    {
-      name: 'transient with unknown outcome',
-      attempts: 2,
-      verdict: transient(true),
-      status: 'pending',
-      nextAttemptAt: at(1_000),
-      lastError: 'Connection closed unexpectedly',
-      refundAttempt: 0,
-      outcome: 'unknown',
-      permanent: false,
-      senderFault: false,
-      outcomeUnknown: true,
-      deadLettered: false,
-    },
-    {
-      name: 'permanent is not retried',
-      attempts: 1,
-      verdict: permanent,
+      name: 'a 5.1.1 to a transaction of two (after the final dot): failed, nobody suppressed',
+      result: attempted([
+        recipient('ann@example.com', 'refused', unknownUser, false),
+        recipient('bob@example.com', 'refused', unknownUser, false),
+      ]),
       status: 'failed',
-      nextAttemptAt: null,
-      lastError: '550 5.1.1 User unknown',
-      refundAttempt: 0,
       outcome: 'permanent',
-      permanent: true,
-      senderFault: false,
-      outcomeUnknown: false,
-      deadLettered: false,
+      cause: 'refused',
+      accepted: [],
+      rejected: ['ann@example.com', 'bob@example.com'],
+      bounced: [],
     },
     {
-      name: 'sender fault at the last attempt is refunded and retried',
-      attempts: 3,
-      verdict: sender,
+      name: 'one took it, one greylisted: pending for the other one only',
+      result: attempted(
+        [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'deferred', greylisted)],
+        ok,
+      ),
       status: 'pending',
-      nextAttemptAt: at(2_000),
-      lastError: '535 5.7.8 Authentication failed',
-      refundAttempt: 1,
-      outcome: 'sender',
-      permanent: false,
-      senderFault: true,
-      outcomeUnknown: false,
-      deadLettered: false,
+      outcome: 'partial',
+      cause: 'partial',
+      accepted: ['ann@example.com'],
+      nextAttemptAt: at(750),
     },
     {
-      name: 'sender fault past the age limit is dead and not refunded',
-      attempts: 1,
-      ageMs: 90_000_000,
-      verdict: sender,
-      status: 'dead',
-      nextAttemptAt: null,
-      lastError: '535 5.7.8 Authentication failed (dead-lettered: too old)',
-      refundAttempt: 0,
-      outcome: 'sender',
-      permanent: false,
-      senderFault: true,
-      outcomeUnknown: false,
-      deadLettered: true,
+      name: 'every recipient deferred: pending, the attempt counted',
+      result: attempted([
+        recipient('ann@example.com', 'deferred', greylisted),
+        recipient('bob@example.com', 'deferred', greylisted),
+      ]),
+      status: 'pending',
+      outcome: 'transient',
+      cause: 'deferred',
+      accepted: [],
+      nextAttemptAt: at(750),
     },
-  ])('$name', ({ attempts, ageMs, verdict, status, nextAttemptAt, lastError, refundAttempt, outcome, ...event }) => {
-    const expected: Settlement = {
-      ...common(verdict),
-      // A hard bounce that names no recipient covers all of them.
-      bounced: verdict.kind === 'permanent' ? ['a@example.com'] : [],
+    {
+      name: 'the connection lost after the whole message was written: pending, outcome unknown',
+      result: attempted([recipient('ann@example.com', 'unknown', null), recipient('bob@example.com', 'unknown', null)]),
+      status: 'pending',
+      outcome: 'unknown',
+      cause: 'unknown',
+      accepted: [],
+      nextAttemptAt: at(750),
+    },
+    {
+      name: 'deferred on the last attempt: dead',
+      row: { attempts: 3 },
+      result: attempted([
+        recipient('ann@example.com', 'deferred', greylisted),
+        recipient('bob@example.com', 'deferred', greylisted),
+      ]),
+      status: 'dead',
+      outcome: 'transient',
+      cause: 'attempts',
+      accepted: [],
+      rejected: ['ann@example.com', 'bob@example.com'],
+    },
+    {
+      name: 'deferred when too old: dead',
+      row: { ageFrom: at(-86_400_000) },
+      result: attempted([
+        recipient('ann@example.com', 'deferred', greylisted),
+        recipient('bob@example.com', 'deferred', greylisted),
+      ]),
+      status: 'dead',
+      outcome: 'transient',
+      cause: 'age',
+      accepted: [],
+      rejected: ['ann@example.com', 'bob@example.com'],
+    },
+    {
+      name: 'one took it, the other still deferred on the last attempt: sent, the other given up on',
+      row: { attempts: 3 },
+      result: attempted(
+        [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'deferred', greylisted)],
+        ok,
+      ),
+      status: 'sent',
+      outcome: 'partial',
+      accepted: ['ann@example.com'],
+      rejected: ['bob@example.com'],
+    },
+    {
+      name: 'the next try would come after the expiry: expired',
+      row: { expiresAt: at(100) },
+      result: attempted([
+        recipient('ann@example.com', 'deferred', greylisted),
+        recipient('bob@example.com', 'deferred', greylisted),
+      ]),
+      status: 'expired',
+      outcome: 'transient',
+      cause: 'expired',
+      accepted: [],
+      rejected: ['ann@example.com', 'bob@example.com'],
+    },
+    {
+      name: 'an earlier attempt took it for one, this one for the other: sent to both',
+      row: { attempts: 2, acceptedRecipients: ['ann@example.com'] },
+      result: attempted([recipient('bob@example.com', 'accepted', ok)], ok),
+      status: 'sent',
+      outcome: 'sent',
+      accepted: ['ann@example.com', 'bob@example.com'],
+    },
+    {
+      name: 'an outage: pending until the lane resumes, the attempt not counted',
+      result: { kind: 'outage', replyCode: 554, enhancedStatus: null, reply: '554 No SMTP service here' },
+      status: 'pending',
+      outcome: 'outage',
+      cause: 'outage',
+      accepted: null,
+      nextAttemptAt: at(30_000),
+      refundAttempt: 1,
+    },
+    {
+      name: 'an outage when too old: dead, the attempt not counted',
+      row: { ageFrom: at(-86_400_000) },
+      result: { kind: 'outage', replyCode: 554, enhancedStatus: null, reply: '554 No SMTP service here' },
+      status: 'dead',
+      outcome: 'outage',
+      cause: 'age',
+      accepted: [],
+      refundAttempt: 1,
+    },
+    {
+      name: 'a template that cannot render: failed',
+      result: { kind: 'unrenderable', reason: 'template "x"@1 failed to render: boom' },
+      status: 'failed',
+      outcome: 'permanent',
+      cause: 'render',
+      accepted: [],
+      rejected: ['ann@example.com', 'bob@example.com'],
+    },
+  ])(
+    '$name',
+    ({
+      row,
+      result,
       status,
-      refundAttempt,
-      nextAttemptAt,
-      lastError,
-      providerMessageId: null,
-      rejectedRecipients: null,
-      sentAt: null,
       outcome,
-      eventName: EMAIL_FAILED_EVENT,
-      eventPayload: {
-        id: 'row-1',
-        messageId: '<0b1c@mail.example.com>',
-        idempotencyKey: 'order-7',
-        attempt: attempts,
-        status,
-        permanent: event.permanent,
-        senderFault: event.senderFault,
-        outcomeUnknown: event.outcomeUnknown,
-        replyCode: verdict.replyCode,
-        enhancedStatus: verdict.enhancedStatus,
-        reason: lastError,
-        nextAttemptAt,
-        deadLettered: event.deadLettered,
-        metadata: { source: 'unit' },
-      },
-    };
-    expect(settlementFor(claimedRow(attempts, ageMs), verdict, policy, now, durationMs, random)).toEqual(expected);
+      cause,
+      accepted,
+      rejected = [],
+      bounced = [],
+      nextAttemptAt = null,
+      refundAttempt = 0,
+    }) => {
+      const settlement = settle(claimedRow(row), result, at(30_000));
+      expect(settlement).toMatchObject({ status, outcome, nextAttemptAt, refundAttempt, acceptedRecipients: accepted });
+      expect((settlement.rejectedRecipients ?? []).map((entry) => entry.address)).toEqual(rejected);
+      expect(settlement.bounced.map((entry) => entry.address)).toEqual(bounced);
+      if (cause !== undefined) {
+        expect(settlement.eventName).toBe(EMAIL_FAILED_EVENT);
+        expect(settlement.eventPayload).toMatchObject({
+          cause,
+          status,
+          permanent: cause === 'refused',
+          deadLettered: status === 'dead',
+          outcomeUnknown: cause === 'unknown',
+        });
+      } else {
+        expect(settlement.eventName).toBe(EMAIL_SENT_EVENT);
+      }
+    },
+  );
+
+  it('the event of a partial attempt names who took it and who waits for the next one', () => {
+    const result = attempted(
+      [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'deferred', greylisted)],
+      ok,
+    );
+    expect(settle(claimedRow(), result).eventPayload).toMatchObject({
+      attempt: 1,
+      accepted: ['ann@example.com'],
+      deferred: ['bob@example.com'],
+      replyCode: 451,
+      enhancedStatus: '4.7.1',
+      reason: greylisted,
+    });
+  });
+
+  it('suppressed recipients are reported as rejected once the row is sent', () => {
+    const result = attempted([recipient('ann@example.com', 'accepted', ok)], ok);
+    const settlement = settle(claimedRow({ suppressed: ['bob@example.com'] }), result);
+    expect(settlement.rejectedRecipients).toEqual([
+      { address: 'bob@example.com', reply: 'suppressed: not sent', replyCode: null },
+    ]);
   });
 });
 
-describe('expiry and skipped rows', () => {
-  const transient: SmtpVerdict = {
-    kind: 'transient',
-    replyCode: 451,
-    enhancedStatus: '4.3.0',
-    reply: '451 4.3.0 Try again later',
-    outcomeUnknown: false,
-    slowDown: false,
-  };
-
-  it('a retry that would come after expiresAt ends the row as expired', () => {
-    const settlement = settlementFor(
-      { ...claimedRow(1), expiresAt: at(100) },
-      transient,
-      policy,
-      now,
-      durationMs,
-      random,
-    );
-    expect(settlement).toMatchObject({
-      status: 'expired',
-      nextAttemptAt: null,
-      refundAttempt: 0,
-      outcome: 'transient',
-    });
-    expect(settlement.lastError).toBe(
-      '451 4.3.0 Try again later (expired: no attempt possible before 2026-12-01T12:00:00.100Z)',
-    );
-    expect(settlement.eventPayload).toMatchObject({ status: 'expired', deadLettered: false, nextAttemptAt: null });
-  });
-
-  it('a retry before expiresAt stays pending', () => {
-    const settlement = settlementFor(
-      { ...claimedRow(1), expiresAt: at(60_000) },
-      transient,
-      policy,
-      now,
-      durationMs,
-      random,
-    );
-    expect(settlement).toMatchObject({ status: 'pending', nextAttemptAt: at(500) });
-  });
-
+describe('skipSettlement', () => {
   it.each([
-    ['cancelled', 'cancelled while it was being sent'],
-    ['expired', 'expired before it could be sent'],
-    ['suppressed', 'every recipient is on the suppression list'],
-  ] as const)('a row claimed as %s closes without an attempt', (skipReason, reason) => {
-    const settlement = skipSettlement({ ...claimedRow(2), attemptId: null, skipReason });
-    expect(settlement).toMatchObject({
-      status: skipReason,
-      attemptId: null,
-      refundAttempt: 1,
-      lastError: reason,
-      eventName: EMAIL_FAILED_EVENT,
-    });
+    { skipReason: 'cancelled', cause: 'cancelled' },
+    { skipReason: 'expired', cause: 'expired' },
+    { skipReason: 'suppressed', cause: 'suppressed' },
+    { skipReason: 'dead', cause: 'crashes' },
+  ] as const)('$skipReason: closed without an attempt, not counted, never "permanent"', ({ skipReason, cause }) => {
+    const settlement = skipSettlement({ ...claimedRow({ attempts: 2, attemptId: null }), skipReason });
+    expect(settlement).toMatchObject({ status: skipReason, refundAttempt: 1, attemptId: null, nextAttemptAt: null });
     expect(settlement.eventPayload).toMatchObject({
       status: skipReason,
+      cause,
       attempt: 1,
-      permanent: true,
-      reason,
-      nextAttemptAt: null,
+      permanent: false,
+      deadLettered: skipReason === 'dead',
     });
   });
 });

@@ -1,174 +1,401 @@
-import { EMAIL_FAILED_EVENT, type EmailFailedEvent } from '../events/email-failed.event.js';
+import { EMAIL_FAILED_EVENT, type EmailFailedEvent, type FailureCause } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
+import type { RetryPolicy } from '../options/resolve-options.js';
+import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { recipientsOf } from '../outbox/recipients.js';
-import type { RetryPolicy } from '../options/resolve-options.js';
+import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
+import { isHardBounce, parseReply } from '../transport/smtp/smtp-reply.js';
 import { decideRetry } from './retry-policy.js';
-import { isHardBounce, type SmtpVerdict } from './smtp-reply.js';
 
-/** The addresses this verdict proves do not exist, lower case, for the suppression list. */
-function bouncedBy(row: ClaimedRow, verdict: SmtpVerdict): string[] {
-  if (verdict.kind === 'sent') {
-    return verdict.rejected
-      .filter((recipient) => isHardBounce(recipient.reply))
-      .map((recipient) => recipient.address.toLowerCase());
-  }
-  if (verdict.kind !== 'permanent' || !verdict.hardBounce) return [];
-  return verdict.bouncedRecipients ?? recipientsOf(row.payload).map((address) => address.toLowerCase());
+/**
+ * What one attempt came to, as the settlement decides on it: the transport's outcome, or a mail that could not be
+ * made into a message (its template is not registered or throws, an attachment cannot be fetched).
+ */
+export type AttemptResult = SendOutcome | { kind: 'unrenderable'; reason: string };
+
+/** The events as stored: the event id is the recorded row's, added when it is emitted. */
+type SentEventPayload = Omit<EmailSentEvent, 'eventId'>;
+type FailedEventPayload = Omit<EmailFailedEvent, 'eventId'>;
+
+const unique = <T>(items: T[]): T[] => [...new Set(items)];
+
+/** Every recipient of the row, lower case, each once. */
+function allRecipients(row: ClaimedRow): string[] {
+  return unique(recipientsOf(row.payload).map((address) => address.toLowerCase()));
 }
 
 /**
- * The verdict of a row that could not be made into a message (its template is not registered or throws, an
- * attachment cannot be fetched): nothing was sent, and trying again would fail the same way, so the row fails.
+ * The recipients this attempt is for: every recipient of the row but those that took it or refused it in an
+ * earlier attempt, and those on the suppression list.
  */
-export function renderFailureVerdict(reason: string): SmtpVerdict {
-  return {
-    kind: 'permanent',
-    replyCode: null,
-    enhancedStatus: null,
-    reply: reason,
-    hardBounce: false,
-    bouncedRecipients: [],
-  };
+export function envelopeOf(row: ClaimedRow): string[] {
+  const done = new Set([
+    ...row.acceptedRecipients,
+    ...row.rejectedRecipients.map((recipient) => recipient.address),
+    ...row.suppressed,
+  ]);
+  return allRecipients(row).filter((address) => !done.has(address));
 }
 
-/** What becomes of a claimed row after one attempt, with the attempt's record and the event that reports it. */
+const asRejected = (outcome: RecipientOutcome): RejectedRecipient => ({
+  address: outcome.address,
+  reply: outcome.reply,
+  replyCode: outcome.replyCode,
+});
+
+/** The attempt record's outcome, from what became of its recipients. */
+function attemptOutcomeOf(recipients: RecipientOutcome[]): Exclude<AttemptOutcome, 'started' | 'outage'> {
+  const has = (status: RecipientOutcome['status']) => recipients.some((recipient) => recipient.status === status);
+  if (has('unknown')) return 'unknown';
+  if (has('deferred')) return has('accepted') ? 'partial' : 'transient';
+  return has('accepted') || recipients.length === 0 ? 'sent' : 'permanent';
+}
+
+/** The reply that best explains the attempt: an unknown outcome, then a deferral, then a refusal. */
+function leadingReply(recipients: RecipientOutcome[]): RecipientOutcome | undefined {
+  for (const status of ['unknown', 'deferred', 'refused'] as const) {
+    const found = recipients.find((recipient) => recipient.status === status);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * What becomes of a claimed row after one attempt: its new state, the attempt's record and the event that reports
+ * it. The row is `sent` once every recipient took the message or refused it and one took it; recipients deferred
+ * are retried on their own, with the same Message-ID, until they are settled or the row runs out of attempts or
+ * time. A lane outage is retried when the lane resumes (`outageEndsAt`) and not counted as an attempt.
+ */
 export function settlementFor(
   row: ClaimedRow,
-  verdict: SmtpVerdict,
+  result: AttemptResult,
   policy: RetryPolicy,
   now: Date,
   durationMs: number,
+  outageEndsAt: Date = now,
   random: () => number = Math.random,
 ): Settlement {
-  const common = {
-    id: row.id,
-    lockToken: row.lockToken,
-    attemptId: row.attemptId,
-    replyCode: verdict.replyCode,
-    enhancedStatus: verdict.enhancedStatus,
-    reply: verdict.reply,
-    durationMs,
-    bounced: bouncedBy(row, verdict),
-  };
+  if (result.kind === 'outage') return outageSettlement(row, result, policy, now, durationMs, outageEndsAt, random);
+  if (result.kind === 'unrenderable') {
+    const refusals = envelopeOf(row).map((address) => ({ address, reply: result.reason, replyCode: null }));
+    return closed(row, now, durationMs, {
+      status: row.acceptedRecipients.length > 0 ? 'sent' : 'failed',
+      cause: 'render',
+      outcome: 'permanent',
+      reason: result.reason,
+      replyCode: null,
+      enhancedStatus: null,
+      attemptRecipients: null,
+      rejected: [...row.rejectedRecipients, ...refusals],
+      accepted: row.acceptedRecipients,
+      bounced: [],
+      reply: result.reason,
+      providerMessageId: null,
+    });
+  }
 
-  if (verdict.kind === 'sent') {
-    const event: EmailSentEvent = {
+  const recipients = result.recipients;
+  const accepted = unique([
+    ...row.acceptedRecipients,
+    ...recipients.filter((recipient) => recipient.status === 'accepted').map((recipient) => recipient.address),
+  ]);
+  const refused = [
+    ...row.rejectedRecipients,
+    ...recipients.filter((recipient) => recipient.status === 'refused').map(asRejected),
+  ];
+  const waiting = recipients.filter((recipient) => recipient.status === 'deferred' || recipient.status === 'unknown');
+  const bounced = recipients
+    .filter((recipient) => recipient.status === 'refused' && recipient.perRecipient && isHardBounce(recipient.reply))
+    .map(({ address, reply }) => ({ address, reply }));
+  const outcome = attemptOutcomeOf(recipients);
+  // The reply the attempt is recorded with: for a sent row the one that accepted it, otherwise what went wrong.
+  const acceptance = result.reply === null ? undefined : parseReply(result.reply);
+  const problem = leadingReply(recipients);
+  const recordedWith = (
+    reply: { replyCode: number | null; enhancedStatus: string | null; reply: string | null } | undefined,
+  ) => ({
+    replyCode: reply?.replyCode ?? null,
+    enhancedStatus: reply?.enhancedStatus ?? null,
+    reply: reply?.reply ?? null,
+    attemptRecipients: recipients,
+    bounced,
+    providerMessageId: result.providerMessageId,
+  });
+
+  if (waiting.length === 0) {
+    const sent = accepted.length > 0;
+    return closed(row, now, durationMs, {
+      ...recordedWith(sent ? (acceptance ?? problem) : problem),
+      status: sent ? 'sent' : 'failed',
+      cause: 'refused',
+      outcome,
+      reason: problem?.reply ?? 'refused',
+      rejected: refused,
+      accepted,
+    });
+  }
+
+  const common = recordedWith(problem);
+  const reason = problem?.reply ?? 'deferred';
+  const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
+  const retry = decideRetry(row, true, policy, now, random);
+  const expires = retry.retry && row.expiresAt !== null && retry.nextAttemptAt >= row.expiresAt;
+  if (retry.retry && !expires) {
+    return {
+      ...base(row, now, durationMs),
+      ...common,
+      status: 'pending',
+      refundAttempt: 0,
+      nextAttemptAt: retry.nextAttemptAt,
+      lastError: reason,
+      outcome,
+      acceptedRecipients: accepted,
+      rejectedRecipients: refused,
+      sentAt: null,
+      eventName: EMAIL_FAILED_EVENT,
+      eventPayload: failedEvent(row, {
+        status: 'pending',
+        cause,
+        reason,
+        replyCode: common.replyCode,
+        enhancedStatus: common.enhancedStatus,
+        accepted,
+        deferred: waiting.map((recipient) => recipient.address),
+        nextAttemptAt: retry.nextAttemptAt,
+        outcomeUnknown: outcome === 'unknown',
+      }),
+    };
+  }
+
+  // Out of attempts, time or expiry: the recipients still waiting are given up on.
+  const why = expires
+    ? `expired: no attempt possible before ${row.expiresAt!.toISOString()}`
+    : `dead-lettered: ${!retry.retry && retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'}`;
+  const givenUp = waiting.map((recipient) => ({ ...asRejected(recipient), reply: `${recipient.reply} (${why})` }));
+  return closed(row, now, durationMs, {
+    ...(accepted.length > 0 ? recordedWith(acceptance ?? problem) : common),
+    status: accepted.length > 0 ? 'sent' : expires ? 'expired' : 'dead',
+    cause: expires ? 'expired' : !retry.retry && retry.reason === 'attempts' ? 'attempts' : 'age',
+    outcome,
+    reason: `${reason} (${why})`,
+    rejected: [...refused, ...givenUp],
+    accepted,
+    outcomeUnknown: outcome === 'unknown',
+  });
+}
+
+/** A lane outage: nothing about the message was learned, so the attempt does not count; only age can end it. */
+function outageSettlement(
+  row: ClaimedRow,
+  result: Extract<SendOutcome, { kind: 'outage' }>,
+  policy: RetryPolicy,
+  now: Date,
+  durationMs: number,
+  outageEndsAt: Date,
+  random: () => number,
+): Settlement {
+  const retry = decideRetry(row, false, policy, now, random);
+  const reply = { replyCode: result.replyCode, enhancedStatus: result.enhancedStatus };
+  if (!retry.retry) {
+    return closed(row, now, durationMs, {
+      ...reply,
+      status: row.acceptedRecipients.length > 0 ? 'sent' : 'dead',
+      cause: 'age',
+      outcome: 'outage',
+      reason: `${result.reply} (dead-lettered: too old)`,
+      attemptRecipients: null,
+      rejected: row.rejectedRecipients,
+      accepted: row.acceptedRecipients,
+      bounced: [],
+      reply: null,
+      providerMessageId: null,
+      refund: true,
+    });
+  }
+  const nextAttemptAt = new Date(Math.max(outageEndsAt.getTime(), now.getTime()));
+  if (row.expiresAt !== null && nextAttemptAt >= row.expiresAt) {
+    return closed(row, now, durationMs, {
+      ...reply,
+      status: row.acceptedRecipients.length > 0 ? 'sent' : 'expired',
+      cause: 'expired',
+      outcome: 'outage',
+      reason: `${result.reply} (expired: no attempt possible before ${row.expiresAt.toISOString()})`,
+      attemptRecipients: null,
+      rejected: row.rejectedRecipients,
+      accepted: row.acceptedRecipients,
+      bounced: [],
+      reply: null,
+      providerMessageId: null,
+      refund: true,
+    });
+  }
+  return {
+    ...base(row, now, durationMs),
+    ...reply,
+    status: 'pending',
+    refundAttempt: 1,
+    nextAttemptAt,
+    lastError: result.reply,
+    reply: null,
+    providerMessageId: null,
+    acceptedRecipients: null,
+    rejectedRecipients: null,
+    attemptRecipients: null,
+    sentAt: null,
+    outcome: 'outage',
+    bounced: [],
+    eventName: EMAIL_FAILED_EVENT,
+    eventPayload: failedEvent(
+      { ...row, attempts: row.attempts - 1 },
+      {
+        ...reply,
+        status: 'pending',
+        cause: 'outage',
+        reason: result.reply,
+        accepted: row.acceptedRecipients,
+        deferred: envelopeOf(row),
+        nextAttemptAt,
+        outcomeUnknown: false,
+      },
+    ),
+  };
+}
+
+interface Closing {
+  status: Exclude<Settlement['status'], 'pending'>;
+  cause: FailureCause;
+  outcome: Settlement['outcome'];
+  reason: string;
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  attemptRecipients: RecipientOutcome[] | null;
+  accepted: string[];
+  rejected: RejectedRecipient[];
+  bounced: Settlement['bounced'];
+  reply: string | null;
+  providerMessageId: string | null;
+  outcomeUnknown?: boolean;
+  /** The attempt is not counted (an outage). */
+  refund?: boolean;
+}
+
+/** A final settlement: `sent` with its event, or a failure with the event saying why. */
+function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing): Settlement {
+  const refundAttempt = closing.refund ? 1 : 0;
+  const rejected = [
+    ...closing.rejected,
+    ...row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
+  ];
+  const settlement = {
+    ...base(row, now, durationMs),
+    replyCode: closing.replyCode,
+    enhancedStatus: closing.enhancedStatus,
+    reply: closing.reply,
+    providerMessageId: closing.providerMessageId,
+    attemptRecipients: closing.attemptRecipients,
+    bounced: closing.bounced,
+    status: closing.status,
+    refundAttempt,
+    nextAttemptAt: null,
+    outcome: closing.outcome,
+    acceptedRecipients: closing.accepted,
+    rejectedRecipients: rejected.length > 0 ? rejected : null,
+  } as const;
+  const attempt = row.attempts - refundAttempt;
+  if (closing.status === 'sent') {
+    const event: SentEventPayload = {
       id: row.id,
       messageId: row.messageId,
       idempotencyKey: row.idempotencyKey,
-      accepted: verdict.accepted,
-      rejected: verdict.rejected,
-      attempt: row.attempts,
-      reply: verdict.reply,
-      providerMessageId: verdict.providerMessageId,
+      accepted: closing.accepted,
+      rejected,
+      attempt,
+      reply: closing.reply ?? '',
+      providerMessageId: closing.providerMessageId,
       sentAt: now,
       metadata: row.metadata,
     };
-    return {
-      ...common,
-      status: 'sent',
-      refundAttempt: 0,
-      nextAttemptAt: null,
-      lastError: null,
-      providerMessageId: verdict.providerMessageId,
-      rejectedRecipients: verdict.rejected.length > 0 ? verdict.rejected : null,
-      sentAt: now,
-      outcome: 'sent',
-      eventName: EMAIL_SENT_EVENT,
-      eventPayload: event,
-    };
-  }
-
-  const senderFault = verdict.kind === 'sender';
-  const outcomeUnknown = verdict.kind === 'transient' && verdict.outcomeUnknown;
-  const retry = verdict.kind === 'permanent' ? null : decideRetry(row, !senderFault, policy, now, random);
-  let status: Settlement['status'] = verdict.kind === 'permanent' ? 'failed' : retry?.retry ? 'pending' : 'dead';
-  let nextAttemptAt = retry?.retry ? retry.nextAttemptAt : null;
-  let reason = verdict.reply;
-  if (nextAttemptAt && row.expiresAt && nextAttemptAt >= row.expiresAt) {
-    status = 'expired';
-    nextAttemptAt = null;
-    reason = `${verdict.reply} (expired: no attempt possible before ${row.expiresAt.toISOString()})`;
-  } else if (retry && !retry.retry) {
-    reason = `${verdict.reply} (dead-lettered: ${retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'})`;
+    return { ...settlement, lastError: null, sentAt: now, eventName: EMAIL_SENT_EVENT, eventPayload: event };
   }
   return {
-    ...common,
-    status,
-    refundAttempt: senderFault && status === 'pending' ? 1 : 0,
-    nextAttemptAt,
-    lastError: reason,
-    providerMessageId: null,
-    rejectedRecipients: null,
+    ...settlement,
+    lastError: closing.reason,
     sentAt: null,
-    outcome: senderFault ? 'sender' : outcomeUnknown ? 'unknown' : verdict.kind,
     eventName: EMAIL_FAILED_EVENT,
-    eventPayload: failedEvent(row, status, reason, nextAttemptAt, {
-      permanent: verdict.kind === 'permanent',
-      senderFault,
-      outcomeUnknown,
-      replyCode: verdict.replyCode,
-      enhancedStatus: verdict.enhancedStatus,
-    }),
+    eventPayload: failedEvent(
+      { ...row, attempts: attempt },
+      {
+        status: closing.status,
+        cause: closing.cause,
+        reason: closing.reason,
+        replyCode: closing.replyCode,
+        enhancedStatus: closing.enhancedStatus,
+        accepted: closing.accepted,
+        deferred: [],
+        nextAttemptAt: null,
+        outcomeUnknown: closing.outcomeUnknown ?? false,
+      },
+    ),
   };
 }
 
-const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, string> = {
-  cancelled: 'cancelled while it was being sent',
-  expired: 'expired before it could be sent',
-  suppressed: 'every recipient is on the suppression list',
-  dead: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
-};
-
-/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
-export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
-  const reason = SKIP_REASONS[row.skipReason];
-  return {
-    id: row.id,
-    lockToken: row.lockToken,
-    attemptId: null,
-    status: row.skipReason,
-    refundAttempt: 1,
-    nextAttemptAt: null,
-    lastError: reason,
-    replyCode: null,
-    enhancedStatus: null,
-    reply: null,
-    providerMessageId: null,
-    rejectedRecipients: null,
-    sentAt: null,
-    outcome: 'permanent',
-    durationMs: 0,
-    bounced: [],
-    eventName: EMAIL_FAILED_EVENT,
-    eventPayload: failedEvent({ ...row, attempts: row.attempts - 1 }, row.skipReason, reason, null, {
-      permanent: true,
-      senderFault: false,
-      outcomeUnknown: false,
-      replyCode: null,
-      enhancedStatus: null,
-    }),
-  };
+function base(row: ClaimedRow, _now: Date, durationMs: number) {
+  return { id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, durationMs };
 }
 
-function failedEvent(
-  row: ClaimedRow,
-  status: Settlement['status'],
-  reason: string,
-  nextAttemptAt: Date | null,
-  reply: Pick<EmailFailedEvent, 'permanent' | 'senderFault' | 'outcomeUnknown' | 'replyCode' | 'enhancedStatus'>,
-): EmailFailedEvent {
+type FailedEventFacts = Pick<
+  EmailFailedEvent,
+  | 'status'
+  | 'cause'
+  | 'reason'
+  | 'replyCode'
+  | 'enhancedStatus'
+  | 'accepted'
+  | 'deferred'
+  | 'nextAttemptAt'
+  | 'outcomeUnknown'
+>;
+
+function failedEvent(row: ClaimedRow, facts: FailedEventFacts): FailedEventPayload {
   return {
     id: row.id,
     messageId: row.messageId,
     idempotencyKey: row.idempotencyKey,
     attempt: row.attempts,
-    status,
-    ...reply,
-    reason,
-    nextAttemptAt,
-    deadLettered: status === 'dead',
+    ...facts,
+    permanent: facts.cause === 'refused',
+    deadLettered: facts.status === 'dead',
     metadata: row.metadata,
   };
+}
+
+const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, { cause: FailureCause; reason: string }> = {
+  cancelled: { cause: 'cancelled', reason: 'cancelled while it was being sent' },
+  expired: { cause: 'expired', reason: 'expired before it could be sent' },
+  suppressed: { cause: 'suppressed', reason: 'every recipient is on the suppression list' },
+  dead: {
+    cause: 'crashes',
+    reason: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
+  },
+};
+
+/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
+export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
+  const { cause, reason } = SKIP_REASONS[row.skipReason];
+  return closed(row, new Date(), 0, {
+    status: row.skipReason,
+    cause,
+    outcome: 'permanent',
+    reason,
+    replyCode: null,
+    enhancedStatus: null,
+    attemptRecipients: null,
+    accepted: row.acceptedRecipients,
+    rejected: row.rejectedRecipients,
+    bounced: [],
+    reply: null,
+    providerMessageId: null,
+    refund: true,
+  });
 }

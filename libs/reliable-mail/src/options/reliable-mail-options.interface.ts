@@ -1,16 +1,18 @@
 import type { Readable } from 'node:stream';
 import type { MailTemplate } from '../templates/mail-template.js';
-import type { SmtpTransportOptions } from '../transport/smtp-transport-options.js';
+import type { SmtpTransportOptions } from '../transport/smtp/smtp-transport-options.js';
 
 // The options of `ReliableMailModule.forRoot()`. Every one is checked at start-up: an `InvalidOptionsError` names
 // the option it refuses (see resolve-options.ts).
 
 /**
- * Fetches a referenced attachment at send time: the bytes, or a stream the SMTP transport reads while it sends.
- * A throw or a rejected promise fails the row permanently, with the error's message as the reason.
+ * Fetches a referenced attachment at send time: the bytes, or a stream read while the message is built. A throw or
+ * a rejected promise fails the row permanently, with the error's message as the reason. `signal` aborts when the
+ * send's deadline passes (`dispatcher.sendTimeoutMs`); a fetch may hand it on (to `fetch`, the AWS SDK, …).
  */
 export type AttachmentResolver = (
   ref: string,
+  context: { signal: AbortSignal },
 ) => Promise<Buffer | Uint8Array | Readable> | Buffer | Uint8Array | Readable;
 
 export interface DispatcherOptions {
@@ -41,6 +43,13 @@ export interface DispatcherOptions {
    * @default 600000
    */
   leaseMs?: number;
+  /**
+   * The hard deadline of one send, enforced by the dispatcher whatever the server or the app's code do: rendering,
+   * fetching attachments and the whole SMTP conversation. A conversation still running then is cut; its recipients
+   * are `unknown` if the whole message had been written, deferred otherwise.
+   * @default 180000
+   */
+  sendTimeoutMs?: number;
   /**
    * How long shutdown waits for sends in flight.
    * @default 30000
@@ -84,14 +93,34 @@ export interface DatabaseOptions {
   connectTimeoutMs?: number;
 }
 
+/** How events reach the app's listeners. */
+export interface EventOptions {
+  /**
+   * Which events are recorded (in the settle's transaction) for at-least-once emission: `listened`, those something
+   * in this process listens for, by name, by a wildcard pattern or `onAny`; `all`, every one.
+   * @default 'listened'
+   */
+  record?: 'listened' | 'all';
+  /**
+   * How long the listeners of one event may take. One that does not finish in time leaves its event unconfirmed:
+   * it is emitted again after `dispatcher.eventLeaseMs`, and meanwhile it holds nothing else up.
+   * @default 30000
+   */
+  listenerTimeoutMs?: number;
+  /** Events waiting for emission in memory; past this they wait in the table for redelivery. @default 10000 */
+  maxQueued?: number;
+}
+
 export interface RetryOptions {
   /**
-   * Attempts before a transiently failing row is dead-lettered.
-   * @default 8
+   * Attempts (a lane outage's are not counted) before a row that keeps failing is dead-lettered. It must let the
+   * delays reach `maxAgeMs` even at their shortest, or a shorter outage could dead-letter mail: a smaller value is
+   * refused at start-up, naming the numbers.
+   * @default as many as the delays need to reach `maxAgeMs` (58 with the other defaults)
    */
   maxAttempts?: number;
   /**
-   * The first retry waits up to this long; each next one up to twice as long.
+   * The first retry waits between half this and this; each next one twice as long (equal jitter).
    * @default 5000
    */
   baseDelayMs?: number;
@@ -220,4 +249,5 @@ export interface ReliableMailOptions {
   retention?: RetentionOptions;
   health?: HealthOptions;
   database?: DatabaseOptions;
+  events?: EventOptions;
 }

@@ -1,9 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
-import type { SmtpTransportOptions } from '../transport/smtp-transport-options.js';
 import type { ReliableMailOptions } from './reliable-mail-options.interface.js';
-import { longestSendMs, resolveOptions } from './resolve-options.js';
+import { resolveOptions } from './resolve-options.js';
 
 const valid: ReliableMailOptions = {
   transport: 'smtp://user:pass@smtp.example.com:587',
@@ -17,6 +16,7 @@ const defaultDispatcher = {
   batchSize: 50,
   concurrency: 8,
   leaseMs: 600_000,
+  sendTimeoutMs: 180_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
   workerId: 'worker-host:4242',
@@ -32,7 +32,24 @@ const defaultHealth = {
 };
 const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
-const defaultRetry = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
+// 58 attempts: their delays, at the shortest, reach a day (2.5 s, 5 s, … doubling, then half an hour each).
+const defaultRetry = { maxAttempts: 58, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
+const defaultEvents = { record: 'listened', listenerTimeoutMs: 30_000, maxQueued: 10_000 };
+const defaultSmtp = {
+  connectionTimeout: 30_000,
+  greetingTimeout: 30_000,
+  socketTimeout: 120_000,
+  maxMessages: 100,
+  maxRecipientsPerTransaction: 100,
+};
+/** `valid.transport`, parsed. */
+const validSmtp = {
+  ...defaultSmtp,
+  host: 'smtp.example.com',
+  port: 587,
+  secure: false,
+  auth: { user: 'user', pass: 'pass' },
+};
 
 function expectInvalid(options: unknown, option: string): void {
   let error: unknown;
@@ -47,12 +64,29 @@ function expectInvalid(options: unknown, option: string): void {
 }
 
 describe('resolveOptions', () => {
-  it.each<{ name: string; options: Partial<ReliableMailOptions>; dispatcher?: object; retry?: object }>([
+  it.each<{
+    name: string;
+    options: Partial<ReliableMailOptions>;
+    dispatcher?: object;
+    retry?: object;
+    transport?: object;
+  }>([
     { name: 'defaults for a URL transport', options: {} },
-    { name: 'smtps URL', options: { transport: 'smtps://user:pass@smtp.example.com:465' } },
+    {
+      name: 'smtps URL',
+      options: { transport: 'smtps://user:pass@smtp.example.com:465' },
+      transport: { ...validSmtp, port: 465, secure: true },
+    },
     {
       name: 'transport object',
-      options: { transport: { host: 'smtp.example.com', port: 587, auth: { user: 'u', pass: 'p' } } },
+      options: { transport: { host: 'smtp.example.com', port: 2525, auth: { user: 'u', pass: 'p' }, maxMessages: 5 } },
+      transport: {
+        ...defaultSmtp,
+        host: 'smtp.example.com',
+        port: 2525,
+        auth: { user: 'u', pass: 'p' },
+        maxMessages: 5,
+      },
     },
     {
       name: 'dispatcher overrides merge with defaults',
@@ -60,25 +94,26 @@ describe('resolveOptions', () => {
       dispatcher: { batchSize: 10, workerId: 'w1', enabled: false },
     },
     {
-      name: 'retry overrides merge with defaults',
-      options: { retry: { maxAttempts: 3, maxDelayMs: 5_000 } },
-      retry: { maxAttempts: 3, maxDelayMs: 5_000 },
+      name: 'retry overrides merge with defaults; the attempts follow the age limit',
+      options: { retry: { maxDelayMs: 60_000, maxAgeMs: 600_000 } },
+      // Delays of at least 2.5 + 5 + 10 + 20 = 37.5 s, then 30 s each: 19 more reach 600 s, 24 attempts in all.
+      retry: { maxDelayMs: 60_000, maxAgeMs: 600_000, maxAttempts: 24 },
     },
     {
-      name: 'lease just above twice the SMTP timeouts sum',
-      options: { dispatcher: { leaseMs: 360_001 } },
-      dispatcher: { leaseMs: 360_001 },
+      name: 'maxAttempts whose shortest delays just reach maxAgeMs',
+      options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000, maxAgeMs: 5_000, maxAttempts: 11 } },
+      retry: { baseDelayMs: 1_000, maxDelayMs: 1_000, maxAgeMs: 5_000, maxAttempts: 11 },
     },
     {
-      name: 'retry.maxDelayMs equal to baseDelayMs',
-      options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 } },
-      retry: { baseDelayMs: 1_000, maxDelayMs: 1_000 },
+      name: 'a lease of exactly twice the send timeout',
+      options: { dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 } },
+      dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 },
     },
-  ])('$name', ({ options, dispatcher, retry }) => {
+  ])('$name', ({ options, dispatcher, retry, transport = validSmtp }) => {
     const input = { ...valid, ...options };
     const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
     expect(resolveOptions(input, 'worker-host', 4242)).toEqual({
-      transport: input.transport,
+      transport,
       from: 'Shop <noreply@example.com>',
       messageIdDomain: 'mail.example.com',
       dispatcher: resolvedDispatcher,
@@ -87,13 +122,13 @@ describe('resolveOptions', () => {
         name,
         concurrency: resolvedDispatcher.concurrency,
         ratePerSecond: null,
-        transport: input.transport,
-        ownTransport: false,
+        transport,
       })),
       defaultLane: 'default',
       retention: { ...defaultRetention, enabled: resolvedDispatcher.enabled },
       health: defaultHealth,
       database: defaultDatabase,
+      events: defaultEvents,
       ...defaultContent,
     });
   });
@@ -109,8 +144,13 @@ describe('resolveOptions', () => {
       4242,
     );
     expect(resolved.lanes).toEqual([
-      { name: 'login', concurrency: 2, ratePerSecond: null, transport: valid.transport, ownTransport: false },
-      { name: 'news', concurrency: 8, ratePerSecond: 5, transport: 'smtp://bulk.example.com', ownTransport: true },
+      { name: 'login', concurrency: 2, ratePerSecond: null, transport: validSmtp },
+      {
+        name: 'news',
+        concurrency: 8,
+        ratePerSecond: 5,
+        transport: { ...defaultSmtp, host: 'bulk.example.com', port: 587, secure: false },
+      },
     ]);
     expect(resolved.defaultLane).toBe('login');
   });
@@ -183,19 +223,56 @@ describe('resolveOptions', () => {
       option: 'retry.maxDelayMs',
     },
     {
-      name: 'leaseMs shorter than the SMTP timeouts sum',
-      options: { dispatcher: { leaseMs: 60_000 } },
+      name: 'leaseMs shorter than twice the send timeout',
+      options: { dispatcher: { leaseMs: 359_999 } },
       option: 'dispatcher.leaseMs',
     },
     {
-      name: 'leaseMs equal to the SMTP timeouts sum',
-      options: { dispatcher: { leaseMs: 180_000 } },
+      name: 'a send timeout that leaves the default lease too short',
+      options: { dispatcher: { sendTimeoutMs: 300_001 } },
       option: 'dispatcher.leaseMs',
     },
     {
-      name: 'default leaseMs shorter than the transport timeouts',
-      options: { transport: { host: 'smtp.example.com', socketTimeout: 600_000 } },
-      option: 'dispatcher.leaseMs',
+      name: 'maxAttempts that could be spent before maxAgeMs (8 by default before: 637 s of a day)',
+      options: { retry: { maxAttempts: 8 } },
+      option: 'retry.maxAttempts',
+    },
+    {
+      name: 'maxAttempts one short of reaching maxAgeMs',
+      options: { retry: { baseDelayMs: 1_000, maxDelayMs: 1_000, maxAgeMs: 5_000, maxAttempts: 10 } },
+      option: 'retry.maxAttempts',
+    },
+    {
+      name: "nodemailer's pool size, which lanes set",
+      options: { transport: { host: 'smtp.example.com', maxConnections: 20 } },
+      option: 'transport.maxConnections',
+    },
+    {
+      name: "nodemailer's rate limit, which lanes set",
+      options: { transport: { host: 'smtp.example.com', rateLimit: 5 } },
+      option: 'transport.rateLimit',
+    },
+    {
+      name: 'a socket timeout of 0 (nodemailer would wait 10 minutes)',
+      options: { transport: { host: 'smtp.example.com', socketTimeout: 0 } },
+      option: 'transport.socketTimeout',
+    },
+    {
+      name: 'an unknown SMTP option',
+      options: { transport: { host: 'smtp.example.com', poolSize: 3 } },
+      option: 'transport.poolSize',
+    },
+    {
+      name: 'a database URL that is not postgres://',
+      options: { database: { url: 'mysql://localhost/db' } },
+      option: 'database.url',
+    },
+    { name: 'a pool of 0', options: { database: { poolSize: 0 } }, option: 'database.poolSize' },
+    { name: 'an unknown event record mode', options: { events: { record: 'some' } }, option: 'events.record' },
+    {
+      name: 'a listener timeout of 0',
+      options: { events: { listenerTimeoutMs: 0 } },
+      option: 'events.listenerTimeoutMs',
     },
   ])('rejects $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);
@@ -206,20 +283,6 @@ describe('resolveOptions', () => {
     { name: 'a string', options: 'smtp://smtp.example.com' },
   ])('rejects options that are $name', ({ options }) => {
     expectInvalid(options, 'options');
-  });
-});
-
-describe('longestSendMs', () => {
-  it.each<{ name: string; transport: string | SmtpTransportOptions; expected: number }>([
-    { name: 'URL transport uses the default timeouts', transport: 'smtp://smtp.example.com', expected: 180_000 },
-    { name: 'object without timeouts uses the defaults', transport: { host: 'smtp.example.com' }, expected: 180_000 },
-    {
-      name: 'object timeouts replace the defaults one by one',
-      transport: { host: 'smtp.example.com', connectionTimeout: 5_000, socketTimeout: 10_000 },
-      expected: 45_000,
-    },
-  ])('$name', ({ transport, expected }) => {
-    expect(longestSendMs(transport)).toBe(expected);
   });
 });
 

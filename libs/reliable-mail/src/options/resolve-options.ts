@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
-import { DEFAULT_SMTP_TIMEOUTS, type SmtpTransportOptions } from '../transport/smtp-transport-options.js';
+import { attemptsToSpan, guaranteedSpanMs } from '../dispatch/retry-policy.js';
+import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
   DispatcherOptions,
@@ -10,6 +11,7 @@ import type {
   RetentionOptions,
   RetryOptions,
   DatabaseOptions,
+  EventOptions,
 } from './reliable-mail-options.interface.js';
 
 /** How a transiently failing row is retried: `retry` with every default applied. */
@@ -19,13 +21,11 @@ export interface ResolvedLane {
   name: string;
   concurrency: number;
   ratePerSecond: number | null;
-  transport: string | SmtpTransportOptions;
-  /** Whether `transport` is the lane's own rather than the module's shared one. */
-  ownTransport: boolean;
+  transport: ResolvedSmtpOptions;
 }
 
 export interface ResolvedReliableMailOptions {
-  transport: string | SmtpTransportOptions;
+  transport: ResolvedSmtpOptions;
   from: string;
   messageIdDomain: string;
   dispatcher: Required<DispatcherOptions>;
@@ -35,6 +35,7 @@ export interface ResolvedReliableMailOptions {
   retention: Required<RetentionOptions>;
   health: Required<HealthOptions>;
   database: Omit<Required<DatabaseOptions>, 'url'> & { url: string | null };
+  events: Required<EventOptions>;
   templates: MailTemplate[];
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
@@ -66,15 +67,22 @@ const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> 
   batchSize: 50,
   concurrency: 8,
   leaseMs: 600_000,
+  sendTimeoutMs: 180_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
 };
 
-const DEFAULT_RETRY_OPTIONS: Required<RetryOptions> = {
-  maxAttempts: 8,
+/** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
+const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
   baseDelayMs: 5_000,
   maxDelayMs: 3_600_000,
   maxAgeMs: 86_400_000,
+};
+
+const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
+  record: 'listened',
+  listenerTimeoutMs: 30_000,
+  maxQueued: 10_000,
 };
 
 /** 5 MiB. */
@@ -90,39 +98,6 @@ function requirePositiveInteger(option: string, value: unknown, minimum = 1): nu
   return value;
 }
 
-function resolveTransport(transport: unknown, option = 'transport'): string | SmtpTransportOptions {
-  if (typeof transport === 'string') {
-    let url: URL;
-    try {
-      url = new URL(transport);
-    } catch {
-      throw new InvalidOptionsError(option, `is not a valid URL: ${JSON.stringify(transport)}`);
-    }
-    if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') {
-      throw new InvalidOptionsError(option, `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
-    }
-    return transport;
-  }
-  if (transport && typeof transport === 'object') {
-    const { host } = transport as SmtpTransportOptions;
-    if (typeof host !== 'string' || host.length === 0) {
-      throw new InvalidOptionsError(`${option}.host`, 'must be a non-empty string');
-    }
-    return transport;
-  }
-  throw new InvalidOptionsError(option, 'must be an SMTP URL or nodemailer SMTP options');
-}
-
-/** The longest a single SMTP conversation can take before nodemailer gives up, from the transport's timeouts. */
-export function longestSendMs(transport: string | SmtpTransportOptions): number {
-  const options = typeof transport === 'string' ? {} : transport;
-  return (
-    (options.connectionTimeout ?? DEFAULT_SMTP_TIMEOUTS.connectionTimeout) +
-    (options.greetingTimeout ?? DEFAULT_SMTP_TIMEOUTS.greetingTimeout) +
-    (options.socketTimeout ?? DEFAULT_SMTP_TIMEOUTS.socketTimeout)
-  );
-}
-
 /** Applies defaults and rejects options the module cannot work with, naming the option. */
 export function resolveOptions(
   options: ReliableMailOptions,
@@ -132,7 +107,7 @@ export function resolveOptions(
   if (!options || typeof options !== 'object') {
     throw new InvalidOptionsError('options', 'must be an object');
   }
-  const transport = resolveTransport(options.transport);
+  const transport = resolveSmtpOptions(options.transport, 'transport');
   if (typeof options.from !== 'string' || !options.from.includes('@')) {
     throw new InvalidOptionsError('from', `must be an email address, got ${JSON.stringify(options.from)}`);
   }
@@ -152,6 +127,7 @@ export function resolveOptions(
     'batchSize',
     'concurrency',
     'leaseMs',
+    'sendTimeoutMs',
     'shutdownTimeoutMs',
     'eventLeaseMs',
   ] as const) {
@@ -160,13 +136,14 @@ export function resolveOptions(
   if (typeof dispatcher.workerId !== 'string' || dispatcher.workerId.length === 0) {
     throw new InvalidOptionsError('dispatcher.workerId', 'must be a non-empty string');
   }
-  const retry = { ...DEFAULT_RETRY_OPTIONS, ...options.retry };
-  for (const key of ['maxAttempts', 'baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const) {
-    requirePositiveInteger(`retry.${key}`, retry[key]);
+  if (dispatcher.leaseMs < 2 * dispatcher.sendTimeoutMs) {
+    throw new InvalidOptionsError(
+      'dispatcher.leaseMs',
+      `must be at least twice dispatcher.sendTimeoutMs (2 x ${dispatcher.sendTimeoutMs} ms): half the lease is the send, ` +
+        `the rest lets its settle outlast a database restart before the row could be claimed and sent again; got ${dispatcher.leaseMs}`,
+    );
   }
-  if (retry.maxDelayMs < retry.baseDelayMs) {
-    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${retry.baseDelayMs})`);
-  }
+  const retry = resolveRetry(options.retry);
 
   const laneOptions = options.lanes ?? Object.fromEntries(DEFAULT_LANES.map((name) => [name, {}]));
   if (!laneOptions || typeof laneOptions !== 'object' || Object.keys(laneOptions).length === 0) {
@@ -198,6 +175,13 @@ export function resolveOptions(
     throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
   }
 
+  const events = { ...DEFAULT_EVENT_OPTIONS, ...options.events };
+  if (events.record !== 'listened' && events.record !== 'all') {
+    throw new InvalidOptionsError('events.record', `must be 'listened' or 'all', got ${JSON.stringify(events.record)}`);
+  }
+  requirePositiveInteger('events.listenerTimeoutMs', events.listenerTimeoutMs);
+  requirePositiveInteger('events.maxQueued', events.maxQueued);
+
   return {
     ...resolveContent(options),
     transport,
@@ -210,13 +194,14 @@ export function resolveOptions(
     retention,
     health,
     database,
+    events,
   };
 }
 
 function resolveLane(
   name: string,
   lane: LaneOptions,
-  sharedTransport: string | SmtpTransportOptions,
+  sharedTransport: ResolvedSmtpOptions,
   dispatcher: Required<DispatcherOptions>,
 ): ResolvedLane {
   if (!LANE_NAME_PATTERN.test(name)) {
@@ -233,23 +218,34 @@ function resolveLane(
     );
   }
   const transport =
-    lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
-  // A row claimed ahead waits for at most one send before its own starts: its lease must outlast two sends.
-  const sendBound = longestSendMs(transport);
-  if (dispatcher.leaseMs <= 2 * sendBound) {
+    lane.transport === undefined ? sharedTransport : resolveSmtpOptions(lane.transport, `lanes.${name}.transport`);
+  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport };
+}
+
+/**
+ * The retry policy. The attempts must last as long as `maxAgeMs` at their shortest delays: otherwise an outage
+ * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
+ */
+function resolveRetry(options: RetryOptions = {}): RetryPolicy {
+  const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
+  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const)
+    requirePositiveInteger(`retry.${key}`, delays[key]);
+  if (delays.maxDelayMs < delays.baseDelayMs) {
+    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);
+  }
+  const needed = attemptsToSpan(delays);
+  if (options.maxAttempts === undefined) return { ...delays, maxAttempts: needed };
+  const maxAttempts = requirePositiveInteger('retry.maxAttempts', options.maxAttempts);
+  const span = guaranteedSpanMs(maxAttempts, delays);
+  if (span < delays.maxAgeMs) {
     throw new InvalidOptionsError(
-      'dispatcher.leaseMs',
-      `must be longer than twice the longest SMTP send the transport timeouts allow (2 x ${sendBound} ms), ` +
-        `or another worker could claim a row that is still being sent; got ${dispatcher.leaseMs}`,
+      'retry.maxAttempts',
+      `${maxAttempts} attempts, waiting from ${delays.baseDelayMs} ms doubling up to ${delays.maxDelayMs} ms, may all be spent ` +
+        `in ${span} ms, before retry.maxAgeMs (${delays.maxAgeMs} ms): a shorter outage could dead-letter mail. ` +
+        `Allow at least ${needed} attempts (the default), or lower retry.maxAgeMs`,
     );
   }
-  return {
-    name,
-    concurrency,
-    ratePerSecond: lane.ratePerSecond ?? null,
-    transport,
-    ownTransport: lane.transport !== undefined,
-  };
+  return { ...delays, maxAttempts };
 }
 
 function resolveContent(

@@ -1,5 +1,7 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-outbox.js';
+import { OUTBOX_SCHEMA_V2 } from '../migrations/Migration20261201000000_recipient-state.js';
+import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
 
 const { indexes, checks } = OUTBOX_SCHEMA_V1;
@@ -44,6 +46,7 @@ export const MailOutbox = defineEntity({
     providerMessageId: p.text().nullable(),
     requeuedAt: timestamp().nullable(),
     requeueReason: p.text().nullable(),
+    acceptedRecipients: p.json<string[]>().nullable(),
     rejectedRecipients: p.json<RejectedRecipient[]>().nullable(),
     createdAt: timestamp().defaultRaw('now()'),
     sentAt: timestamp().nullable(),
@@ -55,7 +58,7 @@ export const MailOutboxAttempt = defineEntity({
   name: 'MailOutboxAttempt',
   tableName: 'mail_outbox_attempt',
   indexes: [{ name: 'mail_outbox_attempt_outbox_id_index', expression: indexes.attemptsOfRow }],
-  checks: [{ name: 'mail_outbox_attempt_outcome_check', expression: checks.outcome }],
+  checks: [{ name: 'mail_outbox_attempt_outcome_check', expression: OUTBOX_SCHEMA_V2.checks.outcome }],
   properties: {
     id: p.uuid().primary(),
     outbox: () => p.manyToOne(MailOutbox).fieldName('outbox_id').deleteRule('cascade'),
@@ -69,6 +72,8 @@ export const MailOutboxAttempt = defineEntity({
     enhancedStatus: p.text().nullable(),
     reply: p.text().nullable(),
     durationMs: p.integer().nullable(),
+    recipients: p.json<RecipientOutcome[]>().nullable(),
+    providerMessageId: p.text().nullable(),
   },
 });
 

@@ -1,3 +1,4 @@
+import type { MailAddress, RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** An address as a string (`a@example.com` or `Ann <a@example.com>`) or as its parts. */
@@ -112,11 +113,6 @@ export interface EnqueueResult {
   created: boolean;
 }
 
-export interface MailAddress {
-  name?: string;
-  address: string;
-}
-
 /** The envelope part of a stored payload, the same in every version. */
 interface StoredEnvelope {
   from: MailAddress;
@@ -167,7 +163,12 @@ export interface MailPayloadV2 extends StoredEnvelope {
 /** What the outbox stores in `payload`: a validated, normalised mail. `v` versions the shape. */
 export type MailPayload = MailPayloadV1 | MailPayloadV2;
 
-export type AttemptOutcome = 'started' | 'sent' | 'transient' | 'permanent' | 'sender' | 'unknown';
+/**
+ * What one attempt came to: `sent` (every recipient given took it or refused it, some took it), `partial` (some
+ * took it, others were deferred), `transient` (deferred, nothing taken), `permanent` (refused, or not renderable),
+ * `outage` (the lane's server refused the session; not counted), `unknown` (the server may have taken it).
+ */
+export type AttemptOutcome = 'started' | 'sent' | 'partial' | 'transient' | 'permanent' | 'outage' | 'unknown';
 
 export interface OutboxAttempt {
   id: string;
@@ -181,6 +182,9 @@ export interface OutboxAttempt {
   enhancedStatus: string | null;
   reply: string | null;
   durationMs: number | null;
+  /** What the server said of each recipient of this attempt; null before it finished. */
+  recipients: RecipientOutcome[] | null;
+  providerMessageId: string | null;
 }
 
 export interface OutboxRow {
@@ -203,6 +207,8 @@ export interface OutboxRow {
   lastEnhancedStatus: string | null;
   providerReply: string | null;
   providerMessageId: string | null;
+  /** Recipients that took the message, over all attempts, lower case. */
+  acceptedRecipients: string[] | null;
   rejectedRecipients: RejectedRecipient[] | null;
   requeuedAt: Date | null;
   requeueReason: string | null;

@@ -1,3 +1,4 @@
+import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
 
 // The rows the queue's statements take and give back (see sql/): what an enqueue writes, what a claim hands to the
@@ -49,6 +50,10 @@ export interface ClaimedRow {
   skipReason: 'cancelled' | 'expired' | 'suppressed' | 'dead' | null;
   /** Recipients on the suppression list, lower case; the send leaves them out. */
   suppressed: string[];
+  /** Recipients that took the message in an earlier attempt, lower case: this one leaves them out. */
+  acceptedRecipients: string[];
+  /** Recipients that refused it in an earlier attempt: this one leaves them out too. */
+  rejectedRecipients: RejectedRecipient[];
   /**
    * When the lease ends on this process's `performance.now()` clock, counted from before the claim was sent, so
    * it never ends later here than in the database.
@@ -62,7 +67,7 @@ export interface Settlement {
   lockToken: string;
   attemptId: string | null;
   status: Exclude<OutboxStatus, 'sending'>;
-  /** 1 when this attempt must not count against the row (the sender's fault). */
+  /** 1 when this attempt must not count against the row (a lane outage, or no send at all). */
   refundAttempt: 0 | 1;
   nextAttemptAt: Date | null;
   lastError: string | null;
@@ -70,12 +75,17 @@ export interface Settlement {
   enhancedStatus: string | null;
   reply: string | null;
   providerMessageId: string | null;
+  /** Every recipient that took the message so far; null when this attempt changed nothing. */
+  acceptedRecipients: string[] | null;
+  /** Every recipient that refused it so far (and, once final, those suppressed or given up on). */
   rejectedRecipients: RejectedRecipient[] | null;
+  /** What this attempt's server said of each recipient it was given, for the attempt's record. */
+  attemptRecipients: RecipientOutcome[] | null;
   sentAt: Date | null;
   outcome: Exclude<AttemptOutcome, 'started'>;
   durationMs: number;
-  /** Addresses the server said do not exist: they go on the suppression list. */
-  bounced: string[];
+  /** Addresses the server said, of each alone, do not exist, with its reply: they go on the suppression list. */
+  bounced: Array<{ address: string; reply: string | null }>;
   /** Null when nobody in this process listens for the event: then there is nothing to record or emit. */
   eventName: string | null;
   /** The event; it is recorded as its JSON, which is what a first emission and a redelivery both emit. */

@@ -3,7 +3,7 @@ import { MailValidationError } from '../errors.js';
 import { handlebarsTemplate } from './handlebars-template.js';
 import { InvalidTemplateError, type StandardSchemaLike } from './mail-template.js';
 
-const context = { messageId: '<m1@test.example.com>' };
+const context = { messageId: '<m1@test.example.com>', signal: new AbortController().signal };
 
 const orderConfirmation = handlebarsTemplate({
   name: 'order-confirmation',

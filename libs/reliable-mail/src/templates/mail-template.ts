@@ -14,6 +14,11 @@ export interface MailRenderContext {
   locale?: string;
   /** The stored Message-ID, the same on every attempt. */
   messageId: string;
+  /**
+   * Aborts when the send's deadline (`dispatcher.sendTimeoutMs`) passes: a render that waits on something slow may
+   * stop then. The attempt is over either way.
+   */
+  signal: AbortSignal;
 }
 
 /**

@@ -1,5 +1,10 @@
 import type { Readable } from 'node:stream';
-import type { MailAddress, RejectedRecipient } from '../outbox/mail.types.js';
+
+/** An address with its display name, as a rendered mail carries it. */
+export interface MailAddress {
+  name?: string;
+  address: string;
+}
 
 /** An attachment as the transport sends it: inline ones decoded, referenced ones resolved. */
 export interface OutboundAttachment {
@@ -24,36 +29,82 @@ export interface RenderedMail {
   attachments: OutboundAttachment[];
 }
 
+/** One attempt to send one row. */
 export interface OutboundMessage {
   /** The stored Message-ID, the same on every attempt. */
   messageId: string;
-  /** The mail rendered for this attempt (a templated row renders the same version and parameters every time). */
-  payload: RenderedMail;
-}
-
-/** What the server said when it took the message (2yz after the final dot). */
-export interface DeliveryReport {
-  accepted: string[];
-  rejected: RejectedRecipient[];
-  /** The server's reply line to the final dot. */
-  response: string;
+  /**
+   * The row's idempotency key, or its id when it has none; the same on every attempt. A provider that
+   * deduplicates requests by key is given this, so a retry after an unknown outcome is not sent twice.
+   */
+  idempotencyKey: string;
+  /** The lane the row is sent through; a provider transport may map it to a stream of its own. */
+  lane: string;
+  /** The mail as rendered for this attempt. Its headers name every recipient, whoever gets it this time. */
+  mail: RenderedMail;
+  /**
+   * The envelope of this attempt, lower case: the recipients not yet accepted, refused or suppressed. A retry after
+   * some recipients were deferred sends the same message (and Message-ID) to those only.
+   */
+  recipients: string[];
 }
 
 /**
- * The error shape the dispatcher classifies: nodemailer's errors have these fields, and another transport
- * answers the same way for its failures to be classified.
+ * What became of a recipient: `accepted` (the server took responsibility for the message), `deferred` (a 4yz, or
+ * the send failed before the message could have been taken: retried), `refused` (a 5yz: final), or `unknown`
+ * (the connection was lost after the whole message was written: retried, and the copy may be a duplicate).
  */
-export interface SmtpFailure {
-  message: string;
-  code?: string;
-  responseCode?: number;
-  response?: string;
-  command?: string;
+export type RecipientStatus = 'accepted' | 'deferred' | 'refused' | 'unknown';
+
+export interface RecipientOutcome {
+  /** Lower case, as in `OutboundMessage.recipients`. */
+  address: string;
+  status: RecipientStatus;
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string | null;
+  /**
+   * Whether the reply concerned this recipient alone (its RCPT, or a transaction it was the only recipient of): only
+   * then does a hard bounce (5.1.1) put the address on the suppression list.
+   */
+  perRecipient: boolean;
 }
 
-/** Sends one message and resolves with the server's report, or rejects with an `SmtpFailure`. */
+/** What one send came to. A transport never throws for what the server or the network did: it reports it here. */
+export type SendOutcome =
+  | {
+      kind: 'attempted';
+      /** Every recipient of `OutboundMessage.recipients`, each once. */
+      recipients: RecipientOutcome[];
+      /** The reply that accepted the message for some recipients (2yz after the final dot, or the API's answer). */
+      reply: string | null;
+      /** The provider's id of the accepted message (a queue id in the 250 reply, an API's message id). */
+      providerMessageId: string | null;
+      /** The server asks to slow down (421 4.7.x, rate limits, HTTP 429): the lane pauses. */
+      slowDown: boolean;
+    }
+  | {
+      /**
+       * The lane's server or account refuses every message right now: no connection, a refused greeting, EHLO or
+       * login, the module's own sender refused, a suspended account. Nothing about this message was learned, so
+       * the row is not charged an attempt; the lane backs off and tries again.
+       */
+      kind: 'outage';
+      replyCode: number | null;
+      enhancedStatus: string | null;
+      reply: string;
+    };
+
+/**
+ * Sends one message. The SMTP transport implements it over nodemailer's SMTP connections; another provider plugs
+ * in by implementing it and classifying its own failures into a `SendOutcome`.
+ */
 export interface MailTransport {
-  send(message: OutboundMessage): Promise<DeliveryReport>;
+  /**
+   * Sends the message to `message.recipients`. When `signal` aborts (the dispatcher's send deadline), the send
+   * must stop at once and report what it knows: recipients whose message may have been taken are `unknown`.
+   */
+  send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome>;
   /** Resolves when the server answers a connection and accepts the credentials. */
   verify(): Promise<void>;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import type { MailPayload } from '../mail.types.js';
+import type { MailPayload, RejectedRecipient } from '../mail.types.js';
 import type { ClaimedRow } from '../queue.types.js';
 import { type SqlClient, type Statement } from '../../database/sql-client.js';
 import { toDate, toDateOrNull } from './timestamps.js';
@@ -51,7 +51,8 @@ export const CLAIM: Statement = {
         attempts = o.attempts + 1, updated_at = now()
     from due where o.id = due.id
     returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
-              coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at
+              coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at,
+              o.accepted_recipients, o.rejected_recipients
   ), screened as (
     select claimed.*, suppressed.addresses as suppressed,
            case when claimed.cancel_requested_at is not null then 'cancelled'
@@ -101,6 +102,8 @@ interface ClaimedRecord {
   attempt_id: string | null;
   skip_reason: ClaimedRow['skipReason'];
   suppressed: string[];
+  accepted_recipients: string[] | null;
+  rejected_recipients: RejectedRecipient[] | null;
 }
 
 export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<ClaimedRow[]> {
@@ -121,6 +124,8 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     attemptId: row.attempt_id ?? null,
     skipReason: row.skip_reason ?? null,
     suppressed: row.suppressed,
+    acceptedRecipients: row.accepted_recipients ?? [],
+    rejectedRecipients: row.rejected_recipients ?? [],
     leaseEndsAt,
   }));
 }

@@ -29,6 +29,7 @@ interface OutboxRecord {
   last_enhanced_status: string | null;
   provider_reply: string | null;
   provider_message_id: string | null;
+  accepted_recipients: string[] | null;
   rejected_recipients: OutboxRow['rejectedRecipients'];
   requeued_at: Timestamp | null;
   requeue_reason: string | null;
@@ -50,6 +51,8 @@ interface AttemptRecord {
   enhanced_status: string | null;
   reply: string | null;
   duration_ms: number | null;
+  recipients: OutboxAttempt['recipients'];
+  provider_message_id: string | null;
 }
 
 const WITH_ATTEMPTS = `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
@@ -114,6 +117,7 @@ function toOutboxRow(row: OutboxRecord): OutboxRow {
     lastEnhancedStatus: row.last_enhanced_status,
     providerReply: row.provider_reply,
     providerMessageId: row.provider_message_id,
+    acceptedRecipients: row.accepted_recipients,
     rejectedRecipients: row.rejected_recipients,
     requeuedAt: toDateOrNull(row.requeued_at),
     requeueReason: row.requeue_reason,
@@ -135,5 +139,7 @@ function toAttempt(row: AttemptRecord): OutboxAttempt {
     enhancedStatus: row.enhanced_status,
     reply: row.reply,
     durationMs: row.duration_ms,
+    recipients: row.recipients,
+    providerMessageId: row.provider_message_id,
   };
 }

@@ -4,12 +4,13 @@ import { whereOf } from './filter.js';
 import { notifyLanesOf } from './notify.js';
 import type { SqlClient } from '../../database/sql-client.js';
 
-/** Statuses an operator may requeue: the final ones a fix can turn around. */
-export const REQUEUABLE_STATUSES: readonly OutboxStatus[] = ['failed', 'dead', 'expired', 'cancelled'];
+/** Statuses an operator may requeue: the final ones a fix can turn around (an unsuppressed address, too). */
+export const REQUEUABLE_STATUSES: readonly OutboxStatus[] = ['failed', 'dead', 'expired', 'cancelled', 'suppressed'];
 
 /**
  * Puts final rows back in the queue with their id and Message-ID: attempts start again from zero, the reason is
- * recorded, an expiry is lifted; the dispatchers of their lanes are woken when the transaction commits.
+ * recorded, an expiry is lifted, and the recipients that refused it or were given up on are tried again (those
+ * that took it are not); the dispatchers of their lanes are woken when the transaction commits.
  */
 export async function requeueRows(db: SqlClient, filter: OutboxFilter, reason: string): Promise<string[]> {
   const where = whereOf(filter, 3);
@@ -19,7 +20,7 @@ export async function requeueRows(db: SqlClient, filter: OutboxFilter, reason: s
       text: `with requeued as (
         update mail_outbox o
         set status = 'pending', attempts = 0, next_attempt_at = now(), expires_at = null, cancel_requested_at = null,
-            requeued_at = now(), requeue_reason = $1, updated_at = now()
+            rejected_recipients = null, requeued_at = now(), requeue_reason = $1, updated_at = now()
         where o.status = any($2::text[]) and ${where.sql}
         returning o.id, o.lane
       ), ${notified.step}

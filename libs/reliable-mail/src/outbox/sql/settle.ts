@@ -20,8 +20,8 @@ export const SETTLE: Statement = {
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
       last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
-      rejected jsonb, sent_at timestamptz, outcome text, duration_ms int, bounced jsonb, event_name text,
-      event_payload jsonb)
+      accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
+      bounced jsonb, event_name text, event_payload jsonb)
   ), settled as (
     update mail_outbox o
     set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
@@ -33,6 +33,7 @@ export const SETTLE: Statement = {
         last_enhanced_status = i.enhanced_status,
         provider_reply = case when i.status = 'sent' then i.reply else o.provider_reply end,
         provider_message_id = coalesce(i.provider_message_id, o.provider_message_id),
+        accepted_recipients = coalesce(i.accepted, o.accepted_recipients),
         rejected_recipients = coalesce(i.rejected, o.rejected_recipients),
         sent_at = coalesce(i.sent_at, o.sent_at),
         updated_at = now()
@@ -42,13 +43,14 @@ export const SETTLE: Statement = {
   ), attempts as (
     update mail_outbox_attempt a
     set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
-        enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms
+        enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms,
+        recipients = i.attempt_recipients, provider_message_id = i.provider_message_id
     from input i where a.id = any($4::uuid[]) and a.id = i.attempt_id
   ), suppressed as (
     insert into mail_suppression (address, reason, source, outbox_id)
-    select distinct on (address.value) address.value, i.reply, 'bounce', i.id
+    select distinct on (bounce.address) bounce.address, coalesce(bounce.reply, 'hard bounce'), 'bounce', i.id
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
-    cross join lateral jsonb_array_elements_text(i.bounced) address
+    cross join lateral jsonb_to_recordset(i.bounced) as bounce(address text, reply text)
     on conflict (address) do nothing
   ), events as (
     insert into mail_outbox_event (outbox_id, name, payload, locked_until)
@@ -88,7 +90,9 @@ function settleInput(s: Settlement) {
     enhanced_status: s.enhancedStatus,
     reply: s.reply,
     provider_message_id: s.providerMessageId,
+    accepted: s.acceptedRecipients,
     rejected: s.rejectedRecipients,
+    attempt_recipients: s.attemptRecipients,
     sent_at: s.sentAt?.toISOString() ?? null,
     outcome: s.outcome,
     duration_ms: s.durationMs,

@@ -1,5 +1,6 @@
 import { MailValidationError } from '../../errors.js';
-import type { MailAddress, MailAddressInput } from '../mail.types.js';
+import type { MailAddress } from '../../transport/mail-transport.interface.js';
+import type { MailAddressInput } from '../mail.types.js';
 import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
 
 // A deliberately plain addr-spec check: one @, no spaces or brackets, a dotted domain. Exotic quoted local parts

@@ -1,0 +1,101 @@
+import type { RecipientStatus } from '../mail-transport.interface.js';
+
+// What an SMTP reply means, by RFC 5321 reply class and RFC 3463 enhanced status (the table in the README's
+// "How each SMTP answer is handled"). Pure functions: the transport decides at which stage a reply came.
+
+/** A server reply line, or a failure's message when there was no reply. */
+export interface SmtpReply {
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string;
+}
+
+/** The fields nodemailer's errors carry; another library's errors are read the same way. */
+export interface SmtpError {
+  message?: string;
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  command?: string;
+}
+
+const ENHANCED_STATUS_PATTERN = /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})\b/;
+const QUEUE_ID_PATTERNS = [
+  /\bqueued as ([\w.@<>-]+)/i, // Postfix, Exim
+  /\bid=([\w.@<>-]+)/i,
+  /^250 2\.0\.0 OK\s+\d+\s+(\S+) - gsmtp/i, // Gmail: a timestamp, then the id
+  /^\d{3}[ -](?:\d\.\d\.\d\s+)?(?:ok|accepted)?[: ]*(?=[\w.-]*\d)([0-9A-F][\w.-]{7,})/i, // Amazon SES and other bare ids
+];
+/** RFC 3463 X.1.1 bad mailbox, X.1.2 bad domain, X.1.3 bad syntax, X.1.6 moved: the address is wrong for good. */
+const HARD_BOUNCE_STATUSES = new Set(['5.1.1', '5.1.2', '5.1.3', '5.1.6']);
+/**
+ * Replies that ask the sender to slow down. "Try again later" is not here: it is the wording of every ordinary
+ * 4yz, greylisting included. Nor is "too many recipients", which asks for another transaction, not less speed.
+ */
+const RATE_LIMIT_TEXT =
+  /rate.?limit|throttl|slow(ing)? down|too many (messages|mails|e-?mails|connections|sessions|requests)/i;
+const TOO_MANY_RECIPIENTS_TEXT = /too many recipients/i;
+
+/** The RFC 3463 enhanced status code at the start of a reply line, such as `5.1.1`. */
+export function enhancedStatusOf(reply: string | null | undefined): string | null {
+  return reply ? (ENHANCED_STATUS_PATTERN.exec(reply.trim())?.[1] ?? null) : null;
+}
+
+/** The reply code at the start of a reply line. */
+export function replyCodeOf(reply: string): number | null {
+  const code = Number(reply.trim().slice(0, 3));
+  return Number.isInteger(code) && code >= 200 && code < 600 ? code : null;
+}
+
+/** A reply line as its parts. */
+export function parseReply(reply: string): SmtpReply {
+  const trimmed = reply.trim();
+  return { replyCode: replyCodeOf(trimmed), enhancedStatus: enhancedStatusOf(trimmed), reply: trimmed };
+}
+
+/** What an error says: the server's reply when there was one, the error's message otherwise. */
+export function replyOfError(error: SmtpError): SmtpReply {
+  const reply = (error.response ?? error.message ?? 'no reply').trim();
+  const replyCode = typeof error.responseCode === 'number' ? error.responseCode : null;
+  return { replyCode, enhancedStatus: replyCode === null ? null : enhancedStatusOf(reply), reply };
+}
+
+/** The provider's queue id if the 250 reply carries one (`250 2.0.0 Ok: queued as 4BZ1x2`). */
+export function providerMessageIdOf(reply: string): string | null {
+  for (const pattern of QUEUE_ID_PATTERNS) {
+    const match = pattern.exec(reply.trim());
+    if (match) return match[1];
+  }
+  return null;
+}
+
+/**
+ * What a reply to a recipient (at RCPT), or to the message (at DATA or after the final dot), means for the
+ * recipients it covers. 5yz is final, except X.2.2 (mailbox full, transient even with a 5yz, RFC 3463) and 503
+ * (bad sequence of commands: the session went wrong, not the recipient).
+ */
+export function recipientStatusOf({ replyCode, enhancedStatus }: SmtpReply): Exclude<RecipientStatus, 'unknown'> {
+  if (replyCode !== null && replyCode < 300) return 'accepted';
+  if (replyCode === null || replyCode < 500) return 'deferred';
+  if (replyCode === 503 || enhancedStatus?.endsWith('.2.2')) return 'deferred';
+  return 'refused';
+}
+
+/**
+ * Whether the server asks the sender to slow down: 421 with a policy status (4.7.x), or a reply that says rate,
+ * throttling or too many messages or connections. The lane pauses rather than spend every row's attempts.
+ */
+export function asksToSlowDown({ replyCode, enhancedStatus, reply }: SmtpReply): boolean {
+  if (replyCode === null || replyCode >= 500) return false;
+  return (replyCode === 421 && !!enhancedStatus?.startsWith('4.7.')) || RATE_LIMIT_TEXT.test(reply);
+}
+
+/** 452 4.5.3: the transaction took as many recipients as the server allows; the rest go in another one. */
+export function isTooManyRecipients({ replyCode, enhancedStatus, reply }: SmtpReply): boolean {
+  return replyCode === 452 && (enhancedStatus === '4.5.3' || TOO_MANY_RECIPIENTS_TEXT.test(reply));
+}
+
+/** Whether a reply says the address does not exist (a 5yz with X.1.1, X.1.2, X.1.3 or X.1.6). */
+export function isHardBounce(reply: string | null | undefined): boolean {
+  return HARD_BOUNCE_STATUSES.has(enhancedStatusOf(reply) ?? '');
+}
