@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
-import type { RetryPolicy } from '../options/resolve-options.js';
+import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';

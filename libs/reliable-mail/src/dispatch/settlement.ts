@@ -1,12 +1,12 @@
 import { EMAIL_FAILED_EVENT, type EmailFailedEvent, type FailureCause } from '../events/email-failed.event.js';
 import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
-import type { RetryPolicy } from '../options/resolve-options.js';
+import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { recipientsOf } from '../outbox/recipients.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 import { isHardBounce, parseReply } from '../transport/smtp/smtp-reply.js';
-import { decideRetry } from './retry-policy.js';
+import { decideRetry } from '../shared/retry-policy.js';
 
 /**
  * What one attempt came to, as the settlement decides on it: the transport's outcome, or a mail that could not be

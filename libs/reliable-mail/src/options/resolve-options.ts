@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
-import { attemptsToSpan, guaranteedSpanMs } from '../dispatch/retry-policy.js';
+import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
@@ -13,9 +13,6 @@ import type {
   DatabaseOptions,
   EventOptions,
 } from './reliable-mail-options.interface.js';
-
-/** How a transiently failing row is retried: `retry` with every default applied. */
-export type RetryPolicy = Required<RetryOptions>;
 
 export interface ResolvedLane {
   name: string;

@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import type { RetryPolicy } from '../options/resolve-options.js';
-import { attemptsToSpan, backoffDelayMs, decideRetry, guaranteedSpanMs, type RetryDecision } from './retry-policy.js';
+import {
+  attemptsToSpan,
+  backoffDelayMs,
+  decideRetry,
+  guaranteedSpanMs,
+  type RetryDecision,
+  type RetryPolicy,
+} from './retry-policy.js';
 
 const policy: RetryPolicy = { maxAttempts: 8, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const now = new Date('2026-12-01T12:00:00.000Z');

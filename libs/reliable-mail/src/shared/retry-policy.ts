@@ -1,4 +1,10 @@
-import type { RetryPolicy } from '../options/resolve-options.js';
+/** How a failing row is retried: the module's `retry` options with every default applied. */
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  maxAgeMs: number;
+}
 
 type Backoff = Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>;
 
