@@ -6,7 +6,18 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default defineConfig(
-  { ignores: ['**/dist/**', 'coverage/**', '.tools/**', '.data/**', '.scratch/**', 'bench/results/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      'coverage/**',
+      '.tools/**',
+      '.data/**',
+      '.scratch/**',
+      'bench/results/**',
+      // The package test's app, type-checked in the app it builds, where the README's files complete it.
+      'test/package/app/**',
+    ],
+  },
   eslint.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

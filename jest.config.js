@@ -12,10 +12,12 @@ const swcOptions = {
 
 export default {
   testEnvironment: 'node',
+  // The workspace package resolves to its TypeScript source (see libs/reliable-mail/package.json), so the tests
+  // need no build.
+  testEnvironmentOptions: { customExportConditions: ['node', 'node-addons', '@reliable-mail/source'] },
   extensionsToTreatAsEsm: ['.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', swcOptions] },
   moduleNameMapper: {
-    '^@reliable-mail/nestjs$': '<rootDir>/libs/reliable-mail/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts', '<rootDir>/apps/**/*.spec.ts'],

@@ -221,6 +221,7 @@ export class Child {
     this.process = fork(fileURLToPath(new URL(file, import.meta.url)), args, {
       // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of every child process there, for finding hot spots.
       execArgv: [
+        '--conditions=@reliable-mail/source',
         '--import',
         '@swc-node/register/esm-register',
         ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),

