@@ -62,8 +62,9 @@ export {
 export { reliableMailMigrations } from './migrations/index.js';
 
 // Events, emitted after the change they report commits
-export { EMAIL_SENT_EVENT, EmailSentEvent } from './events/email-sent.event.js';
-export { EMAIL_FAILED_EVENT, EmailFailedEvent, type FailureCause } from './events/email-failed.event.js';
+export { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from './reliable-mail.constants.js';
+export { EmailSentEvent } from './events/email-sent.event.js';
+export { EmailFailedEvent, type FailureCause } from './events/email-failed.event.js';
 
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';

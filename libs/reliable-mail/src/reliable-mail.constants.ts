@@ -7,6 +7,12 @@ export const RELIABLE_MAIL_OPTIONS = Symbol('reliable-mail:options');
 /** Injection token of the `Map<lane, MailTransport>` the dispatcher sends through. */
 export const MAIL_TRANSPORTS = Symbol('reliable-mail:mail-transports');
 
+/** `EmailSentEvent` is emitted under this name through @nestjs/event-emitter: `@OnEvent(EMAIL_SENT_EVENT)`. */
+export const EMAIL_SENT_EVENT = 'reliable-mail.email.sent';
+
+/** `EmailFailedEvent` is emitted under this name: `@OnEvent(EMAIL_FAILED_EVENT)`. */
+export const EMAIL_FAILED_EVENT = 'reliable-mail.email.failed';
+
 /** The PostgreSQL channel an enqueue notifies on commit, so that an idle dispatcher wakes at once. */
 export const WAKE_UP_CHANNEL = 'reliable_mail_wake_up';
 

@@ -18,6 +18,7 @@ import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
 import { LaneLoop } from './lane-loop.js';
+import type { LanePause } from './lane-throttle.js';
 import { Settler } from './settler.js';
 import { WakeUpListener, type WakeUpState } from './wake-up.listener.js';
 
@@ -49,6 +50,11 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       if (!oldest || lane.lastTickAt < oldest) oldest = lane.lastTickAt;
     }
     return oldest;
+  }
+
+  /** Each lane's pause (by its server's outage or its rate limiting), or null while it sends freely. */
+  get lanePauses(): Record<string, LanePause | null> {
+    return Object.fromEntries([...this.lanes].map(([name, lane]) => [name, lane.pausedFor]));
   }
 
   /** Whether the wake-up listener is listening; polling covers for it while it is not. */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { EMAIL_FAILED_EVENT } from '../events/email-failed.event.js';
-import { EMAIL_SENT_EVENT } from '../events/email-sent.event.js';
+import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';

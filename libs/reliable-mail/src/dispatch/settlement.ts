@@ -1,5 +1,6 @@
-import { EMAIL_FAILED_EVENT, type EmailFailedEvent, type FailureCause } from '../events/email-failed.event.js';
-import { EMAIL_SENT_EVENT, type EmailSentEvent } from '../events/email-sent.event.js';
+import type { EmailFailedEvent, FailureCause } from '../events/email-failed.event.js';
+import type { EmailSentEvent } from '../events/email-sent.event.js';
+import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';

@@ -1,8 +1,5 @@
 import type { OutboxStatus } from '../outbox/mail.types.js';
 
-/** Emitted under this name through @nestjs/event-emitter: `@OnEvent(EMAIL_FAILED_EVENT)`. */
-export const EMAIL_FAILED_EVENT = 'reliable-mail.email.failed';
-
 /**
  * Why an attempt did not send the message, or why the row closed without it:
  * - `deferred`: the server answered 4yz, or the send failed before the message could have been taken (retried);

@@ -1,8 +1,5 @@
 import type { RejectedRecipient } from '../outbox/mail.types.js';
 
-/** Emitted under this name through @nestjs/event-emitter: `@OnEvent(EMAIL_SENT_EVENT)`. */
-export const EMAIL_SENT_EVENT = 'reliable-mail.email.sent';
-
 /**
  * Every recipient of the row is settled and at least one took the message (2yz after the final dot): the row is
  * `sent`. `accepted` lists every recipient that took it, over all attempts (a recipient deferred at first is

@@ -4,10 +4,10 @@ import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { StoredEvent } from '../outbox/queue.types.js';
 import { claimUnconfirmedEvents, confirmEvents } from '../outbox/sql/events.js';
-import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { Batcher } from '../shared/batcher.js';
-import { EMAIL_FAILED_EVENT, EmailFailedEvent } from './email-failed.event.js';
-import { EMAIL_SENT_EVENT, EmailSentEvent } from './email-sent.event.js';
+import { EmailFailedEvent } from './email-failed.event.js';
+import { EmailSentEvent } from './email-sent.event.js';
 
 const EVENT_CLASSES: Record<string, { fromJSON(json: Record<string, unknown>, eventId: string): object }> = {
   [EMAIL_SENT_EVENT]: EmailSentEvent,

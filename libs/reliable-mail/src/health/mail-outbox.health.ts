@@ -45,6 +45,9 @@ export class MailOutboxHealthIndicator {
     if (figures.backlog > thresholds.maxBacklog) failing.push('backlog');
     if (figures.lagMs > thresholds.maxLagMs) failing.push('lag');
     if (figures.deadLetters > thresholds.maxDeadLetters) failing.push('deadLetters');
+    const lanes = this.laneData();
+    // A lane whose server refuses every session sends nothing: that is down, whatever the backlog says yet.
+    if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
 
     let smtp: { reachable: boolean; error?: string } | undefined;
     if (thresholds.verifySmtp) {
@@ -59,7 +62,7 @@ export class MailOutboxHealthIndicator {
         lastTickAt: lastTickAt?.toISOString() ?? null,
         idleMs,
         maxIdleMs: thresholds.maxDispatcherIdleMs,
-        ...(this.dispatcher.enabled ? { wakeUp: this.wakeUpData() } : {}),
+        ...(this.dispatcher.enabled ? { wakeUp: this.wakeUpData(), lanes } : {}),
       },
       backlog: {
         count: figures.backlog,
@@ -75,6 +78,28 @@ export class MailOutboxHealthIndicator {
       ...(smtp ? { smtp } : {}),
     };
     return failing.length > 0 ? indicator.down({ failing, ...data }) : indicator.up(data);
+  }
+
+  /**
+   * Each lane's pause: `paused` while it waits, `probing` after a pause until one send goes through; `reason` is
+   * the server's outage (it refused the session) or its request to slow down.
+   */
+  private laneData() {
+    const now = Date.now();
+    return Object.fromEntries(
+      Object.entries(this.dispatcher.lanePauses).map(([name, pause]) => [
+        name,
+        pause === null
+          ? { paused: false, probing: false }
+          : {
+              paused: pause.until.getTime() > now,
+              probing: pause.until.getTime() <= now,
+              reason: pause.reason,
+              until: pause.until.toISOString(),
+              repeats: pause.repeats,
+            },
+      ]),
+    );
   }
 
   /** Informational: while the listener is down the dispatchers still poll, so it never fails the check. */

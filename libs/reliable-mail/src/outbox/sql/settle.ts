@@ -56,7 +56,8 @@ export const SETTLE: Statement = {
     insert into mail_outbox_event (outbox_id, name, payload, locked_until)
     select i.id, i.event_name,
            case when settled.status = i.status then i.event_payload
-                else i.event_payload || jsonb_build_object('status', settled.status, 'nextAttemptAt', null) end,
+                else i.event_payload || jsonb_build_object('status', settled.status, 'cause', 'cancelled',
+                                                          'nextAttemptAt', null, 'deferred', '[]'::jsonb) end,
            now() + $2::float8 * interval '1 millisecond'
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     where i.event_name is not null
