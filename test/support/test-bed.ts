@@ -21,6 +21,8 @@ export interface TestBed {
   /** Its URL, or a port nothing listens on when the test started none. */
   readonly smtpUrl: string;
   startSmtp(script?: SmtpScript): Promise<SmtpTestServer>;
+  /** Runs a statement on the test's database, outside any app: to set a row up as a test needs it. */
+  execute(sql: string, values?: unknown[]): Promise<unknown[]>;
   startApp(options: ReliableMailOptions, providers?: Type[]): Promise<TestApp>;
   /** An SMTP server answering by `script`, and an app sending to it with the test options and `overrides`. */
   start(
@@ -73,6 +75,15 @@ export function useTestBed(): TestBed {
     },
     get smtpUrl() {
       return smtp?.url ?? 'smtp://127.0.0.1:1';
+    },
+    async execute(sql, values = []) {
+      const client = new pg.Client({ connectionString: database!.url });
+      await client.connect();
+      try {
+        return (await client.query(sql, values)).rows;
+      } finally {
+        await client.end();
+      }
     },
     async startSmtp(script = {}) {
       smtp = new SmtpTestServer();

@@ -1,0 +1,145 @@
+import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
+import { EMAIL_SENT_EVENT, MailOutboxHealthIndicator, MailOutboxService } from '@reliable-mail/nestjs';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+
+const mail = (index: number) => ({ to: `user${index}@example.com`, subject: `Order ${index}`, text: 'Thanks' });
+const many = (count: number) => Array.from({ length: count }, (_, index) => ({ mail: mail(index) }));
+
+/** What RFC 5321 and a careful MTA make of each SMTP situation, against a real (scripted) SMTP server. */
+describe('SMTP semantics', () => {
+  const bed = useTestBed();
+
+  it('a 554 greeting for 8 s (a blocklisted IP) is an outage of the lane: nothing fails, all delivered once, the pause in health', async () => {
+    const refusedUntil = Date.now() + 8_000;
+    const { outbox, health, app } = await bed.start(
+      {
+        onConnect: () =>
+          Date.now() < refusedUntil ? { code: 554, text: '5.7.1 Your IP is on a blocklist' } : undefined,
+      },
+      { dispatcher: { sendTimeoutMs: 5_000 } },
+    );
+    const rows = await outbox.enqueueMany(many(10));
+
+    await waitFor('the lane to pause', async () => {
+      const { mail: status } = await health.isHealthy('mail');
+      return (status.dispatcher as { lanes: Record<string, { paused: boolean }> }).lanes.default.paused;
+    });
+    const { mail: during } = await health.isHealthy('mail');
+    expect(during).toMatchObject({ status: 'down', failing: expect.arrayContaining(['lanes']) });
+    expect((during.dispatcher as { lanes: Record<string, unknown> }).lanes.default).toMatchObject({
+      paused: true,
+      reason: 'outage',
+    });
+
+    await waitFor('every mail delivered', () => bed.smtp.received.length === 10, 30_000);
+    const copies = bed.smtp.copiesByMessageId();
+    expect(rows.map((row) => copies.get(row.messageId))).toEqual(Array(10).fill(1));
+    const statuses = await Promise.all(rows.map(async (row) => (await outbox.get(row.id)).status));
+    expect(statuses).toEqual(Array(10).fill('sent'));
+    expect(app.events.failed.every((event) => event.cause === 'outage' && event.status === 'pending')).toBe(true);
+    // An outage's attempt is not counted: each row took one.
+    expect((await outbox.get(rows[0].id)).attempts).toBe(1);
+  });
+
+  it('451 4.3.0 to DATA on the first session only: retried on a new connection, and sent', async () => {
+    let sickSession: string | undefined;
+    const { outbox, app } = await bed.start({
+      onData: (message) => {
+        sickSession ??= message.sessionId;
+        return message.sessionId === sickSession ? { code: 451, text: '4.3.0 Temporary failure' } : undefined;
+      },
+    });
+    const { id, messageId } = await outbox.enqueue(mail(1));
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+    expect(bed.smtp.received.map((message) => message.messageId)).toEqual([messageId]);
+    expect(bed.smtp.received[0].sessionId).not.toBe(sickSession);
+    expect((await outbox.get(id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'sent']);
+  });
+
+  it('3 recipients, one greylisted at RCPT on its first try: each gets exactly one copy, all with the same Message-ID', async () => {
+    let greylisted = false;
+    const { outbox, app } = await bed.start({
+      onRcptTo: (recipient) => {
+        if (recipient !== 'bob@example.com' || greylisted) return undefined;
+        greylisted = true;
+        return { code: 451, text: '4.7.1 Greylisted, please try again later' };
+      },
+    });
+    const { messageId } = await outbox.enqueue({
+      to: ['ann@example.com', 'bob@example.com'],
+      cc: 'carl@example.com',
+      subject: 'Hi',
+      text: 'Hello',
+    });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+    expect(bed.smtp.copiesByRecipient(messageId)).toEqual(
+      new Map([
+        ['ann@example.com', 1],
+        ['carl@example.com', 1],
+        ['bob@example.com', 1],
+      ]),
+    );
+    expect(new Set(bed.smtp.received.map((message) => message.messageId))).toEqual(new Set([messageId]));
+    expect(app.events.sent[0].accepted).toEqual(['ann@example.com', 'carl@example.com', 'bob@example.com']);
+  });
+
+  it.each([
+    { name: 'takes 100 per transaction (as many as reliable-mail sends)', serverLimit: 100 },
+    { name: 'takes only 40 per transaction (452 4.5.3 past that)', serverLimit: 40 },
+  ])('150 bcc recipients to a server that $name: every one gets it once', async ({ serverLimit }) => {
+    const { outbox, app } = await bed.start({ maxRecipientsPerTransaction: serverLimit });
+    const bcc = Array.from({ length: 150 }, (_, index) => `reader${index}@example.com`);
+    const { messageId } = await outbox.enqueue({ to: 'list@example.com', bcc, subject: 'News', text: 'Hello' });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+    const copies = bed.smtp.copiesByRecipient(messageId);
+    expect(copies.size).toBe(151);
+    expect([...copies.values()].every((count) => count === 1)).toBe(true);
+    expect(bed.smtp.received.every((message) => message.recipients.length <= serverLimit)).toBe(true);
+    expect(app.events.failed).toHaveLength(0);
+  });
+
+  it('a mail whose own from is refused (553) fails after one attempt, and the 200 beside it in its lane drain without a pause', async () => {
+    const { outbox, app, health } = await bed.start({
+      onMailFrom: (sender) =>
+        sender === 'sales@other.example.com'
+          ? { code: 553, text: '5.7.1 Sender address rejected: not owned by user' }
+          : undefined,
+    });
+    const foreign = await outbox.enqueue({ ...mail(0), from: 'sales@other.example.com' });
+    await outbox.enqueueMany(many(200));
+    await waitFor('all settled', () => app.events.sent.length === 200 && app.events.failed.length === 1, 30_000);
+
+    const row = await outbox.get(foreign.id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1, lastReplyCode: 553 });
+    expect(app.events.failed[0]).toMatchObject({ id: foreign.id, cause: 'refused', permanent: true });
+    const { mail: status } = await health.isHealthy('mail');
+    expect((status.dispatcher as { lanes: Record<string, unknown> }).lanes.default).toEqual({
+      paused: false,
+      probing: false,
+    });
+  });
+
+  it('a listener that never resolves stalls nothing: 300 mails are all sent within 30 s', async () => {
+    @Injectable()
+    class StuckListener {
+      @OnEvent(EMAIL_SENT_EVENT)
+      onSent(): Promise<void> {
+        return new Promise(() => undefined);
+      }
+    }
+    const server = await bed.startSmtp();
+    const app = await bed.startApp(
+      testMailOptions(server.url, { lanes: { default: { concurrency: 4 } }, events: { listenerTimeoutMs: 60_000 } }),
+      [StuckListener],
+    );
+    const started = Date.now();
+    await app.get(MailOutboxService).enqueueMany(many(300));
+    await waitFor('all 300 delivered', () => server.received.length === 300, 30_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    const { mail: status } = await app.get(MailOutboxHealthIndicator).isHealthy('mail');
+    expect(status.backlog).toMatchObject({ count: 0 });
+  });
+});
