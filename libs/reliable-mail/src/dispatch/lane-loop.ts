@@ -236,14 +236,14 @@ export class LaneLoop {
   }
 
   /**
-   * A row claimed ahead may have waited for its slot: once less than half its lease is left, the lease is renewed
-   * before the send, so that the send (at most `sendTimeoutMs`, at most half the lease) and its settle still fit.
-   * A row whose claim was lost meanwhile is not sent.
+   * A row claimed ahead may have waited for its slot, for up to one send. Once it waited more than half a send
+   * timeout, its lease is renewed before its own send, so that the send gets its whole deadline and its settle time
+   * to retry through a database hiccup. A row whose claim was lost meanwhile is not sent.
    */
   private async holdsLease(row: ClaimedRow): Promise<boolean> {
     const { leaseMs, sendTimeoutMs } = this.deps.options.dispatcher;
     const left = row.leaseEndsAt - performance.now();
-    if (left >= leaseMs / 2) return true;
+    if (left >= leaseMs - sendTimeoutMs / 2) return true;
     const renewedAt = performance.now();
     try {
       if (!(await extendLease(this.deps.database, row, leaseMs))) {

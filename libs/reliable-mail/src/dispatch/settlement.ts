@@ -209,7 +209,7 @@ function outageSettlement(
       rejected: row.rejectedRecipients,
       accepted: row.acceptedRecipients,
       bounced: [],
-      reply: null,
+      reply: result.reply,
       providerMessageId: null,
       refund: true,
     });
@@ -226,7 +226,7 @@ function outageSettlement(
       rejected: row.rejectedRecipients,
       accepted: row.acceptedRecipients,
       bounced: [],
-      reply: null,
+      reply: result.reply,
       providerMessageId: null,
       refund: true,
     });
@@ -238,7 +238,7 @@ function outageSettlement(
     refundAttempt: 1,
     nextAttemptAt,
     lastError: result.reply,
-    reply: null,
+    reply: result.reply,
     providerMessageId: null,
     acceptedRecipients: null,
     rejectedRecipients: null,

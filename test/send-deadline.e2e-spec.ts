@@ -1,0 +1,116 @@
+import { describe, expect, it } from '@jest/globals';
+import { MailOutboxService, type OutboxAttempt, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+import type { SmtpScript } from './support/smtp-test-server.js';
+
+const SEND_TIMEOUT_MS = 1_500;
+/** Twice the send timeout, the least the options allow; a send that outlived it would be claimed again. */
+const LEASE_MS = 3_000;
+
+/** Answers every command just inside the socket timeout: each read is in time, the conversation is not. */
+const tarpit = (): SmtpScript => {
+  const slow = () => ({ acceptAfterMs: 1_400 });
+  return { onConnect: slow, onMailFrom: slow, onRcptTo: slow, onData: slow };
+};
+
+/** Whether any two attempts of the row were under way at the same time. */
+function overlapping(attempts: OutboxAttempt[]): boolean {
+  const sorted = [...attempts].sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
+  return sorted.some((attempt, index) => {
+    const next = sorted[index + 1];
+    return next !== undefined && (attempt.finishedAt === null || attempt.finishedAt > next.startedAt);
+  });
+}
+
+/**
+ * The dispatcher bounds a send by `sendTimeoutMs` whatever the app's code or the server do, so a send never outlives
+ * the lease and no second worker sends the row while the first still does.
+ */
+describe('the send deadline', () => {
+  const bed = useTestBed();
+
+  it.each<{ name: string; script: SmtpScript; options: Partial<ReliableMailOptions>; mail: object }>([
+    {
+      name: 'a template render that never resolves',
+      script: {},
+      options: { templates: [{ name: 'hang', version: 1, render: () => new Promise(() => undefined) }] },
+      mail: { to: 'ann@example.com', template: 'hang', params: {} },
+    },
+    {
+      name: 'an attachment resolver that never resolves',
+      script: {},
+      options: { attachmentResolver: () => new Promise(() => undefined) },
+      mail: {
+        to: 'ann@example.com',
+        subject: 'Report',
+        text: 'Attached',
+        attachments: [{ filename: 'r.pdf', contentType: 'application/pdf', ref: 'slow.pdf' }],
+      },
+    },
+    {
+      name: 'an SMTP server that answers each command just inside the socket timeout',
+      script: tarpit(),
+      options: {},
+      mail: { to: 'ann@example.com', subject: 'Hi', text: 'Hello' },
+    },
+  ])(
+    '$name: each attempt ends within the deadline, and no two workers send the row at once',
+    async ({ script, options, mail }) => {
+      const server = await bed.startSmtp(script);
+      const appOptions = testMailOptions(server.url, {
+        ...options,
+        transport: { host: '127.0.0.1', port: Number(new URL(server.url).port), ignoreTLS: true, socketTimeout: 2_000 },
+        dispatcher: { leaseMs: LEASE_MS, sendTimeoutMs: SEND_TIMEOUT_MS },
+      });
+      // Two workers on one outbox: the second claims whatever the first's lease no longer holds.
+      const first = await bed.startApp(appOptions);
+      await bed.startApp(appOptions);
+      const { id } = await first.get(MailOutboxService).enqueue(mail as never);
+
+      const outbox = first.get(MailOutboxService);
+      await waitFor(
+        'three finished attempts',
+        async () => {
+          const row = await outbox.get(id);
+          return row.attemptLog.filter((attempt) => attempt.finishedAt !== null).length >= 3;
+        },
+        30_000,
+      );
+
+      const { attemptLog } = await outbox.get(id);
+      expect(overlapping(attemptLog)).toBe(false);
+      for (const attempt of attemptLog.filter((entry) => entry.finishedAt !== null)) {
+        // Cut while its session was still being opened, a slow server counts as an outage of the lane.
+        expect(['transient', 'outage']).toContain(attempt.outcome);
+        expect(attempt.durationMs).toBeLessThan(SEND_TIMEOUT_MS + 500);
+        expect(attempt.reply).toMatch(/deadline/);
+      }
+      expect(server.received).toHaveLength(0);
+    },
+  );
+});
+
+describe('a row claimed ahead', () => {
+  const bed = useTestBed();
+
+  it('that waited most of a send for its slot has its lease renewed, and gets its whole deadline', async () => {
+    // Each send takes 1.2 s, most of the 1.5 s deadline; the second row claimed with the first waits for it.
+    const server = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 1_200 }) });
+    const app = await bed.startApp(
+      testMailOptions(server.url, {
+        lanes: { default: { concurrency: 1 } },
+        dispatcher: { leaseMs: LEASE_MS, sendTimeoutMs: SEND_TIMEOUT_MS },
+      }),
+    );
+    const outbox = app.get(MailOutboxService);
+    const rows = await outbox.enqueueMany([
+      { mail: { to: 'ann@example.com', subject: 'One', text: 'x' } },
+      { mail: { to: 'bob@example.com', subject: 'Two', text: 'x' } },
+    ]);
+    await waitFor('both sent', () => app.events.sent.length === 2, 15_000);
+    // Without the renewal the second would have had 1.8 s of lease left, a deadline of 0.8 s, and been cut.
+    for (const { id } of rows)
+      expect((await outbox.get(id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['sent']);
+  });
+});
