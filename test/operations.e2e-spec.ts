@@ -190,4 +190,62 @@ describe('operating the outbox', () => {
     await waitFor('the next bounce', () => app.events.failed.length === 4);
     expect(app.events.failed[3]).toMatchObject({ permanent: true, replyCode: 550 });
   });
+
+  it.each<{ name: string; filter: Record<string, unknown>; field: string }>([
+    { name: 'an empty lane', filter: { lane: '' }, field: 'filter.lane' },
+    { name: 'an empty recipient', filter: { recipient: '' }, field: 'filter.recipient' },
+    { name: 'a null status', filter: { status: null }, field: 'filter.status' },
+    { name: 'an empty list of statuses', filter: { status: [] }, field: 'filter.status' },
+    { name: 'an unknown status', filter: { status: 'lost' }, field: 'filter.status' },
+    { name: 'an empty list of ids', filter: { ids: [] }, field: 'filter.ids' },
+    { name: 'empty metadata', filter: { metadata: {} }, field: 'filter.metadata' },
+    { name: 'an invalid date', filter: { createdAfter: new Date('nope') }, field: 'filter.createdAfter' },
+    { name: 'an unknown field', filter: { lanes: 'bulk' }, field: 'filter.lanes' },
+    { name: 'no field at all', filter: {}, field: 'filter' },
+  ])('requeue and purge refuse a filter with $name, which would match every row', async ({ filter, field }) => {
+    const { outbox, admin } = await start();
+    await outbox.enqueue(mail, { delayMs: 60_000 });
+    await expect(admin.requeue(filter as never, 'a reason')).rejects.toMatchObject({ field });
+    await expect(admin.purge(filter as never)).rejects.toMatchObject({ field });
+    await expect(admin.purge(filter as never, { dryRun: true })).rejects.toMatchObject({ field });
+  });
+
+  it('a dry run of requeue and purge counts the rows without touching them', async () => {
+    const { outbox, admin, app } = await start({
+      onRcptTo: (to) => (to.startsWith('gone') ? { code: 550, text: '5.7.1 Refused by policy' } : undefined),
+    });
+    const failed = await outbox.enqueue({ ...mail, to: 'gone1@example.com' });
+    await outbox.enqueue({ ...mail, to: 'gone2@example.com' });
+    await outbox.enqueue(mail);
+    await waitFor('three settled', () => app.events.failed.length === 2 && app.events.sent.length === 1);
+
+    expect((await admin.requeue({ status: 'failed' }, 'checking', { dryRun: true })).sort()).toHaveLength(2);
+    expect(await admin.purge({ status: ['failed', 'sent'] }, { dryRun: true })).toBe(3);
+    expect((await admin.inspect(failed.id)).status).toBe('failed');
+    expect(await admin.list({ status: ['failed', 'sent'] })).toHaveLength(3);
+  });
+
+  it('a suppressed row goes out again when its address is taken off the list and the row requeued', async () => {
+    const { outbox, admin, app } = await start();
+    await admin.suppress('ann@example.com', 'bounced last year');
+    const { id } = await outbox.enqueue(mail);
+    await waitFor('the suppressed event', () => app.events.failed.some((event) => event.status === 'suppressed'));
+    expect(await admin.unsuppress('ann@example.com')).toBe(true);
+    expect(await admin.requeue({ ids: [id] }, 'the address works again')).toEqual([id]);
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+    expect((await admin.inspect(id)).status).toBe('sent');
+  });
+
+  it('rows in a lane that is no longer declared are named by the health indicator', async () => {
+    const { outbox, health, app } = await start();
+    const { id } = await outbox.enqueue(mail, { delayMs: 60_000 });
+    await bed.execute(`update mail_outbox set lane = 'newsletter', next_attempt_at = now() where id = $1`, [id]);
+    await waitFor('a dispatcher tick', () => app.events.sent.length === 0);
+    const { mail: status } = await health.isHealthy('mail');
+    expect(status).toMatchObject({
+      status: 'down',
+      failing: expect.arrayContaining(['undeclaredLanes']),
+      undeclaredLanes: { newsletter: 1 },
+    });
+  });
 });

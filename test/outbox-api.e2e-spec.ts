@@ -106,6 +106,21 @@ describe('the outbox API without a dispatcher', () => {
       await expect(outbox.enqueue(mail, { idempotencyKey: '' })).rejects.toMatchObject({ field: 'idempotencyKey' });
       expect(await rowCount()).toBe(0);
     });
+
+    it.each<[string, Parameters<MailOutboxService['enqueue']>[1], string]>([
+      ['a NUL in the idempotency key', { idempotencyKey: 'order\u00001' }, 'idempotencyKey'],
+      ['a lone surrogate in the idempotency key', { idempotencyKey: 'order-\ud800' }, 'idempotencyKey'],
+      ['a NUL in metadata', { metadata: { note: 'a\u0000b' } }, 'metadata.note'],
+      ['a lone surrogate in a metadata key', { metadata: { ['\udc00']: 1 } }, 'metadata key "\\udc00"'],
+      ['a function in metadata', { metadata: { callback: () => 1 } }, 'metadata.callback'],
+    ])("%s: refused, and the caller's transaction goes on and commits", async (_case, options, field) => {
+      await em.transactional(async (tx) => {
+        await expect(outbox.enqueue(mail, options)).rejects.toMatchObject({ field });
+        // PostgreSQL never saw the value, so the transaction is not aborted: its next statement works.
+        await outbox.enqueue(mail, { em: tx });
+      });
+      expect(await rowCount()).toBe(1);
+    });
   });
 
   it.each<[string, Partial<ReliableMailOptions>, string]>([

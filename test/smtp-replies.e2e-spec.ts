@@ -166,4 +166,29 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     expect(row.lastError).toMatch(/ECONNREFUSED.*dead-lettered: too old/);
     expect(new Set(row.attemptLog.map((attempt) => attempt.outcome))).toEqual(new Set(['outage']));
   });
+
+  // Until the whole message was written the server cannot have taken it: only then is the outcome unknown.
+  it.each<{ name: string; script: SmtpScript; outcome: string; cause: string }>([
+    {
+      name: 'no greeting (greeting timeout)',
+      script: { onConnect: once('stall') },
+      outcome: 'outage',
+      cause: 'outage',
+    },
+    { name: 'closed before the greeting', script: { onConnect: once('drop') }, outcome: 'outage', cause: 'outage' },
+    {
+      name: 'no reply to RCPT (socket timeout)',
+      script: { onRcptTo: once('stall') },
+      outcome: 'transient',
+      cause: 'deferred',
+    },
+    { name: 'closed at RCPT', script: { onRcptTo: once('drop') }, outcome: 'transient', cause: 'deferred' },
+    { name: 'no reply to the final dot', script: { onData: once('stall') }, outcome: 'unknown', cause: 'unknown' },
+  ])('$name: $outcome', async ({ script, outcome, cause }) => {
+    const { outbox, mail, events } = await start(script);
+    await waitFor('EmailSentEvent', () => events.sent.length === 1, 15_000);
+    expect(events.failed[0]).toMatchObject({ cause, outcomeUnknown: cause === 'unknown' });
+    const row = await outbox.get(mail.id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual([outcome, 'sent']);
+  });
 });

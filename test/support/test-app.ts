@@ -107,7 +107,6 @@ export async function createTestApp(
   return Object.assign(app, { events: app.get(EventRecorder) });
 }
 
-/** Polls until `condition` holds, failing with `description` after `timeoutMs`. */
 /** Starts `test/support/dispatcher-process.ts` in a child process, resolved once it printed `ready`. */
 export async function spawnDispatcherProcess(
   args: Record<string, unknown>,
@@ -139,6 +138,7 @@ export async function spawnDispatcherProcess(
   return { child, lines };
 }
 
+/** Polls until `condition` holds, failing with `description` after `timeoutMs`. */
 export async function waitFor(
   description: string,
   condition: () => boolean | Promise<boolean>,

@@ -7,19 +7,15 @@ import { normalizeAddress } from '../outbox/validation/addresses.js';
 import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';
-import { purgeRows } from '../outbox/sql/purge.js';
-import { requeueRows } from '../outbox/sql/requeue.js';
+import { matchingIds } from '../outbox/sql/filter.js';
+import { CLOSED_STATUSES, purgeRows } from '../outbox/sql/purge.js';
+import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
+import { checkFilter } from './outbox-filter.js';
 import { type SqlClient, transactionOf } from '../database/sql-client.js';
 import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
 
 const EXPORT_PAGE = 500;
 const MAX_LIST = 1_000;
-
-function requireFilter(filter: OutboxFilter, verb: string): void {
-  if (!filter || Object.values(filter).every((value) => value === undefined)) {
-    throw new MailValidationError('filter', `must name the rows to ${verb} (an empty filter would match every row)`);
-  }
-}
 
 function requireReason(reason: string): void {
   if (typeof reason !== 'string' || reason.trim().length === 0) {
@@ -44,6 +40,7 @@ export class MailOutboxAdmin {
 
   /** Rows matching the filter, newest first, with their attempts. Continue with `before`: the last id of a page. */
   list(filter: OutboxFilter = {}, page: { limit?: number; before?: string } = {}): Promise<OutboxRowWithAttempts[]> {
+    checkFilter(filter, null);
     const limit = Math.min(MAX_LIST, Math.max(1, page.limit ?? 50));
     return listRows(this.db, filter, limit, page.before);
   }
@@ -54,12 +51,18 @@ export class MailOutboxAdmin {
   }
 
   /**
-   * Sends failed, dead, expired or cancelled rows again: same id and Message-ID, attempts from zero, the reason
-   * recorded on the row. Returns the ids requeued; rows in other statuses are left as they are.
+   * Sends failed, dead, expired, cancelled or suppressed rows again: same id and Message-ID, attempts from zero,
+   * the reason recorded on the row. Returns the ids requeued; rows in other statuses are left as they are. With
+   * `dryRun` nothing changes, and the ids are those it would requeue.
    */
-  async requeue(filter: OutboxFilter, reason: string): Promise<string[]> {
-    requireFilter(filter, 'requeue');
+  async requeue(
+    filter: OutboxFilter,
+    reason: string,
+    { dryRun = false }: { dryRun?: boolean } = {},
+  ): Promise<string[]> {
+    checkFilter(filter, 'requeue');
     requireReason(reason);
+    if (dryRun) return matchingIds(this.db, filter, REQUEUABLE_STATUSES);
     const ids = await requeueRows(this.db, filter, reason);
     this.logger.log({ msg: 'requeued', count: ids.length, reason, filter });
     return ids;
@@ -69,9 +72,13 @@ export class MailOutboxAdmin {
     return this.outbox.cancel(id);
   }
 
-  /** Deletes closed rows matching the filter, with their attempts; pending and sending rows are never purged. */
-  async purge(filter: OutboxFilter): Promise<number> {
-    requireFilter(filter, 'purge');
+  /**
+   * Deletes closed rows matching the filter, with their attempts; pending and sending rows are never purged.
+   * Returns how many; with `dryRun` nothing is deleted and the count is of the rows it would delete.
+   */
+  async purge(filter: OutboxFilter, { dryRun = false }: { dryRun?: boolean } = {}): Promise<number> {
+    checkFilter(filter, 'purge');
+    if (dryRun) return (await matchingIds(this.db, filter, CLOSED_STATUSES)).length;
     const count = await purgeRows(this.db, filter);
     this.logger.log({ msg: 'purged', count, filter });
     return count;

@@ -14,6 +14,7 @@ import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from 
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
+import { undeclaredLanes } from '../outbox/sql/health.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
@@ -108,6 +109,21 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       workerId: this.options.dispatcher.workerId,
       lanes: [...this.lanes.keys()],
     });
+    void this.warnOfUndeclaredLanes();
+  }
+
+  /** Rows in a lane no longer declared would wait for good: said once at start (and by the health indicator). */
+  private async warnOfUndeclaredLanes(): Promise<void> {
+    try {
+      const undeclared = await undeclaredLanes(this.database, [...this.lanes.keys()]);
+      if (Object.keys(undeclared).length === 0) return;
+      this.logger.warn({
+        msg: 'open rows in lanes this instance does not declare: nothing sends them until the lane is declared again',
+        lanes: undeclared,
+      });
+    } catch (error) {
+      this.logger.warn({ msg: 'could not look for rows in undeclared lanes', error: String(error) });
+    }
   }
 
   async beforeApplicationShutdown(): Promise<void> {

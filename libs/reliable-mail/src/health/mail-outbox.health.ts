@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { healthFigures } from '../outbox/sql/health.js';
+import { healthFigures, undeclaredLanes } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -32,8 +32,15 @@ export class MailOutboxHealthIndicator {
     const failing: string[] = [];
 
     let figures;
+    let undeclared: Record<string, number>;
     try {
-      figures = await healthFigures(this.database, thresholds.deadLetterWindowMs);
+      [figures, undeclared] = await Promise.all([
+        healthFigures(this.database, thresholds.deadLetterWindowMs),
+        undeclaredLanes(
+          this.database,
+          this.options.lanes.map((lane) => lane.name),
+        ),
+      ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
     }
@@ -48,6 +55,8 @@ export class MailOutboxHealthIndicator {
     const lanes = this.laneData();
     // A lane whose server refuses every session sends nothing: that is down, whatever the backlog says yet.
     if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
+    // Rows in a lane nobody declares are never sent.
+    if (Object.keys(undeclared).length > 0) failing.push('undeclaredLanes');
 
     let smtp: { reachable: boolean; error?: string } | undefined;
     if (thresholds.verifySmtp) {
@@ -70,6 +79,7 @@ export class MailOutboxHealthIndicator {
         lagMs: figures.lagMs,
         maxLagMs: thresholds.maxLagMs,
       },
+      ...(Object.keys(undeclared).length > 0 ? { undeclaredLanes: undeclared } : {}),
       deadLetters: {
         count: figures.deadLetters,
         windowMs: thresholds.deadLetterWindowMs,

@@ -12,6 +12,7 @@ import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { EnqueueOptions, EnqueueResult, OutboxRowWithAttempts, OutboxStatus, OutgoingMail } from './mail.types.js';
 import { contentHashOf } from './validation/content-hash.js';
 import type { MailContentRules } from './validation/content-rules.js';
+import { checkStorable, toJsonValue } from './validation/json.js';
 import { toMailPayload } from './validation/payload.js';
 import type { InsertedRow, NewOutboxRow } from './queue.types.js';
 import { cancelRow } from './sql/cancel.js';
@@ -168,7 +169,7 @@ export class MailOutboxService {
       throw new MailValidationError('expiresAt', 'must be later than now and than sendAt');
     }
     const storedMetadata =
-      metadata === undefined ? null : (JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>);
+      metadata === undefined ? null : (toJsonValue('metadata', metadata, new Set()) as Record<string, unknown>);
 
     const seen = new Map<string, NewOutboxRow>();
     return mails.map(({ mail, idempotencyKey }, index) => {
@@ -184,6 +185,7 @@ export class MailOutboxService {
           `must be a string of 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
         );
       }
+      if (idempotencyKey !== undefined) checkStorable(`${field}idempotencyKey`, idempotencyKey);
       let payload;
       try {
         payload = toMailPayload(mail, this.options.from, this.contentRules);

@@ -66,3 +66,18 @@ export async function outboxStats(db: SqlClient): Promise<OutboxStats> {
     failed: { lastMinute: row.failed_minute, lastHour: row.failed_hour },
   };
 }
+
+/**
+ * Open rows in lanes this instance does not declare: a lane removed from the configuration leaves its rows
+ * pending for good, unless it is declared again (or the rows are moved). Reads the open rows' partial indexes.
+ */
+const UNDECLARED_LANES: Statement = {
+  name: 'reliable_mail_undeclared_lanes',
+  text: `select lane, count(*)::int as count from mail_outbox
+         where status in ('pending', 'sending') and lane <> all($1::text[]) group by lane order by lane`,
+};
+
+export async function undeclaredLanes(db: SqlClient, declared: string[]): Promise<Record<string, number>> {
+  const rows = await db.query<{ lane: string; count: number }>(UNDECLARED_LANES, [declared]);
+  return Object.fromEntries(rows.map((row) => [row.lane, row.count]));
+}

@@ -1,6 +1,6 @@
 import { MailValidationError } from '../../errors.js';
 import type { OutgoingMail } from '../mail.types.js';
-import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
+import { LINE_BREAK_OR_NUL, unstorableIn } from '../../shared/characters.js';
 
 const HEADER_NAME_PATTERN = /^[!-9;-~]+$/;
 const RESERVED_HEADERS = new Set([
@@ -14,6 +14,10 @@ const RESERVED_HEADERS = new Set([
   'date',
   'sender',
   'return-path',
+  // The MIME structure is the message builder's: another Content-Type would make the body unreadable.
+  'content-type',
+  'content-transfer-encoding',
+  'mime-version',
 ]);
 
 export function parseHeaders(headers: OutgoingMail['headers']): Record<string, string> {
@@ -30,8 +34,8 @@ export function parseHeaders(headers: OutgoingMail['headers']): Record<string, s
     if (RESERVED_HEADERS.has(name.toLowerCase())) {
       throw new MailValidationError(`headers.${name}`, 'is set by reliable-mail and cannot be overridden');
     }
-    if (typeof value !== 'string' || LINE_BREAK_OR_NUL.test(value)) {
-      throw new MailValidationError(`headers.${name}`, 'must be a string without CR, LF or NUL');
+    if (typeof value !== 'string' || LINE_BREAK_OR_NUL.test(value) || unstorableIn(value)) {
+      throw new MailValidationError(`headers.${name}`, 'must be a string without CR, LF, NUL or a lone surrogate');
     }
   }
   return { ...headers };

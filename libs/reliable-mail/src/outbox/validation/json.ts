@@ -1,13 +1,14 @@
 import { MailValidationError } from '../../errors.js';
 import type { JsonValue } from '../mail.types.js';
-import { fieldPath } from '../../shared/characters.js';
+import { fieldPath, unstorableIn } from '../../shared/characters.js';
 
 /**
  * The parameters as they will be stored: plain JSON, with a Date as its ISO string (what JSON makes of it).
  * Anything JSON would silently drop or mangle (a function, a class instance, NaN, a bigint, a cycle) is refused.
  */
 export function toJsonValue(field: string, value: unknown, seen: Set<object>): JsonValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'string') return checkStorable(field, value);
+  if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'number') {
     if (!Number.isFinite(value))
       throw new MailValidationError(field, `must be plain JSON: ${value} is not a finite number`);
@@ -34,10 +35,18 @@ export function toJsonValue(field: string, value: unknown, seen: Set<object>): J
     const result: Record<string, JsonValue> = {};
     for (const [key, item] of Object.entries(value)) {
       if (item === undefined) continue;
+      checkStorable(`${field} key ${JSON.stringify(key)}`, key);
       result[key] = toJsonValue(fieldPath(field, key), item, seen);
     }
     return result;
   } finally {
     seen.delete(value);
   }
+}
+
+/** Refuses a string PostgreSQL could not store, naming what in it; returns it otherwise. */
+export function checkStorable(field: string, value: string): string {
+  const problem = unstorableIn(value);
+  if (problem) throw new MailValidationError(field, `contains ${problem}, which cannot be stored`);
+  return value;
 }

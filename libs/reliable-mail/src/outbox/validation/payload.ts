@@ -3,6 +3,7 @@ import type { MailPayloadV2, OutgoingMail, StoredTemplate } from '../mail.types.
 import { parseAddress, parseAddressList } from './addresses.js';
 import { parseAttachments } from './attachments.js';
 import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
+import { checkStorable } from './json.js';
 import type { MailContentRules } from './content-rules.js';
 import { parseHeaders } from './headers.js';
 import { checkSize } from './size.js';
@@ -12,6 +13,7 @@ function optionalString(field: string, value: unknown): string | undefined {
   if (value !== undefined && typeof value !== 'string') {
     throw new MailValidationError(field, 'must be a string');
   }
+  if (value !== undefined) checkStorable(field, value);
   return value;
 }
 
@@ -22,6 +24,7 @@ function checkSubject(subject: unknown): string {
   if (LINE_BREAK_OR_NUL.test(subject)) {
     throw new MailValidationError('subject', 'must not contain CR, LF or NUL');
   }
+  checkStorable('subject', subject);
   return subject;
 }
 
