@@ -65,7 +65,7 @@ describe('events reach listeners registered by pattern or onAny', () => {
     const app = await appWith(listener, server.url);
     const { id } = await app.get(MailOutboxService).enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'Hello' });
 
-    const heard = (app.get(listener) as { heard: Array<{ eventId: string }> }).heard;
+    const { heard } = app.get<{ heard: Array<{ eventId: string }> }>(listener);
     await waitFor('the sent event', () => heard.length === 1);
     expect(heard[0].eventId).toMatch(/^\d+$/);
     if (listener === WildcardListener) expect(heard[0]).toMatchObject({ id });

@@ -35,7 +35,7 @@ const FIELDS: Record<keyof OutboxFilter, { valid: (value: unknown) => boolean; e
   idempotencyKey: { valid: nonEmptyString, expected: 'an idempotency key' },
   metadata: {
     valid: (value) =>
-      !!value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length > 0,
+      !!value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0,
     expected: 'an object with at least one key',
   },
   createdAfter: { valid: validDate, expected: 'a valid Date' },
