@@ -293,7 +293,7 @@ describe('templates and attachments', () => {
       name: 'a header with CRLF',
       mail: { subject: 'Hi', text: 'x', headers: { 'X-Campaign': 'spring\r\nBcc: evil@example.com' } },
       field: 'headers.X-Campaign',
-      reason: /CR, LF or NUL/,
+      reason: /CR, LF, NUL/,
     },
     {
       name: 'a Message-ID header',
