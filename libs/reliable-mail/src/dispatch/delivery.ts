@@ -4,7 +4,8 @@ import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import { type AttemptResult, envelopeOf, settlementFor, skipSettlement } from './settlement.js';
+import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
+import { skipSettlement } from './settlement-closing.js';
 
 /** The send of a row that must finish before its lease leaves too little for the settle. */
 const LEASE_MARGIN_MS = 1_000;

@@ -1,6 +1,8 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
-import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
+import type { RetryPolicy } from '../shared/retry-policy.js';
+import { requirePositiveInteger } from './require.js';
+import { resolveRetry } from './resolve-retry.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
@@ -9,7 +11,6 @@ import type {
   LaneOptions,
   ReliableMailOptions,
   RetentionOptions,
-  RetryOptions,
   DatabaseOptions,
   EventOptions,
 } from './reliable-mail-options.interface.js';
@@ -69,13 +70,6 @@ const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> 
   eventLeaseMs: 30_000,
 };
 
-/** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
-const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
-  baseDelayMs: 5_000,
-  maxDelayMs: 3_600_000,
-  maxAgeMs: 86_400_000,
-};
-
 const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
   record: 'listened',
   listenerTimeoutMs: 30_000,
@@ -87,13 +81,6 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
 
 const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
-function requirePositiveInteger(option: string, value: unknown, minimum = 1): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
-    throw new InvalidOptionsError(option, `must be an integer >= ${minimum}, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
 
 /** Applies defaults and rejects options the module cannot work with, naming the option. */
 export function resolveOptions(
@@ -217,32 +204,6 @@ function resolveLane(
   const transport =
     lane.transport === undefined ? sharedTransport : resolveSmtpOptions(lane.transport, `lanes.${name}.transport`);
   return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport };
-}
-
-/**
- * The retry policy. The attempts must last as long as `maxAgeMs` at their shortest delays: otherwise an outage
- * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
- */
-function resolveRetry(options: RetryOptions = {}): RetryPolicy {
-  const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
-  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const)
-    requirePositiveInteger(`retry.${key}`, delays[key]);
-  if (delays.maxDelayMs < delays.baseDelayMs) {
-    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);
-  }
-  const needed = attemptsToSpan(delays);
-  if (options.maxAttempts === undefined) return { ...delays, maxAttempts: needed };
-  const maxAttempts = requirePositiveInteger('retry.maxAttempts', options.maxAttempts);
-  const span = guaranteedSpanMs(maxAttempts, delays);
-  if (span < delays.maxAgeMs) {
-    throw new InvalidOptionsError(
-      'retry.maxAttempts',
-      `${maxAttempts} attempts, waiting from ${delays.baseDelayMs} ms doubling up to ${delays.maxDelayMs} ms, may all be spent ` +
-        `in ${span} ms, before retry.maxAgeMs (${delays.maxAgeMs} ms): a shorter outage could dead-letter mail. ` +
-        `Allow at least ${needed} attempts (the default), or lower retry.maxAgeMs`,
-    );
-  }
-  return { ...delays, maxAttempts };
 }
 
 function resolveContent(
