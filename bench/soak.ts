@@ -47,7 +47,8 @@ async function startSink(): Promise<{ port: number; copies: Map<string, number>;
         if (head.length < 4_096) head += chunk.toString('latin1');
       });
       stream.on('end', () => {
-        const id = /^Message-ID:[ \t]*(\S+)/im.exec(head)?.[1] ?? '';
+        // A copy: a match is a slice that would keep the whole header alive in the map, and count as a leak.
+        const id = Buffer.from(/^Message-ID:[ \t]*(\S+)/im.exec(head)?.[1] ?? '').toString();
         copies.set(id, (copies.get(id) ?? 0) + 1);
         callback();
       });
