@@ -11,8 +11,8 @@ import {
 } from './smtp-reply.js';
 import type { SmtpSession, TransactionResult } from './smtp-session.js';
 
-/** The transactions of one send, and what each recipient came to. */
-export class Conversation {
+/** The SMTP transactions of one send, and what each recipient came to. */
+export class SmtpConversation {
   private readonly results = new Map<string, RecipientOutcome>();
   private accepting: string | null = null;
   private slowDown = false;

@@ -8,7 +8,7 @@ import type {
   RenderedMail,
   SendOutcome,
 } from '../mail-transport.interface.js';
-import { Conversation } from './smtp-conversation.js';
+import { SmtpConversation } from './smtp-conversation.js';
 import { replyOfError, type SmtpError, type SmtpReply } from './smtp-reply.js';
 import { SendDeadlineError, type SmtpSession } from './smtp-session.js';
 import { SmtpSessionPool } from './smtp-session-pool.js';
@@ -86,7 +86,7 @@ export class SmtpMailTransport implements MailTransport {
     } catch (error) {
       return { kind: 'outage', ...replyOfError(error as SmtpError) };
     }
-    const conversation = new Conversation(
+    const conversation = new SmtpConversation(
       message.recipients,
       message.mail.from.address.toLowerCase() === this.defaultSender,
     );
