@@ -15,6 +15,15 @@ import { decideRetry } from '../shared/retry-policy.js';
  */
 export type AttemptResult = SendOutcome | { kind: 'unrenderable'; reason: string };
 
+/** What the provider said of the request, whatever its outcome: recorded on the attempt and the row. */
+function providerFacts(outcome: Extract<SendOutcome, { kind: 'attempted' }>) {
+  return {
+    providerRequestId: outcome.providerRequestId ?? null,
+    providerAcceptedAt: outcome.acceptedAt ?? null,
+    deduplicatedByKey: outcome.deduplicatedByKey ?? false,
+  };
+}
+
 /** The events as stored: the event id is the recorded row's, added when it is emitted. */
 type SentEventPayload = Omit<EmailSentEvent, 'eventId'>;
 type FailedEventPayload = Omit<EmailFailedEvent, 'eventId'>;
@@ -122,6 +131,7 @@ export function settlementFor(
     attemptRecipients: recipients,
     bounced,
     providerMessageId: result.providerMessageId,
+    ...providerFacts(result),
   });
 
   if (waiting.length === 0) {
@@ -240,6 +250,9 @@ function outageSettlement(
     lastError: result.reply,
     reply: result.reply,
     providerMessageId: null,
+    providerRequestId: result.providerRequestId ?? null,
+    providerAcceptedAt: null,
+    deduplicatedByKey: false,
     acceptedRecipients: null,
     rejectedRecipients: null,
     attemptRecipients: null,
@@ -276,6 +289,9 @@ interface Closing {
   bounced: Settlement['bounced'];
   reply: string | null;
   providerMessageId: string | null;
+  providerRequestId?: string | null;
+  providerAcceptedAt?: Date | null;
+  deduplicatedByKey?: boolean;
   outcomeUnknown?: boolean;
   /** The attempt is not counted (an outage). */
   refund?: boolean;
@@ -294,6 +310,9 @@ function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing
     enhancedStatus: closing.enhancedStatus,
     reply: closing.reply,
     providerMessageId: closing.providerMessageId,
+    providerRequestId: closing.providerRequestId ?? null,
+    providerAcceptedAt: closing.providerAcceptedAt ?? null,
+    deduplicatedByKey: closing.deduplicatedByKey ?? false,
     attemptRecipients: closing.attemptRecipients,
     bounced: closing.bounced,
     status: closing.status,
@@ -314,6 +333,8 @@ function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing
       attempt,
       reply: closing.reply ?? '',
       providerMessageId: closing.providerMessageId,
+      providerRequestId: closing.providerRequestId ?? null,
+      providerAcceptedAt: closing.providerAcceptedAt ?? null,
       sentAt: now,
       metadata: row.metadata,
     };
