@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidOptionsError } from '../errors.js';
+import { InvalidOptionsError, MissingPeerDependencyError } from '../errors.js';
+import { loadSdk } from './http/load-sdk.js';
 import type { OutboundMessage } from './mail-transport.interface.js';
 import { PostmarkMailTransport } from './postmark/postmark-mail.transport.js';
 import { SesMailTransport } from './ses/ses-mail.transport.js';
@@ -80,5 +81,14 @@ describe('provider transport options are checked when the transport is made', ()
   ])('$name: InvalidOptionsError naming $option', ({ make, option }) => {
     expect(make).toThrow(InvalidOptionsError);
     expect(make).toThrow(expect.objectContaining({ option }));
+  });
+});
+
+describe('loadSdk', () => {
+  it('a provider SDK that is not installed is a MissingPeerDependencyError that says what to install', async () => {
+    const missing = '@reliable-mail/no-such-sdk';
+    const load = loadSdk(missing, 'Example', () => import(missing));
+    await expect(load).rejects.toThrow(MissingPeerDependencyError);
+    await expect(load).rejects.toThrow('npm install @reliable-mail/no-such-sdk');
   });
 });

@@ -45,10 +45,9 @@ function checkOptions(options: PostmarkTransportOptions): void {
     throw new InvalidOptionsError('postmark.useHttps', 'must be a boolean');
 }
 
-/** What the fetch of one request saw besides what the SDK reports: the network error's code, the request id. */
+/** What the fetch of one request saw that the SDK's error drops: the network error's code. */
 interface RequestRecord {
   networkCode: string | null;
-  requestId: string | null;
 }
 
 /**
@@ -71,7 +70,7 @@ export class PostmarkMailTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
-    const record: RequestRecord = { networkCode: null, requestId: null };
+    const record: RequestRecord = { networkCode: null };
     const client = await this.client(signal, record);
     const { mail } = message;
     const read = await attachmentsOrOutcome(message, signal);
@@ -105,7 +104,7 @@ export class PostmarkMailTransport implements MailTransport {
       return acceptedOutcome(message.recipients, {
         reply: `200 ${response.Message}: ${response.MessageID}`,
         providerMessageId: response.MessageID,
-        providerRequestId: record.requestId,
+        providerRequestId: null,
         acceptedAt: Number.isNaN(submittedAt.getTime()) ? new Date() : submittedAt,
         deduplicatedByKey: false,
       });
@@ -115,13 +114,13 @@ export class PostmarkMailTransport implements MailTransport {
         fromDefaultSender: mail.from.address.toLowerCase() === this.defaultSender,
         networkCode: record.networkCode,
       });
-      return outcomeOf(message.recipients, verdict, { providerRequestId: record.requestId, deduplicatedByKey: false });
+      return outcomeOf(message.recipients, verdict, { providerRequestId: null, deduplicatedByKey: false });
     }
   }
 
   /** Asks Postmark for the server the token belongs to. */
   async verify(): Promise<void> {
-    const client = await this.client(AbortSignal.timeout(10_000), { networkCode: null, requestId: null });
+    const client = await this.client(AbortSignal.timeout(10_000), { networkCode: null });
     await client.getServer();
   }
 
@@ -134,7 +133,7 @@ export class PostmarkMailTransport implements MailTransport {
 
   /**
    * A client for one request (a plain object over fetch, cheap to make): its fetch ends the request when the send's
-   * deadline passes, and keeps what the SDK drops: the network error's code and the response's request id.
+   * deadline passes, and keeps the network error's code, which the SDK's error drops.
    */
   private async client(signal: AbortSignal, record: RequestRecord): Promise<ServerClient> {
     const sdk = await this.load();
@@ -143,12 +142,7 @@ export class PostmarkMailTransport implements MailTransport {
       requestHost: this.options.requestHost ?? 'api.postmarkapp.com',
       fetch: async (input: string | URL | Request, init?: RequestInit) => {
         try {
-          const response = await fetch(input, {
-            ...init,
-            signal: AbortSignal.any([signal, ...optional(init?.signal)]),
-          });
-          record.requestId = response.headers.get('x-request-id');
-          return response;
+          return await fetch(input, { ...init, signal: AbortSignal.any([signal, ...optional(init?.signal)]) });
         } catch (error) {
           record.networkCode = networkCodeOf(error);
           throw error;

@@ -88,11 +88,12 @@ export class ResendMailTransport implements MailTransport {
         contentId: cid,
       })),
     } as CreateEmailOptions;
-    const { data, error, headers } = await client.emails.send(payload, {
+    const { data, error } = await client.emails.send(payload, {
       idempotencyKey: resendIdempotencyKey(message),
       signal,
     });
-    const facts = { providerRequestId: headers?.['x-request-id'] ?? null, deduplicatedByKey: true };
+    // Resend documents no request id: the email's id is what its support and webhooks name.
+    const facts = { providerRequestId: null, deduplicatedByKey: true };
     if (error || !data) {
       const fromDefaultSender = mail.from.address.toLowerCase() === this.defaultSender;
       return outcomeOf(message.recipients, classifyResendError(error ?? {}, { fromDefaultSender }), facts);
