@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { MailOutboxAdmin, MailOutboxService, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import {
+  MailOutboxAdmin,
+  MailOutboxService,
+  type MailTransport,
+  MissingPeerDependencyError,
+  type ReliableMailOptions,
+  type TransportContext,
+} from '@reliable-mail/nestjs';
 import { POSTMARK_ERRORS, PostmarkTestApi } from './support/postmark-test-api.js';
 import { postmarkTransport, sesTransport } from './support/provider-stand-ins.js';
 import { SesTestFront } from './support/ses-test-front.js';
@@ -121,5 +128,28 @@ describe('what each provider transport does of its own', () => {
     await waitFor('the sent event', () => app.events.sent.length === 1);
     expect(api.messages).toEqual([expect.objectContaining({ to: '"Ann" <ann@example.com>', cc: undefined })]);
     expect((await app.get(MailOutboxService).get(id)).status).toBe('sent');
+  });
+
+  it("a transport object is opened once with the module's sender, whatever the lanes sharing it; a failed open stops the start", async () => {
+    const contexts: TransportContext[] = [];
+    const transport = (open: (context: TransportContext) => Promise<void>): MailTransport => ({
+      open,
+      send: async () => ({ kind: 'outage', replyCode: null, enhancedStatus: null, reply: 'not used' }),
+      verify: async () => undefined,
+      close: async () => undefined,
+    });
+    await startApp({
+      transport: transport(async (context) => void contexts.push(context)),
+      from: 'Shop <Shop@Example.com>',
+      dispatcher: { enabled: false },
+    });
+    expect(contexts).toEqual([{ defaultSender: 'shop@example.com' }]);
+
+    const missing = transport(async () => {
+      throw new MissingPeerDependencyError('resend', 'Resend');
+    });
+    await expect(startApp({ transport: missing, dispatcher: { enabled: false } })).rejects.toThrow(
+      'The Resend transport needs the package resend: npm install resend',
+    );
   });
 });
