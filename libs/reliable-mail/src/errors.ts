@@ -53,3 +53,13 @@ export class OutboxRowNotCancellableError extends ReliableMailError {
     super(`Outbox row ${id} is ${status} and can no longer be cancelled`);
   }
 }
+
+/** A provider transport was configured, but the SDK it sends with is not installed in the app. */
+export class MissingPeerDependencyError extends ReliableMailError {
+  constructor(
+    readonly packageName: string,
+    readonly transport: string,
+  ) {
+    super(`The ${transport} transport needs the package ${packageName}: npm install ${packageName}`);
+  }
+}

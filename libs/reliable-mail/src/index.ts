@@ -12,6 +12,7 @@ export type {
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
+  TransportOption,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
 
@@ -20,6 +21,7 @@ export {
   IdempotencyConflictError,
   InvalidOptionsError,
   MailValidationError,
+  MissingPeerDependencyError,
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
@@ -90,7 +92,7 @@ export type { OutboxFilter, OutboxStats, Suppression } from './outbox/operations
 export { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 export { OutboxRetention } from './retention/outbox-retention.js';
 
-// Transports
+// Transports: the interface another one implements, and the providers' (each needs its SDK installed)
 export type {
   MailAddress,
   MailTransport,
@@ -100,4 +102,8 @@ export type {
   RecipientStatus,
   RenderedMail,
   SendOutcome,
+  TransportContext,
 } from './transport/mail-transport.interface.js';
+export { SesMailTransport, type SesTransportOptions } from './transport/ses/ses-mail.transport.js';
+export { PostmarkMailTransport, type PostmarkTransportOptions } from './transport/postmark/postmark-mail.transport.js';
+export { ResendMailTransport, type ResendTransportOptions } from './transport/resend/resend-mail.transport.js';

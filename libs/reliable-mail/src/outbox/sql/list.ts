@@ -29,6 +29,8 @@ interface OutboxRecord {
   last_enhanced_status: string | null;
   provider_reply: string | null;
   provider_message_id: string | null;
+  provider_request_id: string | null;
+  provider_accepted_at: Timestamp | null;
   accepted_recipients: string[] | null;
   rejected_recipients: OutboxRow['rejectedRecipients'];
   requeued_at: Timestamp | null;
@@ -53,6 +55,9 @@ interface AttemptRecord {
   duration_ms: number | null;
   recipients: OutboxAttempt['recipients'];
   provider_message_id: string | null;
+  provider_request_id: string | null;
+  provider_accepted_at: string | null;
+  deduplicated_by_key: boolean;
 }
 
 const WITH_ATTEMPTS = `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
@@ -117,6 +122,8 @@ function toOutboxRow(row: OutboxRecord): OutboxRow {
     lastEnhancedStatus: row.last_enhanced_status,
     providerReply: row.provider_reply,
     providerMessageId: row.provider_message_id,
+    providerRequestId: row.provider_request_id,
+    providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
     acceptedRecipients: row.accepted_recipients,
     rejectedRecipients: row.rejected_recipients,
     requeuedAt: toDateOrNull(row.requeued_at),
@@ -141,5 +148,8 @@ function toAttempt(row: AttemptRecord): OutboxAttempt {
     durationMs: row.duration_ms,
     recipients: row.recipients,
     providerMessageId: row.provider_message_id,
+    providerRequestId: row.provider_request_id,
+    providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
+    deduplicatedByKey: row.deduplicated_by_key,
   };
 }
