@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { Logger, type LogLevel } from '@nestjs/common';
 import { createDemoApp } from './app.module.js';
 import { DEFAULT_PORT } from './demo.config.js';
-import { startCaptureSmtp } from './infra/capture-smtp.js';
-import { startEmbeddedPostgres } from './infra/embedded-postgres.js';
+import { startCaptureSmtp } from '../local/capture-smtp.js';
+import { startEmbeddedPostgres } from '../local/embedded-postgres/embedded-postgres.js';
 import { providerFromEnv } from './mail-transport.env.js';
 
 // `npm start` from the repository root. With DATABASE_URL / SMTP_URL unset it brings its own PostgreSQL
