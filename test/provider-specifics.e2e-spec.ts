@@ -118,6 +118,28 @@ describe('what each provider transport does of its own', () => {
     expect(api.messages).toEqual([expect.objectContaining({ messageId, to: 'ann@example.com', cc: undefined })]);
   });
 
+  it('Postmark: a mail to more than 50 goes out with its To and Cc together in the first request, the rest as Bcc of later ones', async () => {
+    const api = await started(new PostmarkTestApi());
+    const app = await startApp({ transport: postmarkTransport(api) });
+    const bcc = Array.from({ length: 60 }, (_, index) => `reader${index}@example.com`);
+    const { id } = await app.get(MailOutboxService).enqueue({
+      to: ['Ann <ann@example.com>', 'carl@example.com'],
+      cc: 'bob@example.com',
+      bcc,
+      subject: 'Your order',
+      text: 'x',
+    });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(api.messages.map(({ to, cc, recipients }) => ({ to, cc, count: recipients.length }))).toEqual([
+      { to: '"Ann" <ann@example.com>, carl@example.com', cc: 'bob@example.com', count: 50 },
+      // A Bcc recipient of a later request sees no To or Cc: Postmark makes them of the request's own recipients.
+      { to: undefined, cc: undefined, count: 13 },
+    ]);
+    expect(api.messages[0].bcc?.split(', ')).toEqual(bcc.slice(0, 47));
+    expect((await app.get(MailOutboxService).get(id)).status).toBe('sent');
+  });
+
   it('Postmark: a suppressed recipient is left out of the request, not only out of the envelope', async () => {
     const api = await started(new PostmarkTestApi());
     const app = await startApp({ transport: postmarkTransport(api) });
