@@ -64,7 +64,7 @@ describe('SMTP semantics', () => {
     expect(app.events.sent[0].providerAcceptedAt).toEqual(attempts[1].providerAcceptedAt);
   });
 
-  it('3 recipients, one greylisted at RCPT on its first try: each gets exactly one copy, all with the same Message-ID', async () => {
+  it('3 recipients, one greylisted at RCPT on its first try: each gets exactly one copy, all with the same Message-ID, the retry on a new session', async () => {
     let greylisted = false;
     const { outbox, app } = await bed.start({
       onRcptTo: (recipient) => {
@@ -89,6 +89,12 @@ describe('SMTP semantics', () => {
     );
     expect(new Set(bed.smtp.received.map((message) => message.messageId))).toEqual(new Set([messageId]));
     expect(app.events.sent[0].accepted).toEqual(['ann@example.com', 'carl@example.com', 'bob@example.com']);
+    // A transient failure, even of one recipient, closes the connection: the retry does not go over that session.
+    expect(bed.smtp.received.map((message) => message.recipients)).toEqual([
+      ['ann@example.com', 'carl@example.com'],
+      ['bob@example.com'],
+    ]);
+    expect(bed.smtp.received[1].sessionId).not.toBe(bed.smtp.received[0].sessionId);
   });
 
   it.each([
