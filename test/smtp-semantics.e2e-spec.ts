@@ -133,6 +133,22 @@ describe('SMTP semantics', () => {
     });
   });
 
+  it("a mail whose own from is refused with 553 5.1.3 fails, and its recipient is not suppressed: the sender's fault", async () => {
+    const { outbox, app, admin } = await bed.start({
+      onMailFrom: (sender) =>
+        sender === 'sales@other.example.com' ? { code: 553, text: '5.1.3 Bad sender address syntax' } : undefined,
+    });
+    const refused = await outbox.enqueue({ ...mail(1), from: 'sales@other.example.com' });
+    await waitFor('the refusal', () => app.events.failed.length === 1);
+    expect(await outbox.get(refused.id)).toMatchObject({ status: 'failed', lastEnhancedStatus: '5.1.3' });
+    // A reply to MAIL FROM is about the sender, never about a recipient: the address stays off the list.
+    expect(await admin.listSuppressions()).toEqual([]);
+
+    const later = await outbox.enqueue(mail(1));
+    await waitFor('the later mail sent', () => app.events.sent.length === 1);
+    expect(bed.smtp.received.map((message) => message.messageId)).toEqual([later.messageId]);
+  });
+
   it('a listener that never resolves stalls nothing: 300 mails are all sent within 30 s', async () => {
     @Injectable()
     class StuckListener {

@@ -99,7 +99,8 @@ export class SmtpConversation {
         for (const address of chunk) this.set(address, 'deferred', reply);
         return { again: [], goOn: false, reset: false };
       }
-      return this.whole(chunk, reply);
+      // About the sender, never a recipient: even with one recipient and a 5.1.x, it must not be suppressed.
+      return this.whole(chunk, reply, false);
     }
     if (error.command === 'RCPT TO' && error.rejectedErrors) {
       // Every recipient of the transaction refused at RCPT, each with a reply of its own.
@@ -115,11 +116,15 @@ export class SmtpConversation {
     return { again: [], goOn: false, reset: false };
   }
 
-  /** A reply to the whole transaction (MAIL FROM, DATA, or the final dot) covers each of its recipients. */
-  private whole(chunk: string[], reply: SmtpReply): Step {
+  /**
+   * A reply to the whole transaction (MAIL FROM, DATA, or the final dot) covers each of its recipients. It speaks of
+   * the recipient (`perRecipient`, so that a hard bounce suppresses it) only when the transaction had one recipient
+   * and the reply was not to MAIL FROM.
+   */
+  private whole(chunk: string[], reply: SmtpReply, perRecipient = chunk.length === 1): Step {
     const status = recipientStatusOf(reply);
     if (asksToSlowDown(reply)) this.slowDown = true;
-    for (const address of chunk) this.set(address, status, reply, chunk.length === 1);
+    for (const address of chunk) this.set(address, status, reply, perRecipient);
     // A refusal leaves the session as good as it was; after a transient failure the retry gets a fresh one.
     return { again: [], goOn: status === 'refused' && reply.replyCode !== 421, reset: true };
   }
