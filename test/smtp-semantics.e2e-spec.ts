@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { EMAIL_SENT_EVENT, MailOutboxHealthIndicator, MailOutboxService } from '@reliable-mail/nestjs';
-import { testMailOptions, waitFor } from './support/test-app.js';
+import { testLogger, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
 const mail = (index: number) => ({ to: `user${index}@example.com`, subject: `Order ${index}`, text: 'Thanks' });
@@ -119,9 +119,13 @@ describe('SMTP semantics', () => {
           ? { code: 553, text: '5.7.1 Sender address rejected: not owned by user' }
           : undefined,
     });
+    const pauses = () => testLogger.warnings.filter((entry) => (entry as { msg?: string }).msg === 'lane paused');
+    const pausedBefore = pauses().length;
     const foreign = await outbox.enqueue({ ...mail(0), from: 'sales@other.example.com' });
     await outbox.enqueueMany(many(200));
     await waitFor('all settled', () => app.events.sent.length === 200 && app.events.failed.length === 1, 30_000);
+    // Not once during the run: a pause that the next send to go through ends at once shows in the log alone.
+    expect(pauses().length).toBe(pausedBefore);
 
     const row = await outbox.get(foreign.id);
     expect(row).toMatchObject({ status: 'failed', attempts: 1, lastReplyCode: 553 });

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
+import { ConsoleLogger, Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -36,6 +36,25 @@ export class EventRecorder {
     this.failed.push(event);
   }
 }
+
+/**
+ * The logger of the test apps: it prints errors only, and keeps what was logged at warn level, for a test that
+ * counts such lines (each lane pause is one). Nest's logger is one per test file, so this is too.
+ */
+class RecordingLogger extends ConsoleLogger {
+  readonly warnings: unknown[] = [];
+
+  constructor() {
+    super({ logLevels: ['error'] });
+  }
+
+  override warn(message: unknown, ...rest: unknown[]): void {
+    this.warnings.push(message);
+    super.warn(message, ...rest);
+  }
+}
+
+export const testLogger = new RecordingLogger();
 
 export function ormConfig(databaseUrl: string) {
   return defineConfig({
@@ -102,7 +121,7 @@ export async function createTestApp(
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
+  const app = moduleRef.createNestApplication({ logger: testLogger });
   await app.init();
   return Object.assign(app, { events: app.get(EventRecorder) });
 }
