@@ -2,6 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
 import { EMAIL_SENT_EVENT, MailOutboxHealthIndicator, MailOutboxService } from '@reliable-mail/nestjs';
+import { pausedLaneHealth } from './support/lane-health.js';
+import type { ScriptedReply } from './support/smtp-test-server.js';
 import { testLogger, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
@@ -12,37 +14,59 @@ const many = (count: number) => Array.from({ length: count }, (_, index) => ({ m
 describe('SMTP semantics', () => {
   const bed = useTestBed();
 
-  it('a 554 greeting for 8 s (a blocklisted IP) is an outage of the lane: nothing fails, all delivered once, the pause in health', async () => {
-    const refusedUntil = Date.now() + 8_000;
-    const { outbox, health, app } = await bed.start(
-      {
-        onConnect: () =>
-          Date.now() < refusedUntil ? { code: 554, text: '5.7.1 Your IP is on a blocklist' } : undefined,
-      },
-      { dispatcher: { sendTimeoutMs: 5_000 } },
-    );
-    const rows = await outbox.enqueueMany(many(10));
+  // Each refuses the session (or the module's own sender, so every mail) for a while, then lets everything through.
+  it.each<{ name: string; refusedForMs: number; stage: 'onConnect' | 'onHelo' | 'onMailFrom'; reply: ScriptedReply }>([
+    {
+      name: 'a 554 greeting for 8 s (a blocklisted IP)',
+      refusedForMs: 8_000,
+      stage: 'onConnect',
+      reply: { code: 554, text: '5.7.1 Your IP is on a blocklist' },
+    },
+    {
+      name: "the module's own sender refused at MAIL FROM for 3 s (550 5.7.1)",
+      refusedForMs: 3_000,
+      stage: 'onMailFrom',
+      reply: { code: 550, text: '5.7.1 Sender address rejected: access denied' },
+    },
+    {
+      name: 'EHLO and HELO refused for 3 s (554)',
+      refusedForMs: 3_000,
+      stage: 'onHelo',
+      reply: { code: 554, text: '5.7.1 Access denied' },
+    },
+    {
+      name: 'no greeting for 3 s (connections accepted, then silent past the 2 s greeting timeout)',
+      refusedForMs: 3_000,
+      stage: 'onConnect',
+      reply: 'stall',
+    },
+  ])(
+    '$name is an outage of the lane: nothing fails, all delivered once, the pause in health',
+    async ({ refusedForMs, stage, reply }) => {
+      const refusedUntil = Date.now() + refusedForMs;
+      const { outbox, health, app } = await bed.start(
+        { [stage]: () => (Date.now() < refusedUntil ? reply : undefined) },
+        { dispatcher: { sendTimeoutMs: 5_000 } },
+      );
+      const rows = await outbox.enqueueMany(many(10));
 
-    await waitFor('the lane to pause', async () => {
-      const { mail: status } = await health.isHealthy('mail');
-      return (status.dispatcher as { lanes: Record<string, { paused: boolean }> }).lanes.default.paused;
-    });
-    const { mail: during } = await health.isHealthy('mail');
-    expect(during).toMatchObject({ status: 'down', failing: expect.arrayContaining(['lanes']) });
-    expect((during.dispatcher as { lanes: Record<string, unknown> }).lanes.default).toMatchObject({
-      paused: true,
-      reason: 'outage',
-    });
+      const during = await pausedLaneHealth(health, 'default');
+      expect(during.status).toMatchObject({ status: 'down', failing: expect.arrayContaining(['lanes']) });
+      expect(during.lane).toMatchObject({ paused: true, reason: 'outage' });
 
-    await waitFor('every mail delivered', () => bed.smtp.received.length === 10, 30_000);
-    const copies = bed.smtp.copiesByMessageId();
-    expect(rows.map((row) => copies.get(row.messageId))).toEqual(Array(10).fill(1));
-    const statuses = await Promise.all(rows.map(async (row) => (await outbox.get(row.id)).status));
-    expect(statuses).toEqual(Array(10).fill('sent'));
-    expect(app.events.failed.every((event) => event.cause === 'outage' && event.status === 'pending')).toBe(true);
-    // An outage's attempt is not counted: each row took one.
-    expect((await outbox.get(rows[0].id)).attempts).toBe(1);
-  });
+      await waitFor('every mail delivered', () => bed.smtp.received.length === 10, 30_000);
+      const copies = bed.smtp.copiesByMessageId();
+      expect(rows.map((row) => copies.get(row.messageId))).toEqual(Array(10).fill(1));
+      await waitFor('every row settled', () => app.events.sent.length === 10);
+      const settled = await Promise.all(rows.map((row) => outbox.get(row.id)));
+      // An outage's attempt is not counted: each row took one, and until then it stayed pending.
+      expect(settled.map((row) => [row.status, row.attempts])).toEqual(Array(10).fill(['sent', 1]));
+      expect(app.events.failed.length).toBeGreaterThan(0);
+      expect(app.events.failed.every((event) => event.cause === 'outage' && event.status === 'pending')).toBe(true);
+      // The outage is the one the script gave: its reply, or none for the silent server.
+      expect(app.events.failed[0].replyCode).toBe(typeof reply === 'object' && 'code' in reply ? reply.code : null);
+    },
+  );
 
   it('451 4.3.0 to DATA on the first session only: retried on a new connection, and sent', async () => {
     let sickSession: string | undefined;
@@ -63,6 +87,35 @@ describe('SMTP semantics', () => {
     expect(attempts[1].providerAcceptedAt!.getTime()).toBeGreaterThanOrEqual(attempts[1].startedAt.getTime());
     expect(app.events.sent[0].providerAcceptedAt).toEqual(attempts[1].providerAcceptedAt);
   });
+
+  it.each<{ name: string; reply?: { code: number; text: string } }>([
+    { name: 'without a word' },
+    { name: 'with 421 (its idle timeout)', reply: { code: 421, text: '4.4.2 Idle timeout, closing connection' } },
+  ])(
+    'a pooled connection the server closed $name: the next mail goes over a new one, sent at its first attempt',
+    async ({ reply }) => {
+      const { outbox, app } = await bed.start();
+      const first = await outbox.enqueue(mail(1));
+      await waitFor('the first mail', () => app.events.sent.length === 1);
+      const second = await outbox.enqueue(mail(2));
+      await waitFor('the second mail', () => app.events.sent.length === 2);
+      // The connection is pooled: the second mail went over it.
+      const pooled = bed.smtp.received[0].sessionId;
+      expect(bed.smtp.received[1].sessionId).toBe(pooled);
+
+      bed.smtp.closeSession(pooled, reply);
+      // The client reads the close (and the 421) as it comes, well within this.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const third = await outbox.enqueue(mail(3));
+      await waitFor('the third mail', () => app.events.sent.length === 3);
+      expect(bed.smtp.received.map((message) => message.messageId)).toEqual(
+        [first, second, third].map((row) => row.messageId),
+      );
+      expect(bed.smtp.received[2].sessionId).not.toBe(pooled);
+      expect((await outbox.get(third.id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['sent']);
+      expect(app.events.failed).toEqual([]);
+    },
+  );
 
   it('3 recipients, one greylisted at RCPT on its first try: each gets exactly one copy, all with the same Message-ID, the retry on a new session', async () => {
     let greylisted = false;
