@@ -107,22 +107,38 @@ function smtpTransportOptions(smtpUrl: string) {
   return { host: url.hostname, port: Number(url.port), secure: false, ignoreTLS: true };
 }
 
+export interface TestAppOptions {
+  /**
+   * Whether the app imports `ScheduleModule.forRoot()`, which the dispatcher and retention need and an instance that
+   * only enqueues does not.
+   * @default true
+   */
+  scheduler?: boolean;
+}
+
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
+  { scheduler = true }: TestAppOptions = {},
 ): Promise<INestApplicationContext & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       MikroOrmModule.forRoot(ormConfig(databaseUrl)),
       EventEmitterModule.forRoot(),
-      ScheduleModule.forRoot(),
+      ...(scheduler ? [ScheduleModule.forRoot()] : []),
       ReliableMailModule.forRoot(mailOptions),
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: testLogger });
-  await app.init();
+  try {
+    await app.init();
+  } catch (error) {
+    // An app that fails at start still holds its database connections.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return Object.assign(app, { events: app.get(EventRecorder) });
 }
 
