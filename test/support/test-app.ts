@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
+import { ConsoleLogger, Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -36,6 +36,25 @@ export class EventRecorder {
     this.failed.push(event);
   }
 }
+
+/**
+ * The logger of the test apps: it prints errors only, and keeps what was logged at warn level, for a test that
+ * counts such lines (each lane pause is one). Nest's logger is one per test file, so this is too.
+ */
+class RecordingLogger extends ConsoleLogger {
+  readonly warnings: unknown[] = [];
+
+  constructor() {
+    super({ logLevels: ['error'] });
+  }
+
+  override warn(message: unknown, ...rest: unknown[]): void {
+    this.warnings.push(message);
+    super.warn(message, ...rest);
+  }
+}
+
+export const testLogger = new RecordingLogger();
 
 export function ormConfig(databaseUrl: string) {
   return defineConfig({
@@ -88,22 +107,38 @@ function smtpTransportOptions(smtpUrl: string) {
   return { host: url.hostname, port: Number(url.port), secure: false, ignoreTLS: true };
 }
 
+export interface TestAppOptions {
+  /**
+   * Whether the app imports `ScheduleModule.forRoot()`, which the dispatcher and retention need and an instance that
+   * only enqueues does not.
+   * @default true
+   */
+  scheduler?: boolean;
+}
+
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
+  { scheduler = true }: TestAppOptions = {},
 ): Promise<INestApplicationContext & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       MikroOrmModule.forRoot(ormConfig(databaseUrl)),
       EventEmitterModule.forRoot(),
-      ScheduleModule.forRoot(),
+      ...(scheduler ? [ScheduleModule.forRoot()] : []),
       ReliableMailModule.forRoot(mailOptions),
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
-  await app.init();
+  const app = moduleRef.createNestApplication({ logger: testLogger });
+  try {
+    await app.init();
+  } catch (error) {
+    // An app that fails at start still holds its database connections.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return Object.assign(app, { events: app.get(EventRecorder) });
 }
 
