@@ -7,7 +7,7 @@ import {
 } from '@reliable-mail/nestjs';
 import { type ProviderName, type ProviderStandIn, startStandIn } from './support/provider-stand-ins.js';
 import { pausedLaneHealth } from './support/lane-health.js';
-import { testMailOptions, waitFor } from './support/test-app.js';
+import { testLogger, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
 const outcomes = (row: OutboxRowWithAttempts) => row.attemptLog.map((attempt) => attempt.outcome);
@@ -73,6 +73,12 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     { answer: 'a server error (5xx)', reply: 'serverError' as const, replyCode: 500, slowsDown: false },
   ])('$answer, then sent: retried with the same Message-ID', async ({ reply, replyCode, slowsDown }) => {
     const { app, outbox } = await start();
+    const slowDownPauses = () =>
+      testLogger.warnings.filter((entry) => {
+        const { msg, reason } = entry as { msg?: string; reason?: string };
+        return msg === 'lane paused' && reason === 'slow-down';
+      }).length;
+    const pausesBefore = slowDownPauses();
     provider.script.next(provider.replies[reply]);
     const { id, messageId } = await outbox.enqueue(mail);
     await waitFor('the sent event', () => app.events.sent.length === 1);
@@ -84,10 +90,7 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     expect(outcomes(row)).toEqual(['transient', 'sent']);
     expect(await provider.delivered()).toEqual([messageId]);
     // A 429 pauses the lane (a second at first); a 5xx is retried after the row's own short delay.
-    const [first, second] = row.attemptLog;
-    const gapMs = second.startedAt.getTime() - first.finishedAt!.getTime();
-    if (slowsDown) expect(gapMs).toBeGreaterThanOrEqual(900);
-    else expect(gapMs).toBeLessThan(900);
+    expect(slowDownPauses() - pausesBefore).toBe(slowsDown ? 1 : 0);
   });
 
   it('refused (422, MessageRejected): failed at once, never retried', async () => {
@@ -134,7 +137,8 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
 
     const row = await outbox.get(id);
     expect(outcomes(row)).toEqual(['unknown', 'sent']);
-    expect(row.attemptLog[0].durationMs).toBeLessThan(2_000);
+    // Cut at the 1 s deadline, not at the SDK's or the stand-in's own timeouts (minutes).
+    expect(row.attemptLog[0].durationMs).toBeLessThan(10_000);
     expect(await provider.delivered()).toEqual([messageId]);
   });
 
