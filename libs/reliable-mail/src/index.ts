@@ -29,9 +29,12 @@ export {
 export { MailOutboxService, type BatchMail, type EnqueueManyOptions } from './outbox/mail-outbox.service.js';
 export type {
   AttemptOutcome,
+  BounceType,
   ContentMail,
   EnqueueOptions,
   EnqueueResult,
+  FeedbackKind,
+  FeedbackSource,
   InlineAttachment,
   JsonValue,
   MailAddressInput,
@@ -40,6 +43,7 @@ export type {
   MailPayloadV1,
   MailPayloadV2,
   OutboxAttempt,
+  OutboxFeedback,
   OutboxRow,
   OutboxRowWithAttempts,
   OutboxStatus,
@@ -56,6 +60,7 @@ export {
   MailOutbox,
   MailOutboxAttempt,
   MailOutboxEvent,
+  MailOutboxFeedback,
   MailSuppression,
   reliableMailEntities,
 } from './outbox/mail-outbox.entity.js';

@@ -34,8 +34,7 @@ const FIELDS: Record<keyof OutboxFilter, { valid: (value: unknown) => boolean; e
   recipient: { valid: nonEmptyString, expected: 'an address' },
   idempotencyKey: { valid: nonEmptyString, expected: 'an idempotency key' },
   metadata: {
-    valid: (value) =>
-      !!value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0,
+    valid: (value) => !!value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length > 0,
     expected: 'an object with at least one key',
   },
   createdAfter: { valid: validDate, expected: 'a valid Date' },

@@ -39,7 +39,8 @@ export interface OutboxStats extends HealthFigures {
 export interface Suppression {
   address: string;
   reason: string;
-  source: 'bounce' | 'operator';
+  /** Why: a hard bounce (an SMTP reply or delivery feedback), a complaint, or an operator's entry. */
+  source: 'bounce' | 'complaint' | 'operator';
   outboxId: string | null;
   createdAt: Date;
 }
