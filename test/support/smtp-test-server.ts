@@ -29,6 +29,8 @@ export interface SmtpScript {
 export interface ReceivedMessage {
   messageId: string | null;
   receivedAt: number;
+  /** The envelope sender (MAIL FROM). */
+  sender: string;
   recipients: string[];
   /** The SMTP session (one TCP connection) that carried it. */
   sessionId: string;
@@ -88,6 +90,7 @@ export class SmtpTestServer {
           const message: ReceivedMessage = {
             messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1] ?? null,
             receivedAt: Date.now(),
+            sender: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
             recipients: session.envelope.rcptTo.map((rcpt) => rcpt.address),
             sessionId: session.id,
             raw,

@@ -192,6 +192,21 @@ export interface HealthOptions {
   verifySmtp?: boolean;
 }
 
+/**
+ * Variable envelope return paths, for apps that read DSNs (bounce emails) themselves: every mail's SMTP envelope
+ * sender (MAIL FROM, where DSNs go; the header From stays the mail's own) becomes `<localPart>+<row id>@<domain>`,
+ * and `MailFeedbackService.ingestDsn` links a DSN to its row by that address.
+ */
+export interface VerpOptions {
+  /** A domain whose mail reaches a mailbox the app reads (its MX, and SPF allowing the SMTP server to send as it). */
+  domain: string;
+  /**
+   * What comes before `+<row id>`: the mailbox, when the server delivers `local+detail` addresses to `local`.
+   * @default 'bounces'
+   */
+  localPart?: string;
+}
+
 export interface LaneOptions {
   /**
    * The most sends in flight in this lane, in this instance.
@@ -250,4 +265,9 @@ export interface ReliableMailOptions {
   health?: HealthOptions;
   database?: DatabaseOptions;
   events?: EventOptions;
+  /**
+   * Envelope senders that name their row, so that DSN emails can be linked back (see `MailFeedbackService`).
+   * @default none: the envelope sender is the mail's From
+   */
+  verp?: VerpOptions;
 }

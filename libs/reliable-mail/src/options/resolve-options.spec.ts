@@ -130,6 +130,18 @@ describe('resolveOptions', () => {
       database: defaultDatabase,
       events: defaultEvents,
       ...defaultContent,
+      verp: null,
+    });
+  });
+
+  it('a VERP domain takes the default local part, or the one given', () => {
+    expect(resolveOptions({ ...valid, verp: { domain: 'bounces.example.com' } }, 'host', 1).verp).toEqual({
+      domain: 'bounces.example.com',
+      localPart: 'bounces',
+    });
+    expect(resolveOptions({ ...valid, verp: { domain: 'example.com', localPart: 'dsn.in' } }, 'host', 1).verp).toEqual({
+      domain: 'example.com',
+      localPart: 'dsn.in',
     });
   });
 
@@ -273,6 +285,18 @@ describe('resolveOptions', () => {
       name: 'a listener timeout of 0',
       options: { events: { listenerTimeoutMs: 0 } },
       option: 'events.listenerTimeoutMs',
+    },
+    { name: 'a VERP address without a domain', options: { verp: {} }, option: 'verp.domain' },
+    { name: 'a VERP domain with an @', options: { verp: { domain: 'a@example.com' } }, option: 'verp.domain' },
+    {
+      name: 'a VERP local part with a +, which separates the row id',
+      options: { verp: { domain: 'example.com', localPart: 'a+b' } },
+      option: 'verp.localPart',
+    },
+    {
+      name: 'a VERP local part too long to leave room for the row id',
+      options: { verp: { domain: 'example.com', localPart: 'b'.repeat(27) } },
+      option: 'verp.localPart',
     },
   ])('rejects $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);

@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
+import type { Verp } from '../shared/verp.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
@@ -12,6 +13,7 @@ import type {
   RetryOptions,
   DatabaseOptions,
   EventOptions,
+  VerpOptions,
 } from './reliable-mail-options.interface.js';
 
 export interface ResolvedLane {
@@ -36,6 +38,7 @@ export interface ResolvedReliableMailOptions {
   templates: MailTemplate[];
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
+  verp: Verp | null;
 }
 
 const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
@@ -84,6 +87,9 @@ const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
 
 /** 5 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
+
+/** A dot-atom local part without `+`, which separates it from the row id. */
+const VERP_LOCAL_PART_PATTERN = /^[a-z0-9!#$%&'*/=?^_`{|}~-]+(\.[a-z0-9!#$%&'*/=?^_`{|}~-]+)*$/i;
 
 const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
@@ -192,7 +198,24 @@ export function resolveOptions(
     health,
     database,
     events,
+    verp: resolveVerp(options.verp),
   };
+}
+
+function resolveVerp(verp: VerpOptions | undefined): Verp | null {
+  if (verp === undefined) return null;
+  if (!verp || typeof verp.domain !== 'string' || !HOSTNAME_PATTERN.test(verp.domain)) {
+    throw new InvalidOptionsError('verp.domain', `must be a domain name, got ${JSON.stringify(verp?.domain)}`);
+  }
+  const { localPart = 'bounces' } = verp;
+  // The row id takes 37 characters of the 64 a local part may have.
+  if (typeof localPart !== 'string' || localPart.length > 26 || !VERP_LOCAL_PART_PATTERN.test(localPart)) {
+    throw new InvalidOptionsError(
+      'verp.localPart',
+      `must be up to 26 characters of an address's local part, without "+", got ${JSON.stringify(localPart)}`,
+    );
+  }
+  return { domain: verp.domain, localPart };
 }
 
 function resolveLane(

@@ -96,13 +96,13 @@ export class SmtpMailTransport implements MailTransport {
     }
     const conversation = new Conversation(
       message.recipients,
-      message.mail.from.address.toLowerCase() === this.defaultSender,
+      message.envelopeSender !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
     );
     let reusable = true;
     try {
       reusable = await conversation.run(
         session,
-        message.mail.from.address,
+        message.envelopeSender ?? message.mail.from.address,
         body,
         this.options.maxRecipientsPerTransaction,
         signal,
@@ -134,6 +134,7 @@ class Conversation {
 
   constructor(
     private readonly recipients: string[],
+    /** The envelope sender is the module's own (its `from`, or a VERP address): refused, it stops the lane. */
     private readonly fromDefaultSender: boolean,
   ) {}
 
