@@ -8,8 +8,14 @@ import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
   EMAIL_FAILED_EVENT,
   EMAIL_SENT_EVENT,
+  EmailBouncedEvent,
+  EmailComplainedEvent,
+  EmailDeliveredEvent,
   EmailFailedEvent,
   EmailSentEvent,
   ReliableMailModule,
@@ -25,6 +31,9 @@ const DISPATCHER_PROCESS = fileURLToPath(new URL('./dispatcher-process.ts', impo
 export class EventRecorder {
   readonly sent: EmailSentEvent[] = [];
   readonly failed: EmailFailedEvent[] = [];
+  readonly bounced: EmailBouncedEvent[] = [];
+  readonly complained: EmailComplainedEvent[] = [];
+  readonly delivered: EmailDeliveredEvent[] = [];
 
   @OnEvent(EMAIL_SENT_EVENT)
   onSent(event: EmailSentEvent): void {
@@ -34,6 +43,21 @@ export class EventRecorder {
   @OnEvent(EMAIL_FAILED_EVENT)
   onFailed(event: EmailFailedEvent): void {
     this.failed.push(event);
+  }
+
+  @OnEvent(EMAIL_BOUNCED_EVENT)
+  onBounced(event: EmailBouncedEvent): void {
+    this.bounced.push(event);
+  }
+
+  @OnEvent(EMAIL_COMPLAINED_EVENT)
+  onComplained(event: EmailComplainedEvent): void {
+    this.complained.push(event);
+  }
+
+  @OnEvent(EMAIL_DELIVERED_EVENT)
+  onDelivered(event: EmailDeliveredEvent): void {
+    this.delivered.push(event);
   }
 }
 

@@ -53,3 +53,24 @@ export class OutboxRowNotCancellableError extends ReliableMailError {
     super(`Outbox row ${id} is ${status} and can no longer be cancelled`);
   }
 }
+
+/** A webhook's signature (or credentials) did not verify: nothing of it was stored. Answered 401. */
+export class FeedbackSignatureError extends ReliableMailError {
+  constructor(readonly reason: string) {
+    super(`Feedback refused: ${reason}`);
+  }
+}
+
+/** A verified webhook (or a DSN) whose content cannot be read as feedback: nothing of it was stored. Answered 400. */
+export class FeedbackPayloadError extends ReliableMailError {
+  constructor(readonly reason: string) {
+    super(`Malformed feedback: ${reason}`);
+  }
+}
+
+/** `MailFeedbackService.ingest` was given a source that no `ReliableMailWebhooksModule` configured. */
+export class UnknownFeedbackSourceError extends ReliableMailError {
+  constructor(readonly source: string) {
+    super(`No feedback source "${source}" is configured`);
+  }
+}

@@ -12,6 +12,7 @@ export type {
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
+  VerpOptions,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
 
@@ -23,6 +24,9 @@ export {
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
+  FeedbackPayloadError,
+  FeedbackSignatureError,
+  UnknownFeedbackSourceError,
 } from './errors.js';
 
 // Writing mail: the outbox, in the business transaction
@@ -67,9 +71,22 @@ export {
 export { reliableMailMigrations } from './migrations/index.js';
 
 // Events, emitted after the change they report commits
-export { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from './reliable-mail.constants.js';
+export {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
+  EMAIL_FAILED_EVENT,
+  EMAIL_SENT_EVENT,
+} from './reliable-mail.constants.js';
 export { EmailSentEvent } from './events/email-sent.event.js';
 export { EmailFailedEvent, type FailureCause } from './events/email-failed.event.js';
+export { MailFeedbackEvent } from './events/mail-feedback.event.js';
+export { EmailBouncedEvent } from './events/email-bounced.event.js';
+export { EmailComplainedEvent } from './events/email-complained.event.js';
+export { EmailDeliveredEvent } from './events/email-delivered.event.js';
+
+// Delivery feedback: provider webhooks and DSN emails
+export { MailFeedbackService, type FeedbackIngestResult } from './feedback/mail-feedback.service.js';
 
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';

@@ -22,6 +22,10 @@ export class MailMetrics implements OnModuleDestroy {
   private readonly attemptsPerEmail = this.meter.createHistogram('reliable_mail.attempts', {
     description: 'Attempts an email took to reach a final status, by status',
   });
+  private readonly feedback = this.meter.createCounter('reliable_mail.feedback', {
+    description:
+      'Delivery feedback stored, by source, kind (delivered, bounced, complained, delayed), bounce type, and whether it named a known row',
+  });
   private readonly rows = this.meter.createObservableGauge('reliable_mail.outbox.rows', {
     description: 'Rows by status (pending, sending, failed, dead) and lane',
   });
@@ -51,6 +55,10 @@ export class MailMetrics implements OnModuleDestroy {
 
   recordFinal(lane: string, status: string, attempts: number): void {
     this.attemptsPerEmail.record(attempts, { lane, status });
+  }
+
+  recordFeedback(source: string, kind: string, bounceType: string | null, linked: boolean): void {
+    this.feedback.add(1, { source, kind, bounce_type: bounceType ?? 'none', linked });
   }
 
   onModuleDestroy(): void {
