@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
+import { type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -116,17 +116,21 @@ export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-): Promise<INestApplicationContext & { events: EventRecorder }> {
+  extraImports: DynamicModule[] = [],
+): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       MikroOrmModule.forRoot(ormConfig(databaseUrl)),
       EventEmitterModule.forRoot(),
       ScheduleModule.forRoot(),
-      ReliableMailModule.forRoot(mailOptions),
+      // Global, as the README's quick start has it: ReliableMailWebhooksModule needs its MailFeedbackService.
+      ReliableMailModule.forRoot({ ...mailOptions, isGlobal: true }),
+      ...extraImports,
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: ['error'] });
+  // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
+  const app = moduleRef.createNestApplication({ logger: ['error'], rawBody: true });
   await app.init();
   return Object.assign(app, { events: app.get(EventRecorder) });
 }

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import type { Type } from '@nestjs/common';
+import type { DynamicModule, Type } from '@nestjs/common';
 import {
   MailOutboxAdmin,
   MailOutboxHealthIndicator,
@@ -23,7 +23,7 @@ export interface TestBed {
   startSmtp(script?: SmtpScript): Promise<SmtpTestServer>;
   /** Runs a statement on the test's database, outside any app: to set a row up as a test needs it. */
   execute(sql: string, values?: unknown[]): Promise<unknown[]>;
-  startApp(options: ReliableMailOptions, providers?: Type[]): Promise<TestApp>;
+  startApp(options: ReliableMailOptions, providers?: Type[], imports?: DynamicModule[]): Promise<TestApp>;
   /** An SMTP server answering by `script`, and an app sending to it with the test options and `overrides`. */
   start(
     script?: SmtpScript,
@@ -91,8 +91,8 @@ export function useTestBed(): TestBed {
       await smtp.listen();
       return smtp;
     },
-    async startApp(options, providers = []) {
-      const app = await createTestApp(database!.url, options, providers);
+    async startApp(options, providers = [], imports = []) {
+      const app = await createTestApp(database!.url, options, providers, imports);
       apps.push(app);
       return app;
     },

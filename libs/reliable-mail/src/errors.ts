@@ -32,8 +32,9 @@ export class InvalidOptionsError extends ReliableMailError {
   constructor(
     readonly option: string,
     readonly reason: string,
+    module = 'ReliableMailModule',
   ) {
-    super(`Invalid ReliableMailModule option "${option}": ${reason}`);
+    super(`Invalid ${module} option "${option}": ${reason}`);
   }
 }
 

@@ -87,6 +87,12 @@ export { EmailDeliveredEvent } from './events/email-delivered.event.js';
 
 // Delivery feedback: provider webhooks and DSN emails
 export { MailFeedbackService, type FeedbackIngestResult } from './feedback/mail-feedback.service.js';
+export { ReliableMailWebhooksModule } from './feedback/webhooks/reliable-mail-webhooks.module.js';
+export type { ReliableMailWebhooksOptions, WebhookSourcesOptions } from './feedback/webhooks/webhooks-options.js';
+export type { SesWebhookOptions } from './feedback/sources/ses-sns.js';
+export type { ResendWebhookOptions } from './feedback/sources/resend.js';
+export type { PostmarkWebhookOptions } from './feedback/sources/postmark.js';
+export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';
