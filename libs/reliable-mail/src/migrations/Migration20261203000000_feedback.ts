@@ -6,10 +6,14 @@ export const OUTBOX_SCHEMA_V3 = {
   indexes: {
     // Provider webhooks name a row by the provider's message id, which the settle of its accepted attempt wrote.
     providerMessageId: `create index "mail_outbox_provider_message_id_index" on "mail_outbox" ("provider_message_id") where "provider_message_id" is not null`,
+    // The denominator of the complaint and bounce rates: mails sent in a window, counted from this index alone.
+    sent: `create index "mail_outbox_sent_index" on "mail_outbox" ("sent_at") where "status" = 'sent'`,
     // A row's feedback, for get(id) and for the cascade when retention deletes the row.
     feedbackOfRow: `create index "mail_outbox_feedback_outbox_id_index" on "mail_outbox_feedback" ("outbox_id")`,
-    // Bounces and complaints per window (health, metrics), and retention of feedback that names no row.
-    feedbackReceived: `create index "mail_outbox_feedback_received_at_index" on "mail_outbox_feedback" ("received_at")`,
+    // Bounces and complaints per window (health, metrics), apart from the deliveries, which may be as many as mails.
+    feedbackProblems: `create index "mail_outbox_feedback_problem_index" on "mail_outbox_feedback" ("received_at") where "kind" in ('bounced', 'complained')`,
+    // Feedback that names no row has no row to be deleted with: retention deletes it by age.
+    feedbackUnlinked: `create index "mail_outbox_feedback_unlinked_index" on "mail_outbox_feedback" ("received_at") where "outbox_id" is null`,
   },
   checks: {
     feedbackKind: `"kind" in ('delivered', 'bounced', 'complained', 'delayed')`,
@@ -28,6 +32,7 @@ export class Migration20261203000000_Feedback extends Migration {
   override up(): void {
     const { indexes, checks } = OUTBOX_SCHEMA_V3;
     this.addSql(indexes.providerMessageId);
+    this.addSql(indexes.sent);
     this.addSql(`
       create table "mail_outbox_feedback" (
         "id" uuid primary key,
@@ -49,7 +54,8 @@ export class Migration20261203000000_Feedback extends Migration {
         constraint "mail_outbox_feedback_bounce_type_check" check (${checks.bounceType})
       )`);
     this.addSql(indexes.feedbackOfRow);
-    this.addSql(indexes.feedbackReceived);
+    this.addSql(indexes.feedbackProblems);
+    this.addSql(indexes.feedbackUnlinked);
     this.addSql(`alter table "mail_suppression" drop constraint "mail_suppression_source_check"`);
     this.addSql(
       `alter table "mail_suppression" add constraint "mail_suppression_source_check" check (${checks.suppressionSource})`,
@@ -63,6 +69,7 @@ export class Migration20261203000000_Feedback extends Migration {
       `alter table "mail_suppression" add constraint "mail_suppression_source_check" check (${OUTBOX_SCHEMA_V1.checks.suppressionSource})`,
     );
     this.addSql(`drop table if exists "mail_outbox_feedback"`);
+    this.addSql(`drop index if exists "mail_outbox_sent_index"`);
     this.addSql(`drop index if exists "mail_outbox_provider_message_id_index"`);
   }
 }

@@ -190,6 +190,28 @@ export interface HealthOptions {
    * @default `false`
    */
   verifySmtp?: boolean;
+  /**
+   * The window in which bounces and complaints (delivery feedback) are counted against the mails sent.
+   * @default 86400000 (24 hours)
+   */
+  feedbackWindowMs?: number;
+  /**
+   * Complaints per mail sent in the window above which the indicator fails. Providers review or suspend senders
+   * whose complaint rate passes 0.1% to 0.5% (Amazon SES, Gmail's sender guidelines).
+   * @default 0.001
+   */
+  maxComplaintRate?: number;
+  /**
+   * Hard bounces per mail sent in the window above which the indicator fails (Amazon SES reviews accounts at 5%).
+   * @default 0.05
+   */
+  maxHardBounceRate?: number;
+  /**
+   * Below this many mails sent in the window the rates are shown but fail nothing: one complaint in ten mails
+   * says little yet.
+   * @default 100
+   */
+  minSentForRates?: number;
 }
 
 /**

@@ -29,6 +29,10 @@ const defaultHealth = {
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
   verifySmtp: false,
+  feedbackWindowMs: 86_400_000,
+  maxComplaintRate: 0.001,
+  maxHardBounceRate: 0.05,
+  minSentForRates: 100,
 };
 const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
@@ -192,6 +196,17 @@ describe('resolveOptions', () => {
       options: { health: { maxDeadLetters: -1 } },
       option: 'health.maxDeadLetters',
     },
+    {
+      name: 'a complaint rate of 0.1 written as 10',
+      options: { health: { maxComplaintRate: 10 } },
+      option: 'health.maxComplaintRate',
+    },
+    {
+      name: 'a negative bounce rate',
+      options: { health: { maxHardBounceRate: -0.1 } },
+      option: 'health.maxHardBounceRate',
+    },
+    { name: 'a feedback window of 0', options: { health: { feedbackWindowMs: 0 } }, option: 'health.feedbackWindowMs' },
     { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
     { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },

@@ -54,6 +54,10 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
   verifySmtp: false,
+  feedbackWindowMs: 86_400_000,
+  maxComplaintRate: 0.001,
+  maxHardBounceRate: 0.05,
+  minSentForRates: 100,
 };
 
 const DEFAULT_DATABASE_OPTIONS = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
@@ -164,10 +168,23 @@ export function resolveOptions(
     requirePositiveInteger(`retention.${key}`, retention[key]);
   }
   const health = { ...DEFAULT_HEALTH_OPTIONS, ...options.health };
-  for (const key of ['maxBacklog', 'maxLagMs', 'deadLetterWindowMs', 'maxDispatcherIdleMs'] as const) {
+  for (const key of [
+    'maxBacklog',
+    'maxLagMs',
+    'deadLetterWindowMs',
+    'maxDispatcherIdleMs',
+    'feedbackWindowMs',
+  ] as const) {
     requirePositiveInteger(`health.${key}`, health[key]);
   }
   requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
+  requirePositiveInteger('health.minSentForRates', health.minSentForRates, 0);
+  for (const key of ['maxComplaintRate', 'maxHardBounceRate'] as const) {
+    const rate = health[key];
+    if (typeof rate !== 'number' || !(rate >= 0 && rate <= 1)) {
+      throw new InvalidOptionsError(`health.${key}`, `must be a share between 0 and 1, got ${JSON.stringify(rate)}`);
+    }
+  }
   if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
 
   const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };

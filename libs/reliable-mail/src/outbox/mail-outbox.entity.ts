@@ -29,6 +29,7 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_closed_index', expression: indexes.closed },
     { name: 'mail_outbox_problem_index', expression: indexes.problem },
     { name: 'mail_outbox_provider_message_id_index', expression: OUTBOX_SCHEMA_V3.indexes.providerMessageId },
+    { name: 'mail_outbox_sent_index', expression: OUTBOX_SCHEMA_V3.indexes.sent },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -119,7 +120,8 @@ export const MailOutboxFeedback = defineEntity({
   tableName: 'mail_outbox_feedback',
   indexes: [
     { name: 'mail_outbox_feedback_outbox_id_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackOfRow },
-    { name: 'mail_outbox_feedback_received_at_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackReceived },
+    { name: 'mail_outbox_feedback_problem_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackProblems },
+    { name: 'mail_outbox_feedback_unlinked_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackUnlinked },
   ],
   uniques: [{ name: 'mail_outbox_feedback_event_unique', properties: ['source', 'providerEventId', 'recipient'] }],
   checks: [

@@ -24,6 +24,17 @@ export interface HealthFigures {
   deadLetters: number;
 }
 
+/** Delivery feedback in a window, for health and metrics. */
+export interface FeedbackFigures {
+  /** Mails sent in the window. */
+  sent: number;
+  hardBounces: number;
+  softBounces: number;
+  complaints: number;
+  /** Bounces and complaints that named no known row. */
+  unlinked: number;
+}
+
 export interface RowCount {
   status: OutboxStatus;
   lane: string;
