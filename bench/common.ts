@@ -51,7 +51,6 @@ export type SystemName = (typeof SYSTEMS)[number];
 export const PG_BOSS_QUEUE = 'email';
 export const GRAPHILE_TASK = 'send_email';
 
-/** Wall-clock milliseconds with sub-millisecond resolution, comparable between processes of this machine. */
 /** Linux's clock ticks per second for /proc/<pid>/stat (USER_HZ, 100 on every common kernel). */
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -116,6 +115,7 @@ export function cpuSpent(before: CpuSnapshot, after: CpuSnapshot): Record<string
   return spent;
 }
 
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable between processes of this machine. */
 export function now(): number {
   return performance.timeOrigin + performance.now();
 }

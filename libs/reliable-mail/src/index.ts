@@ -113,10 +113,10 @@ export {
 export { htmlToText } from './templates/html-to-text.js';
 
 // Operating it: the runbook's verbs, health, retention
-export { MailOutboxAdmin } from './admin/mail-outbox-admin.service.js';
+export { MailOutboxAdmin } from './admin/mail-outbox-admin.js';
 export type { OutboxFilter, OutboxStats, Suppression } from './outbox/operations.types.js';
 export { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
-export { OutboxRetention } from './retention/outbox-retention.service.js';
+export { OutboxRetention } from './retention/outbox-retention.js';
 
 // Transports
 export type {

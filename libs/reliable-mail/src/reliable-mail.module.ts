@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
-import { MailOutboxAdmin } from './admin/mail-outbox-admin.service.js';
+import { MailOutboxAdmin } from './admin/mail-outbox-admin.js';
 import { OutboxDatabase } from './database/outbox-database.js';
 import { MailDispatcher } from './dispatch/mail.dispatcher.js';
 import { MailRenderer } from './dispatch/mail-renderer.js';
@@ -14,7 +14,7 @@ import { WakeUpNotifier } from './outbox/wake-up.notifier.js';
 import { MAIL_TRANSPORTS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule } from './reliable-mail.module-definition.js';
 import { optionsProvider, templateRegistryProvider, transportsProvider } from './reliable-mail.providers.js';
-import { OutboxRetention } from './retention/outbox-retention.service.js';
+import { OutboxRetention } from './retention/outbox-retention.js';
 import { MailTemplateRegistry } from './templates/mail-template.registry.js';
 
 /**

@@ -5,7 +5,8 @@ import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import { type AttemptResult, envelopeOf, settlementFor, skipSettlement } from './settlement.js';
+import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
+import { skipSettlement } from './settlement-closing.js';
 
 /** The send of a row that must finish before its lease leaves too little for the settle. */
 const LEASE_MARGIN_MS = 1_000;
@@ -53,7 +54,16 @@ export class Delivery {
     if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
     const started = performance.now();
     const timeoutMs = Math.max(0, Math.min(this.sendTimeoutMs, row.leaseEndsAt - started - LEASE_MARGIN_MS));
-    const result = await this.attempt(row, AbortSignal.timeout(timeoutMs), timeoutMs);
+    // A timer cleared when the send ends: AbortSignal.timeout() would keep each send's signal alive for the whole
+    // timeout, a send's worth of memory times the sends of three minutes.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), timeoutMs);
+    let result: AttemptResult;
+    try {
+      result = await this.attempt(row, deadline.signal, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
     const resumesAt = pace(result);
     const settlement = settlementFor(
       row,

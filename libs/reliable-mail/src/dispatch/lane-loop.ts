@@ -1,3 +1,6 @@
+// Longer than most files here, on purpose: claiming, the prefetch, the send slots, lease renewal, pacing and
+// shutdown all read and change one lane's state (its slots, its claimed-ahead rows, its throttle). What needs no
+// such state is apart: sending one row (delivery.ts) and writing the outcome (settler.ts).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@nestjs/common';

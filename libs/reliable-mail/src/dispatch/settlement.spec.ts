@@ -3,7 +3,8 @@ import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
-import { type AttemptResult, envelopeOf, settlementFor, skipSettlement } from './settlement.js';
+import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
+import { skipSettlement } from './settlement-closing.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const now = new Date('2026-12-01T12:00:00.000Z');

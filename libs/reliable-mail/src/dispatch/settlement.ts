@@ -1,6 +1,5 @@
-import type { EmailFailedEvent, FailureCause } from '../events/email-failed.event.js';
-import type { EmailSentEvent } from '../events/email-sent.event.js';
-import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
+import type { FailureCause } from '../events/email-failed.event.js';
+import { EMAIL_FAILED_EVENT } from '../reliable-mail.constants.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
@@ -8,16 +7,13 @@ import { recipientsOf } from '../outbox/recipients.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 import { isHardBounce, parseReply } from '../transport/smtp/smtp-reply.js';
 import { decideRetry } from '../shared/retry-policy.js';
+import { base, closed, failedEvent } from './settlement-closing.js';
 
 /**
  * What one attempt came to, as the settlement decides on it: the transport's outcome, or a mail that could not be
  * made into a message (its template is not registered or throws, an attachment cannot be fetched).
  */
 export type AttemptResult = SendOutcome | { kind: 'unrenderable'; reason: string };
-
-/** The events as stored: the event id is the recorded row's, added when it is emitted. */
-type SentEventPayload = Omit<EmailSentEvent, 'eventId'>;
-type FailedEventPayload = Omit<EmailFailedEvent, 'eventId'>;
 
 const unique = <T>(items: T[]): T[] => [...new Set(items)];
 
@@ -144,7 +140,7 @@ export function settlementFor(
   const expires = retry.retry && row.expiresAt !== null && retry.nextAttemptAt >= row.expiresAt;
   if (retry.retry && !expires) {
     return {
-      ...base(row, now, durationMs),
+      ...base(row, durationMs),
       ...common,
       status: 'pending',
       refundAttempt: 0,
@@ -198,30 +194,18 @@ function outageSettlement(
 ): Settlement {
   const retry = decideRetry(row, false, policy, now, random);
   const reply = { replyCode: result.replyCode, enhancedStatus: result.enhancedStatus };
-  if (!retry.retry) {
-    return closed(row, now, durationMs, {
-      ...reply,
-      status: row.acceptedRecipients.length > 0 ? 'sent' : 'dead',
-      cause: 'age',
-      outcome: 'outage',
-      reason: `${result.reply} (dead-lettered: too old)`,
-      attemptRecipients: null,
-      rejected: row.rejectedRecipients,
-      accepted: row.acceptedRecipients,
-      bounced: [],
-      reply: result.reply,
-      providerMessageId: null,
-      refund: true,
-    });
-  }
   const nextAttemptAt = new Date(Math.max(outageEndsAt.getTime(), now.getTime()));
-  if (row.expiresAt !== null && nextAttemptAt >= row.expiresAt) {
+  const expires = row.expiresAt !== null && nextAttemptAt >= row.expiresAt;
+  if (!retry.retry || expires) {
+    const why = expires
+      ? `expired: no attempt possible before ${row.expiresAt!.toISOString()}`
+      : 'dead-lettered: too old';
     return closed(row, now, durationMs, {
       ...reply,
-      status: row.acceptedRecipients.length > 0 ? 'sent' : 'expired',
-      cause: 'expired',
+      status: row.acceptedRecipients.length > 0 ? 'sent' : expires ? 'expired' : 'dead',
+      cause: expires ? 'expired' : 'age',
       outcome: 'outage',
-      reason: `${result.reply} (expired: no attempt possible before ${row.expiresAt.toISOString()})`,
+      reason: `${result.reply} (${why})`,
       attemptRecipients: null,
       rejected: row.rejectedRecipients,
       accepted: row.acceptedRecipients,
@@ -232,7 +216,7 @@ function outageSettlement(
     });
   }
   return {
-    ...base(row, now, durationMs),
+    ...base(row, durationMs),
     ...reply,
     status: 'pending',
     refundAttempt: 1,
@@ -261,142 +245,4 @@ function outageSettlement(
       },
     ),
   };
-}
-
-interface Closing {
-  status: Exclude<Settlement['status'], 'pending'>;
-  cause: FailureCause;
-  outcome: Settlement['outcome'];
-  reason: string;
-  replyCode: number | null;
-  enhancedStatus: string | null;
-  attemptRecipients: RecipientOutcome[] | null;
-  accepted: string[];
-  rejected: RejectedRecipient[];
-  bounced: Settlement['bounced'];
-  reply: string | null;
-  providerMessageId: string | null;
-  outcomeUnknown?: boolean;
-  /** The attempt is not counted (an outage). */
-  refund?: boolean;
-}
-
-/** A final settlement: `sent` with its event, or a failure with the event saying why. */
-function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing): Settlement {
-  const refundAttempt = closing.refund ? 1 : 0;
-  const rejected = [
-    ...closing.rejected,
-    ...row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
-  ];
-  const settlement = {
-    ...base(row, now, durationMs),
-    replyCode: closing.replyCode,
-    enhancedStatus: closing.enhancedStatus,
-    reply: closing.reply,
-    providerMessageId: closing.providerMessageId,
-    attemptRecipients: closing.attemptRecipients,
-    bounced: closing.bounced,
-    status: closing.status,
-    refundAttempt,
-    nextAttemptAt: null,
-    outcome: closing.outcome,
-    acceptedRecipients: closing.accepted,
-    rejectedRecipients: rejected.length > 0 ? rejected : null,
-  } as const;
-  const attempt = row.attempts - refundAttempt;
-  if (closing.status === 'sent') {
-    const event: SentEventPayload = {
-      id: row.id,
-      messageId: row.messageId,
-      idempotencyKey: row.idempotencyKey,
-      accepted: closing.accepted,
-      rejected,
-      attempt,
-      reply: closing.reply ?? '',
-      providerMessageId: closing.providerMessageId,
-      sentAt: now,
-      metadata: row.metadata,
-    };
-    return { ...settlement, lastError: null, sentAt: now, eventName: EMAIL_SENT_EVENT, eventPayload: event };
-  }
-  return {
-    ...settlement,
-    lastError: closing.reason,
-    sentAt: null,
-    eventName: EMAIL_FAILED_EVENT,
-    eventPayload: failedEvent(
-      { ...row, attempts: attempt },
-      {
-        status: closing.status,
-        cause: closing.cause,
-        reason: closing.reason,
-        replyCode: closing.replyCode,
-        enhancedStatus: closing.enhancedStatus,
-        accepted: closing.accepted,
-        deferred: [],
-        nextAttemptAt: null,
-        outcomeUnknown: closing.outcomeUnknown ?? false,
-      },
-    ),
-  };
-}
-
-function base(row: ClaimedRow, _now: Date, durationMs: number) {
-  return { id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, durationMs };
-}
-
-type FailedEventFacts = Pick<
-  EmailFailedEvent,
-  | 'status'
-  | 'cause'
-  | 'reason'
-  | 'replyCode'
-  | 'enhancedStatus'
-  | 'accepted'
-  | 'deferred'
-  | 'nextAttemptAt'
-  | 'outcomeUnknown'
->;
-
-function failedEvent(row: ClaimedRow, facts: FailedEventFacts): FailedEventPayload {
-  return {
-    id: row.id,
-    messageId: row.messageId,
-    idempotencyKey: row.idempotencyKey,
-    attempt: row.attempts,
-    ...facts,
-    permanent: facts.cause === 'refused',
-    deadLettered: facts.status === 'dead',
-    metadata: row.metadata,
-  };
-}
-
-const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, { cause: FailureCause; reason: string }> = {
-  cancelled: { cause: 'cancelled', reason: 'cancelled while it was being sent' },
-  expired: { cause: 'expired', reason: 'expired before it could be sent' },
-  suppressed: { cause: 'suppressed', reason: 'every recipient is on the suppression list' },
-  dead: {
-    cause: 'crashes',
-    reason: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
-  },
-};
-
-/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
-export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
-  const { cause, reason } = SKIP_REASONS[row.skipReason];
-  return closed(row, new Date(), 0, {
-    status: row.skipReason,
-    cause,
-    outcome: 'permanent',
-    reason,
-    replyCode: null,
-    enhancedStatus: null,
-    attemptRecipients: null,
-    accepted: row.acceptedRecipients,
-    rejected: row.rejectedRecipients,
-    bounced: [],
-    reply: null,
-    providerMessageId: null,
-    refund: true,
-  });
 }

@@ -2,8 +2,9 @@ import type { Readable } from 'node:stream';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { SmtpTransportOptions } from '../transport/smtp/smtp-transport-options.js';
 
-// The options of `ReliableMailModule.forRoot()`. Every one is checked at start-up: an `InvalidOptionsError` names
-// the option it refuses (see resolve-options.ts).
+// The options of `ReliableMailModule.forRoot()`, all in one file as their documentation (declarations only, hence
+// its length). Every one is checked at start-up: an `InvalidOptionsError` names the option it refuses (see
+// resolve-options.ts).
 
 /**
  * Fetches a referenced attachment at send time: the bytes, or a stream read while the message is built. A throw or

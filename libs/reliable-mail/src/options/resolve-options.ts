@@ -1,7 +1,11 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
-import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
+import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
+import { HOSTNAME_PATTERN, requirePositiveInteger } from './require.js';
+import { resolveHealth } from './resolve-health.js';
+import { resolveVerp } from './resolve-verp.js';
+import { resolveRetry } from './resolve-retry.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
@@ -10,10 +14,8 @@ import type {
   LaneOptions,
   ReliableMailOptions,
   RetentionOptions,
-  RetryOptions,
   DatabaseOptions,
   EventOptions,
-  VerpOptions,
 } from './reliable-mail-options.interface.js';
 
 export interface ResolvedLane {
@@ -47,19 +49,6 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   intervalMs: 600_000,
 };
 
-const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
-  maxBacklog: 10_000,
-  maxLagMs: 300_000,
-  deadLetterWindowMs: 3_600_000,
-  maxDeadLetters: 0,
-  maxDispatcherIdleMs: 60_000,
-  verifySmtp: false,
-  feedbackWindowMs: 86_400_000,
-  maxComplaintRate: 0.001,
-  maxHardBounceRate: 0.05,
-  minSentForRates: 100,
-};
-
 const DEFAULT_DATABASE_OPTIONS = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 
 const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
@@ -76,13 +65,6 @@ const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> 
   eventLeaseMs: 30_000,
 };
 
-/** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
-const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
-  baseDelayMs: 5_000,
-  maxDelayMs: 3_600_000,
-  maxAgeMs: 86_400_000,
-};
-
 const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
   record: 'listened',
   listenerTimeoutMs: 30_000,
@@ -91,19 +73,6 @@ const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
 
 /** 5 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
-
-/** A dot-atom local part without `+`, which separates it from the row id. */
-const VERP_LOCAL_PART_PATTERN = /^[a-z0-9!#$%&'*/=?^_`{|}~-]+(\.[a-z0-9!#$%&'*/=?^_`{|}~-]+)*$/i;
-
-const HOSTNAME_PATTERN =
-  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
-function requirePositiveInteger(option: string, value: unknown, minimum = 1): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
-    throw new InvalidOptionsError(option, `must be an integer >= ${minimum}, got ${JSON.stringify(value)}`);
-  }
-  return value;
-}
 
 /** Applies defaults and rejects options the module cannot work with, naming the option. */
 export function resolveOptions(
@@ -167,25 +136,7 @@ export function resolveOptions(
   for (const key of ['keepClosedForMs', 'batchSize', 'intervalMs'] as const) {
     requirePositiveInteger(`retention.${key}`, retention[key]);
   }
-  const health = { ...DEFAULT_HEALTH_OPTIONS, ...options.health };
-  for (const key of [
-    'maxBacklog',
-    'maxLagMs',
-    'deadLetterWindowMs',
-    'maxDispatcherIdleMs',
-    'feedbackWindowMs',
-  ] as const) {
-    requirePositiveInteger(`health.${key}`, health[key]);
-  }
-  requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
-  requirePositiveInteger('health.minSentForRates', health.minSentForRates, 0);
-  for (const key of ['maxComplaintRate', 'maxHardBounceRate'] as const) {
-    const rate = health[key];
-    if (typeof rate !== 'number' || !(rate >= 0 && rate <= 1)) {
-      throw new InvalidOptionsError(`health.${key}`, `must be a share between 0 and 1, got ${JSON.stringify(rate)}`);
-    }
-  }
-  if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
+  const health = resolveHealth(options.health);
 
   const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };
   for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs'] as const) {
@@ -219,22 +170,6 @@ export function resolveOptions(
   };
 }
 
-function resolveVerp(verp: VerpOptions | undefined): Verp | null {
-  if (verp === undefined) return null;
-  if (!verp || typeof verp.domain !== 'string' || !HOSTNAME_PATTERN.test(verp.domain)) {
-    throw new InvalidOptionsError('verp.domain', `must be a domain name, got ${JSON.stringify(verp?.domain)}`);
-  }
-  const { localPart = 'bounces' } = verp;
-  // The row id takes 37 characters of the 64 a local part may have.
-  if (typeof localPart !== 'string' || localPart.length > 26 || !VERP_LOCAL_PART_PATTERN.test(localPart)) {
-    throw new InvalidOptionsError(
-      'verp.localPart',
-      `must be up to 26 characters of an address's local part, without "+", got ${JSON.stringify(localPart)}`,
-    );
-  }
-  return { domain: verp.domain, localPart };
-}
-
 function resolveLane(
   name: string,
   lane: LaneOptions,
@@ -257,32 +192,6 @@ function resolveLane(
   const transport =
     lane.transport === undefined ? sharedTransport : resolveSmtpOptions(lane.transport, `lanes.${name}.transport`);
   return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport };
-}
-
-/**
- * The retry policy. The attempts must last as long as `maxAgeMs` at their shortest delays: otherwise an outage
- * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
- */
-function resolveRetry(options: RetryOptions = {}): RetryPolicy {
-  const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
-  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const)
-    requirePositiveInteger(`retry.${key}`, delays[key]);
-  if (delays.maxDelayMs < delays.baseDelayMs) {
-    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);
-  }
-  const needed = attemptsToSpan(delays);
-  if (options.maxAttempts === undefined) return { ...delays, maxAttempts: needed };
-  const maxAttempts = requirePositiveInteger('retry.maxAttempts', options.maxAttempts);
-  const span = guaranteedSpanMs(maxAttempts, delays);
-  if (span < delays.maxAgeMs) {
-    throw new InvalidOptionsError(
-      'retry.maxAttempts',
-      `${maxAttempts} attempts, waiting from ${delays.baseDelayMs} ms doubling up to ${delays.maxDelayMs} ms, may all be spent ` +
-        `in ${span} ms, before retry.maxAgeMs (${delays.maxAgeMs} ms): a shorter outage could dead-letter mail. ` +
-        `Allow at least ${needed} attempts (the default), or lower retry.maxAgeMs`,
-    );
-  }
-  return { ...delays, maxAttempts };
 }
 
 function resolveContent(

@@ -93,17 +93,7 @@ export interface EnqueueOptions {
   ttlMs?: number;
 }
 
-export const OUTBOX_STATUSES = [
-  'pending',
-  'sending',
-  'sent',
-  'failed',
-  'dead',
-  'cancelled',
-  'expired',
-  'suppressed',
-] as const;
-export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
+export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'dead' | 'cancelled' | 'expired' | 'suppressed';
 
 export interface EnqueueResult {
   id: string;

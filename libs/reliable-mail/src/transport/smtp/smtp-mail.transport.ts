@@ -8,17 +8,9 @@ import type {
   RenderedMail,
   SendOutcome,
 } from '../mail-transport.interface.js';
-import {
-  asksToSlowDown,
-  isTooManyRecipients,
-  parseReply,
-  providerMessageIdOf,
-  recipientStatusOf,
-  replyOfError,
-  type SmtpError,
-  type SmtpReply,
-} from './smtp-reply.js';
-import { SendDeadlineError, type SmtpSession, type TransactionResult } from './smtp-session.js';
+import { SmtpConversation } from './smtp-conversation.js';
+import { replyOfError, type SmtpError, type SmtpReply } from './smtp-reply.js';
+import { SendDeadlineError, type SmtpSession } from './smtp-session.js';
 import { SmtpSessionPool } from './smtp-session-pool.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
 
@@ -94,7 +86,7 @@ export class SmtpMailTransport implements MailTransport {
     } catch (error) {
       return { kind: 'outage', ...replyOfError(error as SmtpError) };
     }
-    const conversation = new Conversation(
+    const conversation = new SmtpConversation(
       message.recipients,
       message.envelopeSender !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
     );
@@ -123,135 +115,6 @@ export class SmtpMailTransport implements MailTransport {
   async close(): Promise<void> {
     this.pool.close();
   }
-}
-
-/** The transactions of one send, and what each recipient came to. */
-class Conversation {
-  private readonly results = new Map<string, RecipientOutcome>();
-  private accepting: string | null = null;
-  private slowDown = false;
-  private outage: SmtpReply | null = null;
-
-  constructor(
-    private readonly recipients: string[],
-    /** The envelope sender is the module's own (its `from`, or a VERP address): refused, it stops the lane. */
-    private readonly fromDefaultSender: boolean,
-  ) {}
-
-  /** Runs transactions until every recipient has an outcome; returns whether the connection may be reused. */
-  async run(
-    session: SmtpSession,
-    from: string,
-    body: Buffer,
-    chunkSize: number,
-    signal: AbortSignal,
-  ): Promise<boolean> {
-    const waiting = [...this.recipients];
-    while (waiting.length > 0) {
-      const chunk = waiting.splice(0, chunkSize);
-      const result = await session.transact(from, chunk, body, signal);
-      const next = result.ok ? this.accepted(chunk, result.info) : this.failed(chunk, result);
-      // RFC 5321 §4.5.3.1.10: recipients past the server's limit go out at once in another transaction.
-      waiting.unshift(...next.again);
-      if (!next.reusable || (next.reset && !(await session.reset()))) {
-        // The rest were never tried: they wait for the next attempt, on a fresh connection.
-        const untried = parseReply('not tried in this attempt: its connection failed');
-        for (const address of waiting) this.set(address, 'deferred', untried);
-        return false;
-      }
-    }
-    return true;
-  }
-
-  outcome(): SendOutcome {
-    if (this.outage) return { kind: 'outage', ...this.outage };
-    return {
-      kind: 'attempted',
-      recipients: this.recipients.map((address) => this.results.get(address)!),
-      reply: this.accepting,
-      providerMessageId: this.accepting === null ? null : providerMessageIdOf(this.accepting),
-      slowDown: this.slowDown,
-    };
-  }
-
-  private accepted(
-    chunk: string[],
-    info: { accepted: Array<string | { address?: string }>; response: string; rejectedErrors?: SmtpError[] },
-  ): { again: string[]; reusable: boolean; reset: boolean } {
-    const refusals = new Map((info.rejectedErrors ?? []).map((error) => [recipientOf(error), replyOfError(error)]));
-    const again = this.recipientReplies(chunk, refusals, info.accepted.length > 0);
-    const accepted = new Set(info.accepted.map((entry) => addressOf(entry)));
-    const reply = parseReply(info.response);
-    for (const address of chunk) if (accepted.has(address)) this.set(address, 'accepted', reply);
-    this.accepting ??= info.response;
-    return { again, reusable: true, reset: false };
-  }
-
-  private failed(
-    chunk: string[],
-    { error, stage }: Extract<TransactionResult, { ok: false }>,
-  ): { again: string[]; reusable: boolean; reset: boolean } {
-    const reply = replyOfError(error);
-    if (error.command === 'MAIL FROM' && reply.replyCode !== null) {
-      // The module's own sender refused means every message of the lane is refused: an outage, unless this send
-      // already delivered to some recipients (then the rest is simply deferred).
-      if (this.fromDefaultSender && this.results.size === 0) {
-        this.outage = reply;
-        for (const address of chunk) this.set(address, 'deferred', reply);
-        return { again: [], reusable: false, reset: false };
-      }
-      return this.whole(chunk, reply);
-    }
-    if (error.command === 'RCPT TO' && error.rejectedErrors) {
-      // Every recipient of the transaction refused at RCPT, each with a reply of its own.
-      const replies = new Map(error.rejectedErrors.map((refusal) => [recipientOf(refusal), replyOfError(refusal)]));
-      const again = this.recipientReplies(chunk, replies, false);
-      const deferred = chunk.some((address) => this.results.get(address)?.status === 'deferred');
-      return { again, reusable: !deferred, reset: true };
-    }
-    if (reply.replyCode !== null) return this.whole(chunk, reply);
-    // No reply: the connection failed, timed out or was cut at the deadline. Until the whole message was written
-    // the server cannot have taken it; after that it may have (RFC 1047).
-    for (const address of chunk) this.set(address, stage === 'written' ? 'unknown' : 'deferred', reply);
-    return { again: [], reusable: false, reset: false };
-  }
-
-  /** A reply to the whole transaction (MAIL FROM, DATA, or the final dot) covers each of its recipients. */
-  private whole(chunk: string[], reply: SmtpReply): { again: string[]; reusable: boolean; reset: boolean } {
-    const status = recipientStatusOf(reply);
-    if (asksToSlowDown(reply)) this.slowDown = true;
-    for (const address of chunk) this.set(address, status, reply, chunk.length === 1);
-    // A refusal leaves the session as good as it was; after a transient failure the retry gets a fresh one.
-    return { again: [], reusable: status === 'refused' && reply.replyCode !== 421, reset: true };
-  }
-
-  /** Records each recipient's RCPT reply; returns those to send again in another transaction (452 4.5.3). */
-  private recipientReplies(chunk: string[], replies: Map<string, SmtpReply>, someAccepted: boolean): string[] {
-    const again: string[] = [];
-    for (const address of chunk) {
-      const reply = replies.get(address);
-      if (!reply) continue;
-      // Only after the server took someone in this transaction: otherwise its limit is not the reason.
-      if (someAccepted && isTooManyRecipients(reply)) again.push(address);
-      else {
-        if (asksToSlowDown(reply)) this.slowDown = true;
-        this.set(address, recipientStatusOf(reply), reply, true);
-      }
-    }
-    return again;
-  }
-
-  private set(address: string, status: RecipientOutcome['status'], reply: SmtpReply, perRecipient = false): void {
-    this.results.set(address, { address, status, ...reply, perRecipient });
-  }
-}
-
-function recipientOf(error: SmtpError & { recipient?: string }): string {
-  return (error.recipient ?? '').toLowerCase();
-}
-
-function addressOf(entry: string | { address?: string }): string {
-  return (typeof entry === 'string' ? entry : (entry.address ?? '')).toLowerCase();
 }
 
 function everyRecipient(recipients: string[], status: RecipientOutcome['status'], reply: SmtpReply): SendOutcome {

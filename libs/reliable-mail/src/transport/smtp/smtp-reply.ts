@@ -42,7 +42,7 @@ export function enhancedStatusOf(reply: string | null | undefined): string | nul
 }
 
 /** The reply code at the start of a reply line. */
-export function replyCodeOf(reply: string): number | null {
+function replyCodeOf(reply: string): number | null {
   const code = Number(reply.trim().slice(0, 3));
   return Number.isInteger(code) && code >= 200 && code < 600 ? code : null;
 }

@@ -51,7 +51,7 @@ export type ResolvedSmtpOptions = SmtpTransportOptions &
  * Timeouts of one connection, each per step (nodemailer's socket timeout is per read): the dispatcher's
  * `sendTimeoutMs` bounds the whole send whatever they are.
  */
-export const DEFAULT_SMTP_OPTIONS = {
+const DEFAULT_SMTP_OPTIONS = {
   connectionTimeout: 30_000,
   greetingTimeout: 30_000,
   socketTimeout: 120_000,

@@ -1,0 +1,188 @@
+// The table printed at the end of a run.
+import { type ClaimResult } from '../claim.js';
+import { now, settings, type SystemName } from '../common.js';
+import type { CriticalResult, SystemResult } from './types.js';
+import { phases, runStartedAt } from './context.js';
+
+export function fmt(value: number | null | undefined, digits = 0): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return '-';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+export function ratio(a: number | null | undefined, b: number | null | undefined): string {
+  if (!a || !b) return '-';
+  return `${(a / b).toFixed(2)}x`;
+}
+
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column].length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]) : cell.padStart(widths[column])))
+      .join('  ');
+  return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function report(
+  results: SystemResult[],
+  critical: CriticalResult | undefined,
+  claim: ClaimResult | undefined,
+): string {
+  const lines: string[] = [];
+  lines.push(
+    `N=${settings.n} emails (~2 KB), concurrency ${settings.concurrency}, nodemailer pooled (16 connections) to a separate smtp-server sink; ` +
+      `enqueue 1/tx with ${settings.concurrency} producers, batches of ${settings.batchSize} with ${settings.batchProducers} producers`,
+    '',
+  );
+  lines.push(
+    table(
+      [
+        'system',
+        'enq 1/tx /s',
+        `enq x${settings.batchSize} /s`,
+        'drain /s',
+        'drain s',
+        'lost',
+        'dup',
+        'idle p50 ms',
+        'p95 ms',
+        'p99 ms',
+        'RSS ready MB',
+        'peak RSS MB',
+      ],
+      [
+        ...results,
+        ...results
+          .filter((r) => r.drainWithSuppressions)
+          .map((r) => ({
+            system: `${r.system} +${fmt(settings.suppressions)} suppressed` as SystemName,
+            drain: r.drainWithSuppressions,
+          })),
+      ].map((r: SystemResult) => [
+        r.system + (r.error ? ' (error)' : ''),
+        fmt(r.enqueueSingle?.perSecond) + (r.enqueueSingle?.timedOut ? '*' : ''),
+        fmt(r.enqueueBatched?.perSecond) + (r.enqueueBatched?.timedOut ? '*' : ''),
+        fmt(r.drain?.perSecond) + (r.drain?.timedOut ? '*' : ''),
+        fmt(r.drain?.seconds, 1),
+        fmt(r.drain?.lost),
+        fmt(r.drain?.duplicates),
+        fmt(r.idle?.p50, 1),
+        fmt(r.idle?.p95, 1),
+        fmt(r.idle?.p99, 1),
+        fmt(r.drain?.readyRssMb, 1),
+        fmt(r.drain?.peakRssMb, 1),
+      ]),
+    ),
+  );
+  lines.push('(* = the phase hit its time limit; figures cover what it did)', '');
+  const cpuRows = results.filter((r) => r.drain?.cpuMsPerEmail);
+  if (cpuRows.length > 0) {
+    lines.push('CPU time per email during the drain, ms (the machine has 2 cores shared by all of them):');
+    lines.push(
+      table(
+        ['system', 'worker process', 'PostgreSQL', 'sink', 'total'],
+        cpuRows.map((r) => {
+          const { worker, postgres, sink } = r.drain!.cpuMsPerEmail;
+          const total = [worker, postgres, sink].every((value) => value !== null) ? worker! + postgres! + sink! : null;
+          return [r.system, fmt(worker, 3), fmt(postgres, 3), fmt(sink, 3), fmt(total, 3)];
+        }),
+      ),
+    );
+    lines.push('');
+  }
+
+  const by = (system: SystemName) => results.find((r) => r.system === system && !r.error);
+  const rm = by('reliable-mail');
+  const ceiling = by('smtp-only');
+  const queues = [by('pg-boss'), by('graphile-worker')].filter((r): r is SystemResult => !!r);
+  const best = (
+    pick: (r: SystemResult) => number | null | undefined,
+    better: (a: number, b: number) => boolean,
+  ): { system: string; value: number } | null => {
+    let found: { system: string; value: number } | null = null;
+    for (const r of queues) {
+      const value = pick(r);
+      if (value === null || value === undefined) continue;
+      if (!found || better(value, found.value)) found = { system: r.system, value };
+    }
+    return found;
+  };
+  if (rm) {
+    const drainBest = best(
+      (r) => r.drain?.perSecond,
+      (a, b) => a > b,
+    );
+    const idleBest = best(
+      (r) => r.idle?.p50,
+      (a, b) => a < b,
+    );
+    const singleBest = best(
+      (r) => r.enqueueSingle?.perSecond,
+      (a, b) => a > b,
+    );
+    const batchBest = best(
+      (r) => r.enqueueBatched?.perSecond,
+      (a, b) => a > b,
+    );
+    lines.push('reliable-mail ratios:');
+    lines.push(`  drain vs smtp-only ceiling:        ${ratio(rm.drain?.perSecond, ceiling?.drain?.perSecond)}`);
+    lines.push(
+      `  drain vs faster queue (${drainBest?.system ?? '-'}):  ${ratio(rm.drain?.perSecond, drainBest?.value)}`,
+    );
+    lines.push(
+      `  idle p50 vs better queue (${idleBest?.system ?? '-'}): ${ratio(rm.idle?.p50, idleBest?.value)} (below 1 = lower latency)`,
+    );
+    lines.push(
+      `  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`,
+    );
+    lines.push(
+      `  enqueue x${settings.batchSize} vs faster queue (${batchBest?.system ?? '-'}): ${ratio(rm.enqueueBatched?.perSecond, batchBest?.value)}`,
+    );
+    lines.push('');
+  }
+  if (critical) {
+    if (critical.error) lines.push(`critical lane: error ${critical.error}`);
+    else {
+      lines.push(
+        `critical lane under a ${fmt(critical.bulk)}-email bulk backlog (bulk enqueued with enqueueMany at ${fmt(critical.bulkEnqueue.perSecond)}/s): ` +
+          `${critical.critical.arrived}/${critical.critical.sent} critical arrived${critical.timedOut ? ' (timed out)' : ''}, ` +
+          `p50 ${fmt(critical.critical.p50, 1)} ms, p95 ${fmt(critical.critical.p95, 1)} ms, max ${fmt(critical.critical.max, 1)} ms; ` +
+          `bulk still pending when the last critical arrived: ${fmt(critical.bulkPendingWhenLastCriticalArrived)} ` +
+          `(${fmt(critical.bulkSentBeforeLastCritical)} bulk sent by then)`,
+        `  critical latencies in ms, in enqueue order: ${critical.critical.series.map((v) => (v === null ? 'lost' : v.toFixed(0))).join(' ')}`,
+      );
+    }
+    lines.push('');
+  }
+  if (claim) {
+    const row = (m: ClaimResult['empty'][number]) =>
+      `${m.label === 'empty' ? 'empty outbox' : m.label === 'due' ? `0 sent + ${fmt(claim.dueRows)} due` : `${fmt(claim.sentRows)} sent + ${fmt(claim.dueRows)} due`}, limit ${m.limit}: ` +
+      `execution ${m.executionMs.toFixed(2)} ms (planning ${m.planningMs.toFixed(2)} ms, statement wall ${m.wallMs.toFixed(2)} ms, ` +
+      `${m.rowsClaimed} rows, buffers hit ${m.sharedHit} read ${m.sharedRead})`;
+    lines.push('claim statement (EXPLAIN ANALYZE, median of 5, rolled back):');
+    for (const m of [...claim.empty, ...claim.dueOnly, ...claim.loaded]) lines.push(`  ${row(m)}`);
+    for (const m of claim.withSuppressions)
+      lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
+    lines.push(
+      `  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`,
+    );
+    lines.push('');
+  }
+  for (const [label, drain] of [
+    ['the drain', rm?.drain],
+    [`the drain with ${fmt(settings.suppressions)} addresses on the suppression list`, rm?.drainWithSuppressions],
+  ] as const) {
+    const stats = drain?.workerStats as Record<string, unknown> | undefined;
+    if (!stats || !('claim' in stats)) continue;
+    lines.push(
+      `reliable-mail dispatcher during ${label} (timed wrappers around repository calls, in the worker process):`,
+    );
+    for (const key of ['claim', 'settle', 'deleteEvents', 'smtpSend'])
+      lines.push(`  ${key}: ${JSON.stringify(stats[key])}`);
+    lines.push('');
+  }
+  lines.push('phases:');
+  for (const p of phases) lines.push(`  ${p.phase.padEnd(60)} ${p.seconds.toFixed(1)} s`);
+  lines.push(`  total ${((now() - runStartedAt) / 1000).toFixed(1)} s`);
+  return lines.join('\n');
+}

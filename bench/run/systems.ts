@@ -1,0 +1,168 @@
+// Each system under test: smtp-only, the queues, and reliable-mail's critical lane under a bulk backlog.
+import { Child, now, queueMessageId, settings, sleep, type SystemName } from '../common.js';
+import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from '../producers.js';
+import type { CriticalResult, SystemResult } from './types.js';
+import { createDatabase, dropDatabase, limit, log, phase, tag } from './context.js';
+import { sinkStats } from './sink.js';
+import {
+  enqueueBatched,
+  enqueueSingle,
+  enqueueSpaced,
+  latencyFigure,
+  measureDrain,
+  measureIdle,
+  startWorker,
+} from './figures.js';
+
+export async function benchSmtpOnly(sink: Child, port: number): Promise<SystemResult> {
+  const result: SystemResult = { system: 'smtp-only' };
+  const { worker, rss } = await startWorker('smtp-only', '', port, settings.n);
+  try {
+    const expected = Array.from({ length: settings.n }, (_, index) => queueMessageId('smtp-only', 'drain', index));
+    result.drain = await phase('smtp-only: send N straight to the sink', () =>
+      measureDrain('smtp-only', sink, worker, rss, expected),
+    );
+    result.idle = await phase('smtp-only: idle latency', () =>
+      measureIdle(sink, async (index) => {
+        // No queue: measured from the call to sendMail (less the IPC hop) to the sink's acceptance.
+        const messageId = queueMessageId('smtp-only', 'idle', index);
+        const at = now();
+        await worker.request('send', { messageId, index });
+        return { messageId, at };
+      }),
+    );
+  } finally {
+    await worker.stop();
+  }
+  return result;
+}
+
+export function producerFor(system: SystemName, url: string, port: number): Producer {
+  if (system === 'reliable-mail') return new ReliableMailProducer(url, port);
+  if (system === 'pg-boss') return new PgBossProducer(url);
+  if (system === 'graphile-worker') return new GraphileWorkerProducer(url);
+  throw new Error(`no producer for ${system}`);
+}
+
+export const SHORT: Record<SystemName, string> = {
+  'smtp-only': 'smtp',
+  'reliable-mail': 'rm',
+  'pg-boss': 'boss',
+  'graphile-worker': 'gw',
+};
+
+export async function benchQueue(
+  system: SystemName,
+  sink: Child,
+  port: number,
+): Promise<{ result: SystemResult; critical?: CriticalResult }> {
+  const result: SystemResult = { system };
+  const dbName = `bench_${SHORT[system]}_${tag}`;
+  const url = await createDatabase(dbName);
+  const producer = producerFor(system, url, port);
+  let critical: CriticalResult | undefined;
+  try {
+    await phase(`${system}: setup (schema)`, () => producer.setup());
+    result.enqueueSingle = await phase(`${system}: enqueue N, one per transaction`, () =>
+      enqueueSingle(producer, settings.n, 'single'),
+    );
+    await producer.clear();
+    const batched = await phase(`${system}: enqueue N in batches of ${settings.batchSize}`, () =>
+      enqueueBatched(producer, settings.n, 'drain'),
+    );
+    result.enqueueBatched = batched.figure;
+
+    const { worker, rss } = await phase(`${system}: start the worker process`, () =>
+      startWorker(system, url, port, settings.n),
+    );
+    try {
+      result.drain = await phase(`${system}: drain N`, () => measureDrain(system, sink, worker, rss, batched.ids));
+      result.idle = await phase(`${system}: idle latency`, () =>
+        measureIdle(sink, (index) => producer.enqueueOne(index, 'idle')),
+      );
+    } finally {
+      await worker.stop();
+    }
+
+    if (producer instanceof ReliableMailProducer && settings.suppressions > 0) {
+      result.drainWithSuppressions = await phase(
+        `reliable-mail: drain N with ${settings.suppressions} addresses on the suppression list`,
+        async () => {
+          await producer.clear();
+          await producer.addSuppressions(settings.suppressions);
+          const again = await enqueueBatched(producer, settings.n, 'drain-suppressed');
+          const started = await startWorker(system, url, port, settings.n);
+          try {
+            return await measureDrain(system, sink, started.worker, started.rss, again.ids);
+          } finally {
+            await started.worker.stop();
+          }
+        },
+      );
+    }
+
+    if (system === 'reliable-mail' && !process.env.BENCH_SKIP_CRITICAL) {
+      critical = await phase('reliable-mail: critical lane under a bulk backlog', () =>
+        benchCritical(producer, sink, url, port),
+      );
+    }
+  } finally {
+    await producer.close().catch((error: unknown) => log(`  closing the ${system} producer failed: ${String(error)}`));
+    // pg's pool.end() resolves before its connections have closed on the server; let them go before the drop.
+    await sleep(500);
+    await dropDatabase(dbName);
+  }
+  return { result, critical };
+}
+
+export async function benchCritical(
+  producer: Producer,
+  sink: Child,
+  url: string,
+  port: number,
+): Promise<CriticalResult> {
+  await producer.clear();
+  const bulk = await enqueueBatched(producer, settings.bulk, 'bulk', 'bulk');
+  log(`  enqueued ${bulk.ids.length.toLocaleString('en-US')} bulk emails in ${bulk.figure.seconds.toFixed(1)} s`);
+  await sink.request('reset');
+  const { worker } = await startWorker('reliable-mail', url, port, settings.bulk);
+  try {
+    await worker.request('start', {}, 120_000);
+    const committedAt = await enqueueSpaced(settings.criticalEmails, settings.criticalSpacingMs, (index) =>
+      producer.enqueueOne(index, 'critical', 'critical'),
+    );
+    const criticalIds = [...committedAt.keys()];
+    const until = now() + limit(settings.criticalTimeoutMs);
+    let timedOut = false;
+    let accepted: Record<string, number> = {};
+    for (;;) {
+      accepted = (await sinkStats(sink, { ids: criticalIds })).perMessageId ?? {};
+      if (Object.keys(accepted).length >= criticalIds.length) break;
+      if (now() > until) {
+        timedOut = true;
+        break;
+      }
+      await sleep(50);
+    }
+    const pendingInDb = await producer.pending('bulk').catch(() => null);
+    const lastCritical = Object.values(accepted).length ? Math.max(...Object.values(accepted)) : null;
+    const all = (await sinkStats(sink, { withTimestamps: true })).perMessageId ?? {};
+    const criticalSet = new Set(criticalIds);
+    const bulkBefore =
+      lastCritical === null
+        ? null
+        : Object.entries(all).filter(([id, at]) => !criticalSet.has(id) && at <= lastCritical).length;
+    return {
+      bulk: bulk.ids.length,
+      bulkEnqueue: bulk.figure,
+      critical: latencyFigure(committedAt, accepted),
+      bulkSentBeforeLastCritical: bulkBefore,
+      bulkPendingWhenLastCriticalArrived: bulkBefore === null ? null : bulk.ids.length - bulkBefore,
+      bulkPendingInDbAfterLastCritical: pendingInDb,
+      timedOut,
+    };
+  } finally {
+    // The bulk backlog is left unsent: stopping waits only for the sends in flight.
+    await worker.stop(40_000);
+  }
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import { LaneThrottle } from './lane-throttle.js';
+
+const t0 = 1_000_000;
+
+describe('LaneThrottle: a rate limit', () => {
+  it.each([
+    { name: 'no limit grants all', rate: null, wanted: 50, expected: 50 },
+    { name: 'a full bucket grants one second worth', rate: 10, wanted: 50, expected: 10 },
+    { name: 'fewer wanted than the bucket holds', rate: 10, wanted: 3, expected: 3 },
+    { name: 'a rate below one still grants one after a second', rate: 0.5, wanted: 5, expected: 0 },
+  ])('$name', ({ rate, wanted, expected }) => {
+    expect(new LaneThrottle(rate, t0).take(wanted, t0)).toBe(expected);
+  });
+
+  it('refills at the rate, never past one second worth, and takes back what a claim did not use', () => {
+    const throttle = new LaneThrottle(10, t0);
+    expect(throttle.take(10, t0)).toBe(10);
+    expect(throttle.take(1, t0)).toBe(0);
+    expect(throttle.waitMs(t0)).toBe(100);
+    expect(throttle.take(10, t0 + 500)).toBe(5);
+    throttle.giveBack(2);
+    expect(throttle.take(10, t0 + 500)).toBe(2);
+    expect(throttle.take(50, t0 + 60_000)).toBe(10);
+  });
+});
+
+describe('LaneThrottle: back-pressure', () => {
+  it('a slow-down pauses the lane for 1 s, then it probes with one send at a time until one goes through', () => {
+    const throttle = new LaneThrottle(null, t0);
+    throttle.record('slow-down', t0);
+    expect(throttle.isPaused(t0 + 999)).toBe(true);
+    expect(throttle.take(8, t0 + 999)).toBe(0);
+    expect(throttle.waitMs(t0 + 400)).toBe(600);
+    expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 1_000), reason: 'slow-down', repeats: 1 });
+    expect(throttle.take(8, t0 + 1_000)).toBe(1);
+    throttle.record('ok', t0 + 1_100);
+    expect(throttle.pausedFor).toBeNull();
+    expect(throttle.take(8, t0 + 1_100)).toBe(8);
+  });
+
+  it('each pause without a send in between doubles, up to a minute', () => {
+    const throttle = new LaneThrottle(null, t0);
+    const lengths: number[] = [];
+    let now = t0;
+    for (let pause = 0; pause < 9; pause++) {
+      throttle.record('outage', now);
+      const { until } = throttle.pausedFor!;
+      lengths.push(until.getTime() - now);
+      now = until.getTime();
+    }
+    expect(lengths).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000]);
+  });
+
+  it('sends already under way when the lane paused do not lengthen the pause', () => {
+    const throttle = new LaneThrottle(null, t0);
+    throttle.record('outage', t0);
+    throttle.record('outage', t0 + 10);
+    throttle.record('slow-down', t0 + 20);
+    expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 1_000), reason: 'outage', repeats: 1 });
+  });
+
+  it('connection failures pause the lane only the third time in a row, and a send that goes through resets them', () => {
+    const throttle = new LaneThrottle(null, t0);
+    throttle.record('connection-failure', t0);
+    throttle.record('connection-failure', t0);
+    throttle.record('ok', t0);
+    throttle.record('connection-failure', t0);
+    throttle.record('connection-failure', t0);
+    expect(throttle.isPaused(t0)).toBe(false);
+    throttle.record('connection-failure', t0);
+    expect(throttle.pausedFor).toMatchObject({ reason: 'connection-failure', repeats: 1 });
+  });
+});

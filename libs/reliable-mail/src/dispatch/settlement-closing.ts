@@ -1,0 +1,151 @@
+import type { EmailFailedEvent, FailureCause } from '../events/email-failed.event.js';
+import type { EmailSentEvent } from '../events/email-sent.event.js';
+import type { RejectedRecipient } from '../outbox/mail.types.js';
+import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
+import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
+
+// The settlements that close a row, and the events that report them: what `settlementFor` decides and a claim's
+// skip both end in.
+
+/** The events as stored: the event id is the recorded row's, added when it is emitted. */
+type SentEventPayload = Omit<EmailSentEvent, 'eventId'>;
+type FailedEventPayload = Omit<EmailFailedEvent, 'eventId'>;
+
+export interface Closing {
+  status: Exclude<Settlement['status'], 'pending'>;
+  cause: FailureCause;
+  outcome: Settlement['outcome'];
+  reason: string;
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  attemptRecipients: RecipientOutcome[] | null;
+  accepted: string[];
+  rejected: RejectedRecipient[];
+  bounced: Settlement['bounced'];
+  reply: string | null;
+  providerMessageId: string | null;
+  outcomeUnknown?: boolean;
+  /** The attempt is not counted (an outage). */
+  refund?: boolean;
+}
+
+/** A final settlement: `sent` with its event, or a failure with the event saying why. */
+export function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing): Settlement {
+  const refundAttempt = closing.refund ? 1 : 0;
+  const rejected = [
+    ...closing.rejected,
+    ...row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
+  ];
+  const settlement = {
+    ...base(row, durationMs),
+    replyCode: closing.replyCode,
+    enhancedStatus: closing.enhancedStatus,
+    reply: closing.reply,
+    providerMessageId: closing.providerMessageId,
+    attemptRecipients: closing.attemptRecipients,
+    bounced: closing.bounced,
+    status: closing.status,
+    refundAttempt,
+    nextAttemptAt: null,
+    outcome: closing.outcome,
+    acceptedRecipients: closing.accepted,
+    rejectedRecipients: rejected.length > 0 ? rejected : null,
+  } as const;
+  const attempt = row.attempts - refundAttempt;
+  if (closing.status === 'sent') {
+    const event: SentEventPayload = {
+      id: row.id,
+      messageId: row.messageId,
+      idempotencyKey: row.idempotencyKey,
+      accepted: closing.accepted,
+      rejected,
+      attempt,
+      reply: closing.reply ?? '',
+      providerMessageId: closing.providerMessageId,
+      sentAt: now,
+      metadata: row.metadata,
+    };
+    return { ...settlement, lastError: null, sentAt: now, eventName: EMAIL_SENT_EVENT, eventPayload: event };
+  }
+  return {
+    ...settlement,
+    lastError: closing.reason,
+    sentAt: null,
+    eventName: EMAIL_FAILED_EVENT,
+    eventPayload: failedEvent(
+      { ...row, attempts: attempt },
+      {
+        status: closing.status,
+        cause: closing.cause,
+        reason: closing.reason,
+        replyCode: closing.replyCode,
+        enhancedStatus: closing.enhancedStatus,
+        accepted: closing.accepted,
+        deferred: [],
+        nextAttemptAt: null,
+        outcomeUnknown: closing.outcomeUnknown ?? false,
+      },
+    ),
+  };
+}
+
+export function base(row: ClaimedRow, durationMs: number) {
+  return { id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, durationMs };
+}
+
+export type FailedEventFacts = Pick<
+  EmailFailedEvent,
+  | 'status'
+  | 'cause'
+  | 'reason'
+  | 'replyCode'
+  | 'enhancedStatus'
+  | 'accepted'
+  | 'deferred'
+  | 'nextAttemptAt'
+  | 'outcomeUnknown'
+>;
+
+export function failedEvent(row: ClaimedRow, facts: FailedEventFacts): FailedEventPayload {
+  return {
+    id: row.id,
+    messageId: row.messageId,
+    idempotencyKey: row.idempotencyKey,
+    attempt: row.attempts,
+    ...facts,
+    permanent: facts.cause === 'refused',
+    deadLettered: facts.status === 'dead',
+    metadata: row.metadata,
+  };
+}
+
+const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, { cause: FailureCause; reason: string }> = {
+  cancelled: { cause: 'cancelled', reason: 'cancelled while it was being sent' },
+  expired: { cause: 'expired', reason: 'expired before it could be sent' },
+  suppressed: { cause: 'suppressed', reason: 'every recipient is on the suppression list' },
+  dead: {
+    cause: 'crashes',
+    reason: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
+  },
+};
+
+/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
+export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
+  const { cause, reason } = SKIP_REASONS[row.skipReason];
+  return closed(row, new Date(), 0, {
+    status: row.skipReason,
+    cause,
+    outcome: 'permanent',
+    reason,
+    replyCode: null,
+    enhancedStatus: null,
+    attemptRecipients: null,
+    accepted: row.acceptedRecipients,
+    rejected: row.rejectedRecipients,
+    bounced: [],
+    reply: null,
+    providerMessageId: null,
+    refund: true,
+  });
+}

@@ -1,0 +1,37 @@
+import { InvalidOptionsError } from '../errors.js';
+import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
+import type { RetryOptions } from './reliable-mail-options.interface.js';
+import { requirePositiveInteger } from './require.js';
+
+/** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
+const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
+  baseDelayMs: 5_000,
+  maxDelayMs: 3_600_000,
+  maxAgeMs: 86_400_000,
+};
+
+/**
+ * The retry policy. The attempts must last as long as `maxAgeMs` at their shortest delays: otherwise an outage
+ * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
+ */
+export function resolveRetry(options: RetryOptions = {}): RetryPolicy {
+  const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
+  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const)
+    requirePositiveInteger(`retry.${key}`, delays[key]);
+  if (delays.maxDelayMs < delays.baseDelayMs) {
+    throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);
+  }
+  const needed = attemptsToSpan(delays);
+  if (options.maxAttempts === undefined) return { ...delays, maxAttempts: needed };
+  const maxAttempts = requirePositiveInteger('retry.maxAttempts', options.maxAttempts);
+  const span = guaranteedSpanMs(maxAttempts, delays);
+  if (span < delays.maxAgeMs) {
+    throw new InvalidOptionsError(
+      'retry.maxAttempts',
+      `${maxAttempts} attempts, waiting from ${delays.baseDelayMs} ms doubling up to ${delays.maxDelayMs} ms, may all be spent ` +
+        `in ${span} ms, before retry.maxAgeMs (${delays.maxAgeMs} ms): a shorter outage could dead-letter mail. ` +
+        `Allow at least ${needed} attempts (the default), or lower retry.maxAgeMs`,
+    );
+  }
+  return { ...delays, maxAttempts };
+}
