@@ -89,9 +89,9 @@ export { EmailDeliveredEvent } from './events/email-delivered.event.js';
 export { MailFeedbackService, type FeedbackIngestResult } from './feedback/mail-feedback.service.js';
 export { ReliableMailWebhooksModule } from './feedback/webhooks/reliable-mail-webhooks.module.js';
 export type { ReliableMailWebhooksOptions, WebhookSourcesOptions } from './feedback/webhooks/webhooks-options.js';
-export type { SesWebhookOptions } from './feedback/sources/ses-sns.js';
-export type { ResendWebhookOptions } from './feedback/sources/resend.js';
-export type { PostmarkWebhookOptions } from './feedback/sources/postmark.js';
+export type { SesWebhookOptions } from './feedback/sources/ses-webhook-source.js';
+export type { ResendWebhookOptions } from './feedback/sources/resend-webhook-source.js';
+export type { PostmarkWebhookOptions } from './feedback/sources/postmark-webhook-source.js';
 export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
 // Templates, rendered at send time

@@ -14,7 +14,7 @@ import {
 } from '../reliable-mail.constants.js';
 import type { FeedbackItem, FeedbackReport } from './feedback-report.js';
 import { type FeedbackInput, recordFeedback } from './sql/record-feedback.js';
-import { dsnReport } from './sources/dsn.js';
+import { dsnReport } from './sources/dsn-report.js';
 import type { WebhookHeaders, WebhookSource } from './sources/webhook-source.js';
 
 /** What one webhook request or DSN came to. */

@@ -1,8 +1,8 @@
 import { ConfigurableModuleBuilder, Inject, Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { MailFeedbackService } from '../mail-feedback.service.js';
-import { postmarkWebhookSource } from '../sources/postmark.js';
-import { resendWebhookSource } from '../sources/resend.js';
-import { sesWebhookSource } from '../sources/ses-sns.js';
+import { postmarkWebhookSource } from '../sources/postmark-webhook-source.js';
+import { resendWebhookSource } from '../sources/resend-webhook-source.js';
+import { sesWebhookSource } from '../sources/ses-webhook-source.js';
 import { mailWebhooksControllerAt, WEBHOOKS_OPTIONS } from './mail-webhooks.controller.js';
 import {
   type ReliableMailWebhooksOptions,

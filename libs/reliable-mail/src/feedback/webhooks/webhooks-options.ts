@@ -1,7 +1,7 @@
 import { InvalidOptionsError } from '../../errors.js';
-import type { PostmarkWebhookOptions } from '../sources/postmark.js';
-import type { ResendWebhookOptions } from '../sources/resend.js';
-import type { SesWebhookOptions } from '../sources/ses-sns.js';
+import type { PostmarkWebhookOptions } from '../sources/postmark-webhook-source.js';
+import type { ResendWebhookOptions } from '../sources/resend-webhook-source.js';
+import type { SesWebhookOptions } from '../sources/ses-webhook-source.js';
 
 /** The providers whose webhooks `ReliableMailWebhooksModule` takes, each at `POST <path>/<name>`. */
 export interface WebhookSourcesOptions {

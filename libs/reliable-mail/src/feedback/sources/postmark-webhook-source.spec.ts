@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { FeedbackPayloadError } from '../../errors.js';
-import { postmarkFeedbackOf } from './postmark.js';
+import { postmarkFeedbackOf } from './postmark-webhook-source.js';
 
 const at = '2026-12-03T10:00:00Z';
 const bounce = (type: string, recordType = 'Bounce') => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { FeedbackPayloadError } from '../../errors.js';
-import { resendFeedbackOf } from './resend.js';
+import { resendFeedbackOf } from './resend-webhook-source.js';
 
 const at = '2026-12-03T10:00:00.000Z';
 const event = (type: string, data: Record<string, unknown> = {}) => ({
