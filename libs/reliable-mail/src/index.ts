@@ -33,12 +33,9 @@ export {
 export { MailOutboxService, type BatchMail, type EnqueueManyOptions } from './outbox/mail-outbox.service.js';
 export type {
   AttemptOutcome,
-  BounceType,
   ContentMail,
   EnqueueOptions,
   EnqueueResult,
-  FeedbackKind,
-  FeedbackSource,
   InlineAttachment,
   JsonValue,
   MailAddressInput,
@@ -47,7 +44,6 @@ export type {
   MailPayloadV1,
   MailPayloadV2,
   OutboxAttempt,
-  OutboxFeedback,
   OutboxRow,
   OutboxRowWithAttempts,
   OutboxStatus,
@@ -58,6 +54,7 @@ export type {
   StoredTemplate,
   TemplateMail,
 } from './outbox/mail.types.js';
+export type { BounceType, FeedbackKind, FeedbackSource, OutboxFeedback } from './outbox/feedback.types.js';
 
 // The schema, for the app's MikroORM configuration
 export {

@@ -1,4 +1,4 @@
-import type { BounceType } from '../outbox/mail.types.js';
+import type { BounceType } from '../outbox/feedback.types.js';
 import { MailFeedbackEvent } from './mail-feedback.event.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { FeedbackSource } from '../outbox/mail.types.js';
+import type { FeedbackSource } from '../outbox/feedback.types.js';
 
 /**
  * What every delivery feedback event carries: the row it is about, the recipient, and what the provider (or the

@@ -1,5 +1,5 @@
 import { FeedbackPayloadError } from '../errors.js';
-import type { BounceType, FeedbackKind } from '../outbox/mail.types.js';
+import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
 
 // What every source's parser makes of a report, and the helpers they share to read it.
 

@@ -4,7 +4,7 @@ import { UnknownFeedbackSourceError } from '../errors.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
-import type { FeedbackKind, FeedbackSource } from '../outbox/mail.types.js';
+import type { FeedbackKind, FeedbackSource } from '../outbox/feedback.types.js';
 import { uuidv7 } from '../outbox/uuid-v7.js';
 import {
   EMAIL_BOUNCED_EVENT,

@@ -3,14 +3,8 @@ import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-o
 import { OUTBOX_SCHEMA_V2 } from '../migrations/Migration20261201000000_recipient-state.js';
 import { OUTBOX_SCHEMA_V3 } from '../migrations/Migration20261203000000_feedback.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
-import type {
-  AttemptOutcome,
-  BounceType,
-  FeedbackKind,
-  MailPayload,
-  OutboxStatus,
-  RejectedRecipient,
-} from './mail.types.js';
+import type { BounceType, FeedbackKind } from './feedback.types.js';
+import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
 import type { Suppression } from './operations.types.js';
 
 const { indexes, checks } = OUTBOX_SCHEMA_V1;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { FeedbackSignatureError } from '../../errors.js';
-import type { BounceType } from '../../outbox/mail.types.js';
+import type { BounceType } from '../../outbox/feedback.types.js';
 import {
   dateAt,
   type FeedbackItem,

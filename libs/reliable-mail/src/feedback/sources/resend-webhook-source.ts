@@ -1,5 +1,5 @@
 import { FeedbackSignatureError } from '../../errors.js';
-import type { FeedbackKind } from '../../outbox/mail.types.js';
+import type { FeedbackKind } from '../../outbox/feedback.types.js';
 import {
   arrayAt,
   dateAt,

@@ -1,5 +1,5 @@
 import { FeedbackPayloadError } from '../../errors.js';
-import type { BounceType } from '../../outbox/mail.types.js';
+import type { BounceType } from '../../outbox/feedback.types.js';
 import {
   arrayAt,
   dateAt,

@@ -1,7 +1,7 @@
 import { jsonWithoutNul } from '../../database/json-parameter.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
-import type { BounceType, FeedbackKind } from '../../outbox/mail.types.js';
+import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
 
 /** One recipient's feedback as the statement takes it. */
 export interface FeedbackInput {

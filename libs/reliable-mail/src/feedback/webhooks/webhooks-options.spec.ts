@@ -14,9 +14,15 @@ describe('resolveWebhooksOptions', () => {
     expect(resolveWebhooksOptions({ sources })).toEqual({ sources, maxBodyBytes: 1_048_576 });
   });
 
+  it('leaves out a source given as undefined (a factory without its secret)', () => {
+    const sources = { resend: { secret: 'whsec_abc' }, postmark: undefined };
+    expect(resolveWebhooksOptions({ sources }).sources).toEqual({ resend: { secret: 'whsec_abc' } });
+  });
+
   it.each<[string, unknown, string]>([
     ['no sources', {}, 'sources'],
     ['an empty sources object', { sources: {} }, 'sources'],
+    ['only undefined sources', { sources: { ses: undefined } }, 'sources'],
     ['dsn as a webhook source', { sources: { dsn: {} } }, 'sources.dsn'],
     ['ses without topics', { sources: { ses: { topicArns: [] } } }, 'sources.ses.topicArns'],
     [

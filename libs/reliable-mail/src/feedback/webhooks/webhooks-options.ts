@@ -45,8 +45,12 @@ function requireText(option: string, value: unknown): void {
 
 /** Checks the options at start-up, naming the one it refuses. */
 export function resolveWebhooksOptions(options: ReliableMailWebhooksOptions): ResolvedWebhooksOptions {
-  const { sources, maxBodyBytes = 1_048_576 } = options ?? {};
-  if (!sources || typeof sources !== 'object' || Object.keys(sources).length === 0) {
+  const { sources: given, maxBodyBytes = 1_048_576 } = options ?? {};
+  // A factory may leave a source it has no secret for as undefined: that source is simply not configured.
+  const sources: WebhookSourcesOptions = Object.fromEntries(
+    Object.entries(given && typeof given === 'object' ? given : {}).filter(([, source]) => source !== undefined),
+  );
+  if (Object.keys(sources).length === 0) {
     throw invalid('sources', `must configure at least one of ${SOURCE_NAMES.join(', ')}`);
   }
   for (const name of Object.keys(sources)) {

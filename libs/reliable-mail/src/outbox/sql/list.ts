@@ -1,4 +1,5 @@
-import type { AttemptOutcome, OutboxAttempt, OutboxFeedback, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
+import type { OutboxFeedback } from '../feedback.types.js';
+import type { AttemptOutcome, OutboxAttempt, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
 import { type SqlClient } from '../../database/sql-client.js';
