@@ -56,7 +56,12 @@ describe('SMTP semantics', () => {
     await waitFor('the sent event', () => app.events.sent.length === 1);
     expect(bed.smtp.received.map((message) => message.messageId)).toEqual([messageId]);
     expect(bed.smtp.received[0].sessionId).not.toBe(sickSession);
-    expect((await outbox.get(id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'sent']);
+    const attempts = (await outbox.get(id)).attemptLog;
+    expect(attempts.map((attempt) => attempt.outcome)).toEqual(['transient', 'sent']);
+    // When the 250 came: on the attempt that got it, and in the event.
+    expect(attempts.map((attempt) => attempt.providerAcceptedAt)).toEqual([null, expect.any(Date)]);
+    expect(attempts[1].providerAcceptedAt!.getTime()).toBeGreaterThanOrEqual(attempts[1].startedAt.getTime());
+    expect(app.events.sent[0].providerAcceptedAt).toEqual(attempts[1].providerAcceptedAt);
   });
 
   it('3 recipients, one greylisted at RCPT on its first try: each gets exactly one copy, all with the same Message-ID', async () => {

@@ -1,12 +1,16 @@
-import type { ReliableMailOptions } from '@reliable-mail/nestjs';
+import type { ReliableMailOptions, TransportOption } from '@reliable-mail/nestjs';
 import { orderConfirmationTemplate } from './orders/order-confirmation.template.js';
 
 /** Everything the demo app needs from outside; `createDemoApp` takes it. */
 export interface DemoAppOptions {
   /** PostgreSQL URL of the shop's database (`postgres://user:pass@host:port/db`). */
   databaseUrl: string;
-  /** SMTP URL mail is sent through (`smtp://host:port`, `smtps://user:pass@host`). */
-  smtpUrl: string;
+  /** SMTP URL mail is sent through (`smtp://host:port`, `smtps://user:pass@host`), unless `transport` is given. */
+  smtpUrl?: string;
+  /** A provider transport to send through instead of SMTP (see mail-transport.env.ts). */
+  transport?: TransportOption;
+  /** The shop's sender; a provider sends only from a domain or address verified with it. */
+  from?: string;
   /** The port the app will listen on; used for the links in mails. Default 3000. */
   port?: number;
   /** Overrides of the reliable-mail options the demo uses (tests: short polls and retries). */
@@ -15,7 +19,6 @@ export interface DemoAppOptions {
 
 export interface DemoConfig {
   databaseUrl: string;
-  smtpUrl: string;
   port: number;
   /** Where the shop is reached, for links in mails. */
   baseUrl: string;
@@ -28,14 +31,15 @@ export const DEFAULT_PORT = 3000;
 
 export function resolveDemoConfig(options: DemoAppOptions): DemoConfig {
   const port = options.port ?? DEFAULT_PORT;
+  const transport = options.transport ?? options.smtpUrl;
+  if (transport === undefined) throw new Error('the demo needs an smtpUrl or a transport');
   return {
     databaseUrl: options.databaseUrl,
-    smtpUrl: options.smtpUrl,
     port,
     baseUrl: `http://localhost:${port}`,
     mail: {
-      transport: options.smtpUrl,
-      from: 'Demo Shop <shop@example.com>',
+      transport,
+      from: options.from ?? 'Demo Shop <shop@example.com>',
       messageIdDomain: 'shop.example.com',
       templates: [orderConfirmationTemplate],
       ...options.mail,

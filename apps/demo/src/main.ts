@@ -5,10 +5,12 @@ import { createDemoApp } from './app.module.js';
 import { DEFAULT_PORT } from './demo.config.js';
 import { startCaptureSmtp } from './infra/capture-smtp.js';
 import { startEmbeddedPostgres } from './infra/embedded-postgres.js';
+import { providerFromEnv } from './mail-transport.env.js';
 
 // `npm start` from the repository root. With DATABASE_URL / SMTP_URL unset it brings its own PostgreSQL
 // (embedded-postgres, data in .data/demo-postgres, or as root under the system temp dir) and a capture SMTP server
-// (mails in .data/demo-mail/).
+// (mails in .data/demo-mail/). MAIL_TRANSPORT=ses|postmark|resend sends through that provider instead (see
+// mail-transport.env.ts for its variables).
 
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DATA_DIR = `${REPO_ROOT}.data`;
@@ -52,7 +54,7 @@ async function closeAll(resources: Resource[]): Promise<void> {
   resources.length = 0;
 }
 
-function printUsage(baseUrl: string, database: string, smtp: string): void {
+function printUsage(baseUrl: string, database: string, mail: string): void {
   const post = (path: string, body: string) =>
     `curl -s -XPOST ${baseUrl}${path} -H 'content-type: application/json' -d '${body}'`;
   console.log(
@@ -60,7 +62,7 @@ function printUsage(baseUrl: string, database: string, smtp: string): void {
       '',
       `Demo shop is listening on ${baseUrl}`,
       `  database: ${database}`,
-      `  smtp:     ${smtp}`,
+      `  mail:     ${mail}`,
       '',
       'Try:',
       `  ${post('/orders', '{"email":"ann@example.com","items":[{"sku":"mug","qty":2,"price":12.5}]}')}`,
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
   let phase = 'reading the environment';
   try {
     const port = parsePort(process.env.PORT, DEFAULT_PORT);
+    const provider = providerFromEnv(process.env);
 
     let databaseUrl = process.env.DATABASE_URL;
     let databaseNote: string;
@@ -132,15 +135,17 @@ async function main(): Promise<void> {
     if (shuttingDown) return;
 
     let smtpUrl = process.env.SMTP_URL;
-    let smtpNote: string;
-    if (smtpUrl) {
-      smtpNote = `${redact(smtpUrl)} (SMTP_URL)`;
+    let mailNote: string;
+    if (provider) {
+      mailNote = provider.description;
+    } else if (smtpUrl) {
+      mailNote = `${redact(smtpUrl)} (SMTP_URL)`;
     } else {
       phase = 'starting the capture SMTP server';
       const smtp = await startCaptureSmtp({ mailDir: `${DATA_DIR}/demo-mail`, preferredPort: CAPTURE_SMTP_PORT });
       resources.push({ name: 'capture SMTP server', close: () => smtp.close() });
       smtpUrl = smtp.url;
-      smtpNote = `${smtp.url} (capture server: every mail is written to .data/demo-mail/ as an .eml file)`;
+      mailNote = `${smtp.url} (capture server: every mail is written to .data/demo-mail/ as an .eml file)`;
     }
     if (shuttingDown) return;
 
@@ -149,7 +154,14 @@ async function main(): Promise<void> {
       ? ['fatal', 'error', 'warn', 'log', 'debug', 'verbose']
       : ['fatal', 'error', 'warn', 'log'];
     phase = `building the app and migrating the database ${redact(databaseUrl)}`;
-    app = await createDemoApp({ databaseUrl, smtpUrl, port, logger: logLevels });
+    app = await createDemoApp({
+      databaseUrl,
+      smtpUrl,
+      transport: provider?.transport,
+      from: process.env.MAIL_FROM || undefined,
+      port,
+      logger: logLevels,
+    });
     app.enableShutdownHooks(['SIGINT', 'SIGTERM']);
     phase = `listening on port ${port}`;
     try {
@@ -162,7 +174,7 @@ async function main(): Promise<void> {
       }
       throw error;
     }
-    printUsage(`http://localhost:${port}`, databaseNote, smtpNote);
+    printUsage(`http://localhost:${port}`, databaseNote, mailNote);
   } catch (error) {
     if (shuttingDown) return;
     shuttingDown = true;

@@ -75,3 +75,16 @@ export class UnknownFeedbackSourceError extends ReliableMailError {
     super(`No feedback source "${source}" is configured`);
   }
 }
+
+/**
+ * An optional peer dependency is not installed in the app, though something configured needs it: a provider
+ * transport's SDK, a webhook source's verifier, mailparser for DSNs. `usedBy` names what needs it.
+ */
+export class MissingPeerDependencyError extends ReliableMailError {
+  constructor(
+    readonly packageName: string,
+    readonly usedBy: string,
+  ) {
+    super(`${usedBy} needs the package ${packageName}: npm install ${packageName}`);
+  }
+}

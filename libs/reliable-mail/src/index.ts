@@ -12,6 +12,7 @@ export type {
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
+  TransportOption,
   VerpOptions,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
@@ -21,6 +22,7 @@ export {
   IdempotencyConflictError,
   InvalidOptionsError,
   MailValidationError,
+  MissingPeerDependencyError,
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
@@ -115,7 +117,7 @@ export type { OutboxFilter, OutboxStats, Suppression } from './outbox/operations
 export { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 export { OutboxRetention } from './retention/outbox-retention.js';
 
-// Transports
+// Transports: the interface another one implements, and the providers' (each needs its SDK installed)
 export type {
   MailAddress,
   MailTransport,
@@ -125,4 +127,8 @@ export type {
   RecipientStatus,
   RenderedMail,
   SendOutcome,
+  TransportContext,
 } from './transport/mail-transport.interface.js';
+export { SesMailTransport, type SesTransportOptions } from './transport/ses/ses-mail.transport.js';
+export { PostmarkMailTransport, type PostmarkTransportOptions } from './transport/postmark/postmark-mail.transport.js';
+export { ResendMailTransport, type ResendTransportOptions } from './transport/resend/resend-mail.transport.js';

@@ -17,17 +17,29 @@ export const optionsProvider: Provider = {
 };
 
 /**
- * One transport per lane, with connections of its own as many as its concurrency: a bulk lane's backlog never
- * waits in front of a login code for a connection.
+ * Each lane's transport. An SMTP lane gets one of its own, with connections as many as its concurrency: a bulk
+ * lane's backlog never waits in front of a login code for a connection. A transport object serves every lane it
+ * is given to, and is opened once (a provider loads its SDK then: a missing one stops the start).
  */
 export const transportsProvider: Provider = {
   provide: MAIL_TRANSPORTS,
   inject: [RELIABLE_MAIL_OPTIONS],
-  useFactory: (options: ResolvedReliableMailOptions): Map<string, MailTransport> => {
+  useFactory: async (options: ResolvedReliableMailOptions): Promise<Map<string, MailTransport>> => {
     const defaultSender = normalizeAddress('from', options.from);
-    return new Map(
-      options.lanes.map((lane) => [lane.name, new SmtpMailTransport(lane.transport, lane.concurrency, defaultSender)]),
+    const transports = new Map<string, MailTransport>(
+      options.lanes.map(({ name, transport, concurrency }) => [
+        name,
+        transport.kind === 'smtp'
+          ? new SmtpMailTransport(transport.options, concurrency, defaultSender)
+          : transport.transport,
+      ]),
     );
+    await Promise.all(
+      [...new Set(transports.values())].map(async (transport) => {
+        await transport.open?.({ defaultSender });
+      }),
+    );
+    return transports;
   },
 };
 

@@ -25,6 +25,9 @@ export interface Closing {
   bounced: Settlement['bounced'];
   reply: string | null;
   providerMessageId: string | null;
+  providerRequestId?: string | null;
+  providerAcceptedAt?: Date | null;
+  deduplicatedByKey?: boolean;
   outcomeUnknown?: boolean;
   /** The attempt is not counted (an outage). */
   refund?: boolean;
@@ -43,6 +46,9 @@ export function closed(row: ClaimedRow, now: Date, durationMs: number, closing: 
     enhancedStatus: closing.enhancedStatus,
     reply: closing.reply,
     providerMessageId: closing.providerMessageId,
+    providerRequestId: closing.providerRequestId ?? null,
+    providerAcceptedAt: closing.providerAcceptedAt ?? null,
+    deduplicatedByKey: closing.deduplicatedByKey ?? false,
     attemptRecipients: closing.attemptRecipients,
     bounced: closing.bounced,
     status: closing.status,
@@ -63,6 +69,8 @@ export function closed(row: ClaimedRow, now: Date, durationMs: number, closing: 
       attempt,
       reply: closing.reply ?? '',
       providerMessageId: closing.providerMessageId,
+      providerRequestId: closing.providerRequestId ?? null,
+      providerAcceptedAt: closing.providerAcceptedAt ?? null,
       sentAt: now,
       metadata: row.metadata,
     };

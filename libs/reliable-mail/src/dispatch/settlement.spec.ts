@@ -56,7 +56,10 @@ function recipient(
   const enhancedStatus = reply === null ? null : (/^\d{3} (\d\.\d+\.\d+)/.exec(reply)?.[1] ?? null);
   return { address, status, replyCode, enhancedStatus, reply, perRecipient };
 }
-function attempted(recipients: RecipientOutcome[], reply: string | null = null): SendOutcome {
+function attempted(
+  recipients: RecipientOutcome[],
+  reply: string | null = null,
+): Extract<SendOutcome, { kind: 'attempted' }> {
   return { kind: 'attempted', recipients, reply, providerMessageId: reply === ok ? '4BZ1x2' : null, slowDown: false };
 }
 const settle = (row: ClaimedRow, result: AttemptResult, outageEndsAt = now) =>
@@ -104,9 +107,12 @@ describe('settlementFor an attempt', () => {
       enhancedStatus: '2.0.0',
       reply: ok,
       providerMessageId: '4BZ1x2',
+      providerRequestId: null,
+      providerAcceptedAt: null,
+      deduplicatedByKey: false,
       acceptedRecipients: ['ann@example.com', 'bob@example.com'],
       rejectedRecipients: null,
-      attemptRecipients: (result as Extract<SendOutcome, { kind: 'attempted' }>).recipients,
+      attemptRecipients: result.recipients,
       sentAt: now,
       outcome: 'sent',
       bounced: [],
@@ -120,6 +126,8 @@ describe('settlementFor an attempt', () => {
         attempt: 1,
         reply: ok,
         providerMessageId: '4BZ1x2',
+        providerRequestId: null,
+        providerAcceptedAt: null,
         sentAt: now,
         metadata: { source: 'unit' },
       },
@@ -359,6 +367,69 @@ describe('skipSettlement', () => {
       attempt: 1,
       permanent: false,
       deadLettered: skipReason === 'dead',
+    });
+  });
+});
+
+describe("a provider's request id, accept time and deduplication", () => {
+  const acceptedAt = at(-5);
+  const provider = { providerRequestId: 'req-7', acceptedAt, deduplicatedByKey: true };
+
+  it('are recorded with a sent row and carried in its EmailSentEvent', () => {
+    const result: SendOutcome = {
+      ...attempted(
+        [
+          recipient('ann@example.com', 'accepted', '200 id re_1'),
+          recipient('bob@example.com', 'accepted', '200 id re_1'),
+        ],
+        '200 id re_1',
+      ),
+      providerMessageId: 're_1',
+      ...provider,
+    };
+    const settlement = settle(claimedRow(), result);
+    expect(settlement).toMatchObject({
+      status: 'sent',
+      providerMessageId: 're_1',
+      providerRequestId: 'req-7',
+      providerAcceptedAt: acceptedAt,
+      deduplicatedByKey: true,
+    });
+    expect(settlement.eventPayload).toMatchObject({
+      providerMessageId: 're_1',
+      providerRequestId: 'req-7',
+      providerAcceptedAt: acceptedAt,
+    });
+  });
+
+  it('are recorded with an unknown outcome that is retried', () => {
+    const unknown = recipient('ann@example.com', 'unknown', null);
+    const result: SendOutcome = {
+      ...attempted([unknown, { ...unknown, address: 'bob@example.com' }]),
+      ...provider,
+      acceptedAt: null,
+    };
+    expect(settle(claimedRow(), result)).toMatchObject({
+      status: 'pending',
+      outcome: 'unknown',
+      providerRequestId: 'req-7',
+      providerAcceptedAt: null,
+      deduplicatedByKey: true,
+    });
+  });
+
+  it("an outage keeps the provider's request id", () => {
+    const outage: SendOutcome = {
+      kind: 'outage',
+      replyCode: 403,
+      enhancedStatus: null,
+      reply: '403 AccountSuspendedException',
+      providerRequestId: 'req-9',
+    };
+    expect(settle(claimedRow(), outage)).toMatchObject({
+      status: 'pending',
+      outcome: 'outage',
+      providerRequestId: 'req-9',
     });
   });
 });

@@ -15,6 +15,15 @@ import { base, closed, failedEvent } from './settlement-closing.js';
  */
 export type AttemptResult = SendOutcome | { kind: 'unrenderable'; reason: string };
 
+/** What the provider said of the request, whatever its outcome: recorded on the attempt and the row. */
+function providerFacts(outcome: Extract<SendOutcome, { kind: 'attempted' }>) {
+  return {
+    providerRequestId: outcome.providerRequestId ?? null,
+    providerAcceptedAt: outcome.acceptedAt ?? null,
+    deduplicatedByKey: outcome.deduplicatedByKey ?? false,
+  };
+}
+
 const unique = <T>(items: T[]): T[] => [...new Set(items)];
 
 /** Every recipient of the row, lower case, each once. */
@@ -118,6 +127,7 @@ export function settlementFor(
     attemptRecipients: recipients,
     bounced,
     providerMessageId: result.providerMessageId,
+    ...providerFacts(result),
   });
 
   if (waiting.length === 0) {
@@ -224,6 +234,9 @@ function outageSettlement(
     lastError: result.reply,
     reply: result.reply,
     providerMessageId: null,
+    providerRequestId: result.providerRequestId ?? null,
+    providerAcceptedAt: null,
+    deduplicatedByKey: false,
     acceptedRecipients: null,
     rejectedRecipients: null,
     attemptRecipients: null,

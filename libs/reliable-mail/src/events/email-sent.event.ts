@@ -18,9 +18,15 @@ export class EmailSentEvent {
   readonly rejected!: RejectedRecipient[];
   /** The attempts counted against the row when it was sent. */
   readonly attempt!: number;
-  /** The server's reply to the final dot (of the attempt that finished the row). */
+  /** The server's reply to the final dot, or the provider API's answer (of the attempt that finished the row). */
   readonly reply!: string;
+  /** The provider's id of the message (an API's message id, a queue id in an SMTP reply): bounces name it. */
   readonly providerMessageId!: string | null;
+  /** The provider's id of the request that sent it (SES `x-amzn-RequestId`), for its support; null when none. */
+  readonly providerRequestId!: string | null;
+  /** When the provider or server took the message: the API's own timestamp where it gives one, else its answer's. */
+  readonly providerAcceptedAt!: Date | null;
+  /** When the row was settled as sent. */
   readonly sentAt!: Date;
   readonly metadata!: Record<string, unknown> | null;
 
@@ -34,6 +40,9 @@ export class EmailSentEvent {
       ...(json as unknown as EmailSentEvent),
       eventId,
       sentAt: new Date(json.sentAt as string),
+      // Events recorded before the provider's accept time was kept have none.
+      providerRequestId: (json.providerRequestId as string | undefined) ?? null,
+      providerAcceptedAt: json.providerAcceptedAt ? new Date(json.providerAcceptedAt as string) : null,
     });
   }
 }

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { MailTemplate } from '../templates/mail-template.js';
+import type { MailTransport } from '../transport/mail-transport.interface.js';
 import type { SmtpTransportOptions } from '../transport/smtp/smtp-transport-options.js';
 
 // The options of `ReliableMailModule.forRoot()`, all in one file as their documentation (declarations only, hence
@@ -187,7 +188,7 @@ export interface HealthOptions {
    */
   maxDispatcherIdleMs?: number;
   /**
-   * Also ask the SMTP server (`verify`) on every check.
+   * Also ask each lane's SMTP server or provider (`verify`) on every check.
    * @default `false`
    */
   verifySmtp?: boolean;
@@ -230,6 +231,13 @@ export interface VerpOptions {
   localPart?: string;
 }
 
+/**
+ * Where mail goes: an SMTP URL (`smtp://user:pass@host:587`, `smtps://…`), SMTP options, or a transport object: a
+ * provider's (`new SesMailTransport(…)`, `new PostmarkMailTransport(…)`, `new ResendMailTransport(…)`) or one of
+ * the app's own that implements `MailTransport`.
+ */
+export type TransportOption = string | SmtpTransportOptions | MailTransport;
+
 export interface LaneOptions {
   /**
    * The most sends in flight in this lane, in this instance.
@@ -245,12 +253,12 @@ export interface LaneOptions {
    * A transport of the lane's own (providers keep separate streams for broadcast mail).
    * @default `transport`
    */
-  transport?: string | SmtpTransportOptions;
+  transport?: TransportOption;
 }
 
 export interface ReliableMailOptions {
-  /** An SMTP URL (`smtp://user:pass@host:587`) or nodemailer SMTP options. */
-  transport: string | SmtpTransportOptions;
+  /** An SMTP URL (`smtp://user:pass@host:587`), SMTP options, or a transport object (see `TransportOption`). */
+  transport: TransportOption;
   /**
    *
    * @default sender, used when a mail has no `from`

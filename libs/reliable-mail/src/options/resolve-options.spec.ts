@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
+import type { MailTransport } from '../transport/mail-transport.interface.js';
 import type { ReliableMailOptions } from './reliable-mail-options.interface.js';
 import { resolveOptions } from './resolve-options.js';
 
@@ -117,7 +118,7 @@ describe('resolveOptions', () => {
     const input = { ...valid, ...options };
     const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
     expect(resolveOptions(input, 'worker-host', 4242)).toEqual({
-      transport,
+      transport: { kind: 'smtp', options: transport },
       from: 'Shop <noreply@example.com>',
       messageIdDomain: 'mail.example.com',
       dispatcher: resolvedDispatcher,
@@ -126,7 +127,7 @@ describe('resolveOptions', () => {
         name,
         concurrency: resolvedDispatcher.concurrency,
         ratePerSecond: null,
-        transport,
+        transport: { kind: 'smtp', options: transport },
       })),
       defaultLane: 'default',
       retention: { ...defaultRetention, enabled: resolvedDispatcher.enabled },
@@ -160,15 +161,36 @@ describe('resolveOptions', () => {
       4242,
     );
     expect(resolved.lanes).toEqual([
-      { name: 'login', concurrency: 2, ratePerSecond: null, transport: validSmtp },
+      { name: 'login', concurrency: 2, ratePerSecond: null, transport: { kind: 'smtp', options: validSmtp } },
       {
         name: 'news',
         concurrency: 8,
         ratePerSecond: 5,
-        transport: { ...defaultSmtp, host: 'bulk.example.com', port: 587, secure: false },
+        transport: { kind: 'smtp', options: { ...defaultSmtp, host: 'bulk.example.com', port: 587, secure: false } },
       },
     ]);
     expect(resolved.defaultLane).toBe('login');
+  });
+
+  it("a transport object (a provider, or the app's own MailTransport) is used as it is, for the module and a lane", () => {
+    const transport = (): MailTransport => ({
+      send: async () => ({ kind: 'outage', replyCode: null, enhancedStatus: null, reply: 'not used' }),
+      verify: async () => undefined,
+      close: async () => undefined,
+    });
+    const shared = transport();
+    const news = transport();
+    const resolved = resolveOptions(
+      { ...valid, transport: shared, lanes: { login: {}, news: { transport: news } }, defaultLane: 'login' },
+      'worker-host',
+      4242,
+    );
+    expect(resolved.transport).toEqual({ kind: 'object', transport: shared });
+    expect(resolved.lanes.map((lane) => lane.transport)).toEqual([
+      { kind: 'object', transport: shared },
+      { kind: 'object', transport: news },
+    ]);
+    expect((resolved.lanes[1].transport as { transport: MailTransport }).transport).toBe(news);
   });
 
   it.each<{ name: string; options: Record<string, unknown>; option: string }>([
@@ -212,6 +234,19 @@ describe('resolveOptions', () => {
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },
     { name: 'transport object without host', options: { transport: { port: 587 } }, option: 'transport.host' },
     { name: 'transport object with empty host', options: { transport: { host: '' } }, option: 'transport.host' },
+    {
+      name: 'a transport object without verify',
+      options: { transport: { send: async () => undefined, close: async () => undefined } },
+      option: 'transport',
+    },
+    {
+      name: 'a lane transport object whose open is not a function',
+      options: {
+        lanes: { bulk: { transport: { send: () => 0, verify: () => 0, close: () => 0, open: 'yes' } } },
+        defaultLane: 'bulk',
+      },
+      option: 'lanes.bulk.transport',
+    },
     { name: 'from without @', options: { from: 'noreply' }, option: 'from' },
     { name: 'from missing', options: { from: undefined }, option: 'from' },
     {

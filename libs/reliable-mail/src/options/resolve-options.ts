@@ -2,6 +2,7 @@ import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
+import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { HOSTNAME_PATTERN, requirePositiveInteger } from './require.js';
 import { resolveHealth } from './resolve-health.js';
 import { resolveVerp } from './resolve-verp.js';
@@ -16,17 +17,22 @@ import type {
   RetentionOptions,
   DatabaseOptions,
   EventOptions,
+  TransportOption,
 } from './reliable-mail-options.interface.js';
+
+/** A lane's transport: SMTP, which reliable-mail connects per lane, or an object that sends by itself. */
+export type ResolvedTransport =
+  { kind: 'smtp'; options: ResolvedSmtpOptions } | { kind: 'object'; transport: MailTransport };
 
 export interface ResolvedLane {
   name: string;
   concurrency: number;
   ratePerSecond: number | null;
-  transport: ResolvedSmtpOptions;
+  transport: ResolvedTransport;
 }
 
 export interface ResolvedReliableMailOptions {
-  transport: ResolvedSmtpOptions;
+  transport: ResolvedTransport;
   from: string;
   messageIdDomain: string;
   dispatcher: Required<DispatcherOptions>;
@@ -83,7 +89,7 @@ export function resolveOptions(
   if (!options || typeof options !== 'object') {
     throw new InvalidOptionsError('options', 'must be an object');
   }
-  const transport = resolveSmtpOptions(options.transport, 'transport');
+  const transport = resolveTransport(options.transport, 'transport');
   if (typeof options.from !== 'string' || !options.from.includes('@')) {
     throw new InvalidOptionsError('from', `must be an email address, got ${JSON.stringify(options.from)}`);
   }
@@ -173,7 +179,7 @@ export function resolveOptions(
 function resolveLane(
   name: string,
   lane: LaneOptions,
-  sharedTransport: ResolvedSmtpOptions,
+  sharedTransport: ResolvedTransport,
   dispatcher: Required<DispatcherOptions>,
 ): ResolvedLane {
   if (!LANE_NAME_PATTERN.test(name)) {
@@ -190,8 +196,27 @@ function resolveLane(
     );
   }
   const transport =
-    lane.transport === undefined ? sharedTransport : resolveSmtpOptions(lane.transport, `lanes.${name}.transport`);
+    lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
   return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport };
+}
+
+/**
+ * An object with a `send` method is a transport; it must have the rest of `MailTransport` too. Anything else is
+ * SMTP, as a URL or as options.
+ */
+function resolveTransport(transport: TransportOption, option: string): ResolvedTransport {
+  if (transport && typeof transport === 'object' && 'send' in transport) {
+    for (const method of ['send', 'verify', 'close', 'open'] as const) {
+      const value = (transport as unknown as Record<string, unknown>)[method];
+      if (typeof value !== 'function' && !(method === 'open' && value === undefined))
+        throw new InvalidOptionsError(
+          option,
+          `a transport object must implement MailTransport (send, verify, close and optionally open): ${method} is not a function`,
+        );
+    }
+    return { kind: 'object', transport };
+  }
+  return { kind: 'smtp', options: resolveSmtpOptions(transport, option) };
 }
 
 function resolveContent(

@@ -49,6 +49,8 @@ export const MailOutbox = defineEntity({
     lastEnhancedStatus: p.text().nullable(),
     providerReply: p.text().nullable(),
     providerMessageId: p.text().nullable(),
+    providerRequestId: p.text().nullable(),
+    providerAcceptedAt: timestamp().nullable(),
     requeuedAt: timestamp().nullable(),
     requeueReason: p.text().nullable(),
     acceptedRecipients: p.json<string[]>().nullable(),
@@ -79,6 +81,9 @@ export const MailOutboxAttempt = defineEntity({
     durationMs: p.integer().nullable(),
     recipients: p.json<RecipientOutcome[]>().nullable(),
     providerMessageId: p.text().nullable(),
+    providerRequestId: p.text().nullable(),
+    providerAcceptedAt: timestamp().nullable(),
+    deduplicatedByKey: p.boolean().default(false),
   },
 });
 

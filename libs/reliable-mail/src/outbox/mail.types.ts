@@ -176,6 +176,15 @@ export interface OutboxAttempt {
   /** What the server said of each recipient of this attempt; null before it finished. */
   recipients: RecipientOutcome[] | null;
   providerMessageId: string | null;
+  /** The provider's id of this attempt's request (SES `x-amzn-RequestId`); null for SMTP and when none was given. */
+  providerRequestId: string | null;
+  /** When the provider or server took the message in this attempt. */
+  providerAcceptedAt: Date | null;
+  /**
+   * The provider deduplicates this request by the row's idempotency key (Resend, for 24 hours): when the outcome
+   * is `unknown`, the retry cannot deliver a second copy.
+   */
+  deduplicatedByKey: boolean;
 }
 
 export interface OutboxRow {
@@ -198,6 +207,10 @@ export interface OutboxRow {
   lastEnhancedStatus: string | null;
   providerReply: string | null;
   providerMessageId: string | null;
+  /** The provider's id of the request that sent it, or of the last request that failed. */
+  providerRequestId: string | null;
+  /** When the provider or server took the message. */
+  providerAcceptedAt: Date | null;
   /** Recipients that took the message, over all attempts, lower case. */
   acceptedRecipients: string[] | null;
   rejectedRecipients: RejectedRecipient[] | null;

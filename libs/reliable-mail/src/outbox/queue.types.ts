@@ -75,6 +75,12 @@ export interface Settlement {
   enhancedStatus: string | null;
   reply: string | null;
   providerMessageId: string | null;
+  /** The provider's id of the request (SES `x-amzn-RequestId`), whatever its outcome. */
+  providerRequestId: string | null;
+  /** When the provider took the message (its own timestamp, or when its answer came). */
+  providerAcceptedAt: Date | null;
+  /** The provider deduplicates a retry of this request by its idempotency key (see `SendOutcome`). */
+  deduplicatedByKey: boolean;
   /** Every recipient that took the message so far; null when this attempt changed nothing. */
   acceptedRecipients: string[] | null;
   /** Every recipient that refused it so far (and, once final, those suppressed or given up on). */

@@ -56,9 +56,10 @@ export interface OutboundMessage {
 }
 
 /**
- * What became of a recipient: `accepted` (the server took responsibility for the message), `deferred` (a 4yz, or
- * the send failed before the message could have been taken: retried), `refused` (a 5yz: final), or `unknown`
- * (the connection was lost after the whole message was written: retried, and the copy may be a duplicate).
+ * What became of a recipient: `accepted` (the server or provider took responsibility for the message), `deferred`
+ * (a 4yz, an HTTP 429 or 5xx, or the send failed before the message could have been taken: retried), `refused` (a
+ * 5yz, or an API's refusal of the message or the recipient: final), or `unknown` (the whole message was written and
+ * no answer came: retried, and the copy may be a duplicate unless the provider deduplicates it by key).
  */
 export type RecipientStatus = 'accepted' | 'deferred' | 'refused' | 'unknown';
 
@@ -66,8 +67,11 @@ export interface RecipientOutcome {
   /** Lower case, as in `OutboundMessage.recipients`. */
   address: string;
   status: RecipientStatus;
+  /** The SMTP reply code, or the HTTP status of a provider's answer; null when no answer came. */
   replyCode: number | null;
+  /** The RFC 3463 enhanced status of an SMTP reply; null for HTTP providers. */
   enhancedStatus: string | null;
+  /** The reply line, or the provider's status, error name and message (`422 validation_error: …`). */
   reply: string | null;
   /**
    * Whether the reply concerned this recipient alone (its RCPT, or a transaction it was the only recipient of): only
@@ -86,32 +90,60 @@ export type SendOutcome =
       reply: string | null;
       /** The provider's id of the accepted message (a queue id in the 250 reply, an API's message id). */
       providerMessageId: string | null;
+      /** The id the provider gave this request (SES `x-amzn-RequestId`), for its support; null when none. */
+      providerRequestId?: string | null;
+      /** When the provider took the message: its own timestamp where the API gives one, else when its answer came. */
+      acceptedAt?: Date | null;
+      /**
+       * The provider deduplicates requests by `OutboundMessage.idempotencyKey` (Resend, for 24 hours): the retry of an
+       * `unknown` outcome cannot deliver a second copy. Recorded on the attempt.
+       */
+      deduplicatedByKey?: boolean;
       /** The server asks to slow down (421 4.7.x, rate limits, HTTP 429): the lane pauses. */
       slowDown: boolean;
     }
   | {
       /**
        * The lane's server or account refuses every message right now: no connection, a refused greeting, EHLO or
-       * login, the module's own sender refused, a suspended account. Nothing about this message was learned, so
-       * the row is not charged an attempt; the lane backs off and tries again.
+       * login, the module's own sender refused, a suspended account or a rejected API key. Nothing about this message
+       * was learned, so the row is not charged an attempt; the lane backs off and tries again.
        */
       kind: 'outage';
       replyCode: number | null;
       enhancedStatus: string | null;
       reply: string;
+      providerRequestId?: string | null;
     };
 
+/** What the module tells a transport at start-up. */
+export interface TransportContext {
+  /**
+   * The module's `from` address, lower case. A provider that refuses this sender refuses every message of the lane
+   * (an outage); refusing another sender concerns only the mails that use it.
+   */
+  defaultSender: string;
+}
+
 /**
- * Sends one message. The SMTP transport implements it over nodemailer's SMTP connections; another provider plugs
- * in by implementing it and classifying its own failures into a `SendOutcome`.
+ * Sends one message. The SMTP transport implements it over its own SMTP connections, and the Amazon SES, Postmark and
+ * Resend transports over their APIs; another provider plugs in by implementing it (an object given as `transport`)
+ * and classifying its own answers into a `SendOutcome`.
  */
 export interface MailTransport {
   /**
-   * Sends the message to `message.recipients`. When `signal` aborts (the dispatcher's send deadline), the send
-   * must stop at once and report what it knows: recipients whose message may have been taken are `unknown`.
+   * Sends the message to `message.recipients`, with `message.messageId` as its Message-ID. It never throws for what
+   * the server, the provider or the network did: it classifies it. When `signal` aborts (the dispatcher's send
+   * deadline), the send must stop at once and report what it knows: recipients whose message may have been taken
+   * (the request was written, no answer came) are `unknown`, the others `deferred`.
    */
   send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome>;
-  /** Resolves when the server answers a connection and accepts the credentials. */
+  /**
+   * Called once at start-up, before any send (a provider transport loads its SDK here); a rejection stops the
+   * module from starting.
+   */
+  open?(context: TransportContext): Promise<void>;
+  /** Resolves when the server or the API answers and accepts the credentials (the health check's `verifySmtp`). */
   verify(): Promise<void>;
+  /** Called at shutdown, once per transport object, after the sends in flight. */
   close(): Promise<void>;
 }

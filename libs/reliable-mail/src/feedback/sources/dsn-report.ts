@@ -3,7 +3,7 @@ import type { HeaderValue, ParsedMail } from 'mailparser';
 import { FeedbackPayloadError } from '../../errors.js';
 import { rowIdOfVerpAddress, type Verp } from '../../shared/verp.js';
 import { addressIn, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
-import { loadOptionalPeer } from '../optional-peer.js';
+import { loadSdk } from '../../transport/http/load-sdk.js';
 import { dsnFeedbackOf, headerBlockOf, headerFields, parseDeliveryStatus } from './delivery-status.js';
 
 const DELIVERY_STATUS_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
@@ -22,7 +22,7 @@ const ADDRESSED_TO = ['to', 'delivered-to', 'x-original-to', 'envelope-to', 'x-e
  * the bounce mailbox (an out-of-office reply quotes the Message-ID too) is not a DSN and is ignored.
  */
 export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promise<FeedbackReport> {
-  const { simpleParser } = await loadOptionalPeer(() => import('mailparser'), 'mailparser', 'ingestDsn');
+  const { simpleParser } = await loadSdk('mailparser', 'MailFeedbackService.ingestDsn', () => import('mailparser'));
   const parsed = await simpleParser(raw, {
     keepDeliveryStatus: true,
     skipHtmlToText: true,

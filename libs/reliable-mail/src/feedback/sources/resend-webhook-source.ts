@@ -12,7 +12,7 @@ import {
   statusIn,
   stringAt,
 } from '../feedback-report.js';
-import { loadOptionalPeer } from '../optional-peer.js';
+import { loadSdk } from '../../transport/http/load-sdk.js';
 import { headerOf, type WebhookSource } from './webhook-source.js';
 
 /** Resend's webhooks, signed by Svix. */
@@ -33,7 +33,7 @@ const KINDS: Record<string, FeedbackKind> = {
  * more than 5 minutes away is refused, so a captured request cannot be replayed later) and reads the event.
  */
 export async function resendWebhookSource(options: ResendWebhookOptions): Promise<WebhookSource> {
-  const { Webhook } = await loadOptionalPeer(() => import('svix'), 'svix', 'The resend feedback source');
+  const { Webhook } = await loadSdk('svix', 'The resend webhook source', () => import('svix'));
   const webhooks = [options.secret].flat().map((secret) => new Webhook(secret));
   return {
     name: 'resend',

@@ -1,7 +1,7 @@
 import { type Agent, get } from 'node:https';
 import { FeedbackPayloadError, FeedbackSignatureError } from '../../errors.js';
 import { ignoredReport, objectAt, parseJson, stringAt } from '../feedback-report.js';
-import { loadOptionalPeer } from '../optional-peer.js';
+import { loadSdk } from '../../transport/http/load-sdk.js';
 import { sesFeedbackOf } from './ses-notification.js';
 import type { WebhookSource } from './webhook-source.js';
 
@@ -32,10 +32,10 @@ const AWS_REQUEST_TIMEOUT_MS = 10_000;
  * SNS hosts before anything is fetched), confirms subscriptions to an allowed topic, and reads SES notifications.
  */
 export async function sesWebhookSource(options: SesWebhookOptions): Promise<WebhookSource> {
-  const { default: Validator } = await loadOptionalPeer(
-    () => import('sns-payload-validator'),
+  const { default: Validator } = await loadSdk(
     'sns-payload-validator',
-    'The ses feedback source',
+    'The ses webhook source',
+    () => import('sns-payload-validator'),
   );
   const validator = new Validator({ requestAgent: options.agent });
   const topics = new Set(options.topicArns);

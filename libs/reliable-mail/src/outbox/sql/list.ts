@@ -30,6 +30,8 @@ interface OutboxRecord {
   last_enhanced_status: string | null;
   provider_reply: string | null;
   provider_message_id: string | null;
+  provider_request_id: string | null;
+  provider_accepted_at: Timestamp | null;
   accepted_recipients: string[] | null;
   rejected_recipients: OutboxRow['rejectedRecipients'];
   requeued_at: Timestamp | null;
@@ -55,6 +57,9 @@ interface AttemptRecord {
   duration_ms: number | null;
   recipients: OutboxAttempt['recipients'];
   provider_message_id: string | null;
+  provider_request_id: string | null;
+  provider_accepted_at: string | null;
+  deduplicated_by_key: boolean;
 }
 
 /** Feedback as `to_jsonb` renders it. */
@@ -138,6 +143,8 @@ function toOutboxRow(row: OutboxRecord): OutboxRow {
     lastEnhancedStatus: row.last_enhanced_status,
     providerReply: row.provider_reply,
     providerMessageId: row.provider_message_id,
+    providerRequestId: row.provider_request_id,
+    providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
     acceptedRecipients: row.accepted_recipients,
     rejectedRecipients: row.rejected_recipients,
     requeuedAt: toDateOrNull(row.requeued_at),
@@ -162,6 +169,9 @@ function toAttempt(row: AttemptRecord): OutboxAttempt {
     durationMs: row.duration_ms,
     recipients: row.recipients,
     providerMessageId: row.provider_message_id,
+    providerRequestId: row.provider_request_id,
+    providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
+    deduplicatedByKey: row.deduplicated_by_key,
   };
 }
 

@@ -21,7 +21,7 @@ export const SETTLE: Statement = {
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
       last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
-      accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
+      provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
       bounced jsonb, event_name text, event_payload jsonb)
   ), settled as (
     update mail_outbox o
@@ -34,6 +34,8 @@ export const SETTLE: Statement = {
         last_enhanced_status = i.enhanced_status,
         provider_reply = case when i.status = 'sent' then i.reply else o.provider_reply end,
         provider_message_id = coalesce(i.provider_message_id, o.provider_message_id),
+        provider_request_id = coalesce(i.provider_request_id, o.provider_request_id),
+        provider_accepted_at = coalesce(i.provider_accepted_at, o.provider_accepted_at),
         accepted_recipients = coalesce(i.accepted, o.accepted_recipients),
         rejected_recipients = coalesce(i.rejected, o.rejected_recipients),
         sent_at = coalesce(i.sent_at, o.sent_at),
@@ -45,7 +47,9 @@ export const SETTLE: Statement = {
     update mail_outbox_attempt a
     set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
         enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms,
-        recipients = i.attempt_recipients, provider_message_id = i.provider_message_id
+        recipients = i.attempt_recipients, provider_message_id = i.provider_message_id,
+        provider_request_id = i.provider_request_id, provider_accepted_at = i.provider_accepted_at,
+        deduplicated_by_key = i.deduplicated_by_key
     from input i where a.id = any($4::uuid[]) and a.id = i.attempt_id
   ), suppressed as (
     insert into mail_suppression (address, reason, source, outbox_id)
@@ -92,6 +96,9 @@ function settleInput(s: Settlement) {
     enhanced_status: s.enhancedStatus,
     reply: s.reply,
     provider_message_id: s.providerMessageId,
+    provider_request_id: s.providerRequestId,
+    provider_accepted_at: s.providerAcceptedAt?.toISOString() ?? null,
+    deduplicated_by_key: s.deduplicatedByKey,
     accepted: s.acceptedRecipients,
     rejected: s.rejectedRecipients,
     attempt_recipients: s.attemptRecipients,

@@ -15,6 +15,7 @@ import type { SmtpSession, TransactionResult } from './smtp-session.js';
 export class SmtpConversation {
   private readonly results = new Map<string, RecipientOutcome>();
   private accepting: string | null = null;
+  private acceptedAt: Date | null = null;
   private slowDown = false;
   private outage: SmtpReply | null = null;
 
@@ -56,6 +57,7 @@ export class SmtpConversation {
       recipients: this.recipients.map((address) => this.results.get(address)!),
       reply: this.accepting,
       providerMessageId: this.accepting === null ? null : providerMessageIdOf(this.accepting),
+      acceptedAt: this.acceptedAt,
       slowDown: this.slowDown,
     };
   }
@@ -69,6 +71,7 @@ export class SmtpConversation {
     const accepted = new Set(info.accepted.map((entry) => addressOf(entry)));
     const reply = parseReply(info.response);
     for (const address of chunk) if (accepted.has(address)) this.set(address, 'accepted', reply);
+    if (accepted.size > 0) this.acceptedAt ??= new Date();
     this.accepting ??= info.response;
     return { again, reusable: true, reset: false };
   }

@@ -1,52 +1,10 @@
-import { Readable } from 'node:stream';
-import MailComposer from 'nodemailer/lib/mail-composer';
-import type {
-  MailAddress,
-  MailTransport,
-  OutboundMessage,
-  RecipientOutcome,
-  RenderedMail,
-  SendOutcome,
-} from '../mail-transport.interface.js';
+import type { MailTransport, OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
+import { composeMime, releaseAttachmentStreams } from '../outbound-content.js';
 import { SmtpConversation } from './smtp-conversation.js';
 import { replyOfError, type SmtpError, type SmtpReply } from './smtp-reply.js';
-import { SendDeadlineError, type SmtpSession } from './smtp-session.js';
+import type { SmtpSession } from './smtp-session.js';
 import { SmtpSessionPool } from './smtp-session-pool.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
-
-function formatAddress({ name, address }: MailAddress): { name: string; address: string } | string {
-  return name ? { name, address } : address;
-}
-
-/** The message as RFC 5322 bytes, built once per attempt so that several transactions send the very same message. */
-async function compose(messageId: string, mail: RenderedMail, signal: AbortSignal): Promise<Buffer> {
-  const node = new MailComposer({
-    messageId,
-    from: formatAddress(mail.from),
-    to: mail.to.map(formatAddress),
-    cc: mail.cc.map(formatAddress),
-    replyTo: mail.replyTo.length > 0 ? mail.replyTo.map(formatAddress) : undefined,
-    subject: mail.subject,
-    text: mail.text,
-    html: mail.html,
-    headers: mail.headers,
-    attachments: mail.attachments.map(({ filename, contentType, content, cid }) => ({
-      filename,
-      contentType,
-      content,
-      cid,
-    })),
-    // Content only ever comes as strings, buffers and streams: nodemailer must never read a path or a URL.
-    disableFileAccess: true,
-    disableUrlAccess: true,
-  }).compile();
-  const deadline = new Promise<never>((_resolve, reject) => {
-    const abort = () => reject(new SendDeadlineError('the send deadline passed while the message was being built'));
-    if (signal.aborted) abort();
-    else signal.addEventListener('abort', abort, { once: true });
-  });
-  return Promise.race([node.build(), deadline]);
-}
 
 /**
  * SMTP through nodemailer's connections, pooled per lane. Each send gets a connection of its own, sends the message
@@ -70,14 +28,11 @@ export class SmtpMailTransport implements MailTransport {
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
     let body: Buffer;
     try {
-      body = await compose(message.messageId, message.mail, signal);
+      body = await composeMime(message.messageId, message.mail, signal);
     } catch (error) {
       return everyRecipient(message.recipients, 'deferred', replyOfError(error as SmtpError));
     } finally {
-      // A stream a resolver opened for an attachment is this attempt's: a failed build may leave it unread.
-      for (const { content } of message.mail.attachments) {
-        if (content instanceof Readable && !content.destroyed) content.destroy();
-      }
+      releaseAttachmentStreams(message.mail);
     }
 
     let session: SmtpSession;

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import SMTPConnection, { type SMTPConnectionSendInfo } from 'nodemailer/lib/smtp-connection';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
 import type { SmtpError } from './smtp-reply.js';
+import { SendDeadlineError } from '../outbound-content.js';
 
 /**
  * How far a transaction got when it failed: the whole message written (the final dot may have reached the server,
@@ -16,11 +17,6 @@ export type TransactionResult =
       error: SmtpError & { rejectedErrors?: Array<SmtpError & { recipient?: string }> };
       stage: TransactionStage;
     };
-
-/** The dispatcher's deadline passed: the conversation was cut. */
-export class SendDeadlineError extends Error {
-  readonly code = 'EDEADLINE';
-}
 
 /** How long a RSET may take before the connection is given up instead. */
 const RESET_TIMEOUT_MS = 5_000;

@@ -1,0 +1,144 @@
+import type { OutboundMessage, RecipientStatus, SendOutcome } from '../mail-transport.interface.js';
+import { type AttachmentBytes, attachmentBytes, releaseAttachmentStreams } from '../outbound-content.js';
+
+// What an HTTP provider's answer means, in one shape for every provider: each provider's pure classification
+// function (ses-classification.ts, postmark-classification.ts, resend-classification.ts) maps its statuses and
+// error names to a `ProviderVerdict`, and `outcomeOf` makes the transport's `SendOutcome` of it.
+
+/** What a provider's refusal, or a request without an answer, means for the message. */
+export interface ProviderVerdict {
+  /**
+   * `outage`: the account or the credentials refuse every message (the lane pauses, the row is not charged);
+   * otherwise what becomes of every recipient of the request not named in `refusedRecipients`.
+   */
+  status: Exclude<RecipientStatus, 'accepted'> | 'outage';
+  /** Recipients the provider refused by name (inactive, unverified): refused alone, for good. */
+  refusedRecipients: string[];
+  /** The provider asks to slow down (HTTP 429, throttling): the lane pauses. */
+  slowDown: boolean;
+  /** The HTTP status; null when no answer came. */
+  replyCode: number | null;
+  /** `<status> <error name>: <message>`, or what the network did. */
+  reply: string;
+}
+
+/**
+ * Network errors that prove the request never reached the provider: nothing listens, the name does not resolve,
+ * no route, or the connection could not be set up in time. Any other failure once the request was under way (a
+ * reset, a closed socket, a timeout or the send deadline while waiting for the answer) may come after the
+ * provider took the message.
+ */
+const NOT_CONNECTED_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ERR_INVALID_URL',
+]);
+
+/** The request was never made (the message could not be built in time): every recipient is deferred. */
+export function notSent(reason: string): ProviderVerdict {
+  return { status: 'deferred', refusedRecipients: [], slowDown: false, replyCode: null, reply: reason };
+}
+
+/** A request that got no answer: `deferred` if it never reached the provider, `unknown` otherwise. */
+export function networkFailure(code: string | null | undefined, message: string): ProviderVerdict {
+  const reply = code && !message.includes(code) ? `${message} (${code})` : message;
+  if (code && NOT_CONNECTED_CODES.has(code)) return notSent(reply);
+  return { ...notSent(reply), status: 'unknown' };
+}
+
+/** A status and error the provider named, as the reply recorded for it. */
+export function replyOf(status: number, name: string, message: string): string {
+  return `${status} ${name}: ${message}`.trim();
+}
+
+/** Verdicts on one answer of the provider: `answer('deferred', { slowDown: true })`. */
+export function verdictsOn(replyCode: number | null, reply: string) {
+  return (status: ProviderVerdict['status'], extra: Partial<ProviderVerdict> = {}): ProviderVerdict => ({
+    status,
+    refusedRecipients: [],
+    slowDown: false,
+    replyCode,
+    reply,
+    ...extra,
+  });
+}
+
+/** The attachments' bytes for a JSON API, or the outcome of a send that could not read them in time. */
+export async function attachmentsOrOutcome(
+  message: OutboundMessage,
+  signal: AbortSignal,
+): Promise<{ attachments: AttachmentBytes[] } | { outcome: SendOutcome }> {
+  try {
+    return { attachments: await attachmentBytes(message.mail, signal) };
+  } catch (error) {
+    const verdict = notSent((error as Error).message);
+    return { outcome: outcomeOf(message.recipients, verdict, { providerRequestId: null, deduplicatedByKey: false }) };
+  } finally {
+    releaseAttachmentStreams(message.mail);
+  }
+}
+
+export interface RequestFacts {
+  providerRequestId: string | null;
+  deduplicatedByKey: boolean;
+}
+
+/** The outcome of a request the provider refused or did not answer. */
+export function outcomeOf(recipients: string[], verdict: ProviderVerdict, request: RequestFacts): SendOutcome {
+  if (verdict.status === 'outage') {
+    return {
+      kind: 'outage',
+      replyCode: verdict.replyCode,
+      enhancedStatus: null,
+      reply: verdict.reply,
+      providerRequestId: request.providerRequestId,
+    };
+  }
+  const refused = new Set(verdict.refusedRecipients.map((address) => address.toLowerCase()));
+  const status = verdict.status;
+  return {
+    kind: 'attempted',
+    recipients: recipients.map((address) => ({
+      address,
+      status: refused.has(address) ? 'refused' : status,
+      replyCode: verdict.replyCode,
+      enhancedStatus: null,
+      reply: verdict.reply,
+      perRecipient: refused.has(address) || recipients.length === 1,
+    })),
+    reply: null,
+    providerMessageId: null,
+    providerRequestId: request.providerRequestId,
+    acceptedAt: null,
+    deduplicatedByKey: request.deduplicatedByKey,
+    slowDown: verdict.slowDown,
+  };
+}
+
+/** The outcome of a request the provider took for every recipient. */
+export function acceptedOutcome(
+  recipients: string[],
+  accepted: { reply: string; providerMessageId: string | null; acceptedAt: Date } & RequestFacts,
+): SendOutcome {
+  return {
+    kind: 'attempted',
+    recipients: recipients.map((address) => ({
+      address,
+      status: 'accepted',
+      replyCode: 200,
+      enhancedStatus: null,
+      reply: accepted.reply,
+      perRecipient: recipients.length === 1,
+    })),
+    reply: accepted.reply,
+    providerMessageId: accepted.providerMessageId,
+    providerRequestId: accepted.providerRequestId,
+    acceptedAt: accepted.acceptedAt,
+    deduplicatedByKey: accepted.deduplicatedByKey,
+    slowDown: false,
+  };
+}

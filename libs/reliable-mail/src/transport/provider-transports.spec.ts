@@ -1,0 +1,94 @@
+import { describe, expect, it } from '@jest/globals';
+import { InvalidOptionsError, MissingPeerDependencyError } from '../errors.js';
+import { loadSdk } from './http/load-sdk.js';
+import type { OutboundMessage } from './mail-transport.interface.js';
+import { PostmarkMailTransport } from './postmark/postmark-mail.transport.js';
+import { SesMailTransport } from './ses/ses-mail.transport.js';
+import { ResendMailTransport, resendIdempotencyKey } from './resend/resend-mail.transport.js';
+
+function message(recipients: string[], idempotencyKey = 'order-confirmation:42'): OutboundMessage {
+  return {
+    messageId: '<m1@test.example.com>',
+    idempotencyKey,
+    lane: 'default',
+    recipients,
+    mail: {
+      from: { address: 'shop@example.com' },
+      to: [{ address: 'Ann@example.com' }],
+      cc: [{ address: 'bob@example.com' }],
+      bcc: [],
+      replyTo: [],
+      subject: 'Hi',
+      text: 'Hello',
+      headers: {},
+      attachments: [],
+    },
+  };
+}
+
+describe('resendIdempotencyKey', () => {
+  it("is the row's key when the attempt goes to every recipient", () => {
+    expect(resendIdempotencyKey(message(['ann@example.com', 'bob@example.com']))).toBe('order-confirmation:42');
+  });
+
+  it('is a digest of the key and the envelope when the envelope is smaller (Resend refuses a key with another body)', () => {
+    const key = resendIdempotencyKey(message(['bob@example.com']));
+    expect(key).toMatch(/^reliable-mail:[0-9a-f]{64}$/);
+    expect(resendIdempotencyKey(message(['bob@example.com']))).toBe(key);
+    expect(resendIdempotencyKey(message(['ann@example.com']))).not.toBe(key);
+  });
+
+  it('is a digest when the key is longer than the 256 characters Resend takes', () => {
+    const key = resendIdempotencyKey(message(['ann@example.com', 'bob@example.com'], 'k'.repeat(257)));
+    expect(key).toMatch(/^reliable-mail:[0-9a-f]{64}$/);
+  });
+});
+
+describe('provider transport options are checked when the transport is made', () => {
+  it.each<{ name: string; make: () => unknown; option: string }>([
+    { name: 'Resend without an API key', make: () => new ResendMailTransport({ apiKey: '' }), option: 'resend.apiKey' },
+    {
+      name: 'Resend with a base URL that is not http(s)',
+      make: () => new ResendMailTransport({ apiKey: 're_1', baseUrl: 'api.resend.com' }),
+      option: 'resend.baseUrl',
+    },
+    {
+      name: 'Postmark without a server token',
+      make: () => new PostmarkMailTransport({ serverToken: ' ' }),
+      option: 'postmark.serverToken',
+    },
+    {
+      name: 'Postmark with an unknown option',
+      make: () => new PostmarkMailTransport({ serverToken: 't', stream: 'x' } as never),
+      option: 'postmark.stream',
+    },
+    {
+      name: 'Postmark with an empty lane stream',
+      make: () => new PostmarkMailTransport({ serverToken: 't', messageStreamsByLane: { bulk: '' } }),
+      option: 'postmark.messageStreamsByLane.bulk',
+    },
+    { name: 'SES with an empty region', make: () => new SesMailTransport({ region: '' }), option: 'ses.region' },
+    {
+      name: 'SES with credentials missing the secret',
+      make: () => new SesMailTransport({ credentials: { accessKeyId: 'a' } as never }),
+      option: 'ses.credentials',
+    },
+    {
+      name: "SES with the SDK's own retries",
+      make: () => new SesMailTransport({ maxAttempts: 3 } as never),
+      option: 'ses.maxAttempts',
+    },
+  ])('$name: InvalidOptionsError naming $option', ({ make, option }) => {
+    expect(make).toThrow(InvalidOptionsError);
+    expect(make).toThrow(expect.objectContaining({ option }));
+  });
+});
+
+describe('loadSdk', () => {
+  it('a provider SDK that is not installed is a MissingPeerDependencyError that says what to install', async () => {
+    const missing = '@reliable-mail/no-such-sdk';
+    const load = loadSdk(missing, 'The Example transport', () => import(missing));
+    await expect(load).rejects.toThrow(MissingPeerDependencyError);
+    await expect(load).rejects.toThrow('npm install @reliable-mail/no-such-sdk');
+  });
+});

@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto';
+import type { CreateEmailOptions, Resend } from 'resend';
+import { InvalidOptionsError } from '../../errors.js';
+import { loadSdk } from '../http/load-sdk.js';
+import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
+import { addressedTo, formatMailbox } from '../outbound-content.js';
+import { classifyResendError } from './resend-classification.js';
+
+/** How to send through Resend. */
+export interface ResendTransportOptions {
+  /** The API key (`re_…`). */
+  apiKey: string;
+  /** The API's base URL. @default the SDK's: `RESEND_BASE_URL`, or https://api.resend.com */
+  baseUrl?: string;
+}
+
+/** Resend refuses a longer Idempotency-Key (400 invalid_idempotency_key). */
+const MAX_KEY_LENGTH = 256;
+
+function checkOptions(options: ResendTransportOptions): void {
+  if (!options || typeof options !== 'object') throw new InvalidOptionsError('resend', 'must be an object');
+  for (const key of Object.keys(options)) {
+    if (key !== 'apiKey' && key !== 'baseUrl')
+      throw new InvalidOptionsError(`resend.${key}`, 'is not an option of ResendMailTransport');
+  }
+  if (typeof options.apiKey !== 'string' || options.apiKey.trim().length === 0)
+    throw new InvalidOptionsError('resend.apiKey', 'must be a non-empty string');
+  if (options.baseUrl !== undefined && !/^https?:\/\/\S+$/.test(String(options.baseUrl)))
+    throw new InvalidOptionsError('resend.baseUrl', `must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+}
+
+/**
+ * The Idempotency-Key of an attempt: the row's idempotency key (or id) as it is, the same on every attempt. Resend
+ * refuses a key reused with another body (409), so an attempt whose envelope is not the whole mail (a recipient was
+ * suppressed, or took it before) and a key longer than Resend takes get a digest of the key and the envelope.
+ */
+export function resendIdempotencyKey(message: OutboundMessage): string {
+  const { mail, recipients, idempotencyKey } = message;
+  const everyone = new Set([...mail.to, ...mail.cc, ...mail.bcc].map(({ address }) => address.toLowerCase()));
+  if (idempotencyKey.length <= MAX_KEY_LENGTH && recipients.length === everyone.size) return idempotencyKey;
+  const digest = createHash('sha256')
+    .update(`${idempotencyKey}\n${[...recipients].sort().join(',')}`)
+    .digest('hex');
+  return `reliable-mail:${digest}`;
+}
+
+/**
+ * Resend through its official SDK (`resend`, an optional peer dependency): `POST /emails` with the stored
+ * Message-ID as a header, the envelope of this attempt as to, cc and bcc, and the row's idempotency key as
+ * `Idempotency-Key`. Resend keeps a key for 24 hours and answers a request it has seen with the first one's result,
+ * so the retry of a request whose answer was lost does not send a second copy.
+ */
+export class ResendMailTransport implements MailTransport {
+  private client: Promise<Resend> | null = null;
+  private defaultSender: string | null = null;
+
+  constructor(private readonly options: ResendTransportOptions) {
+    checkOptions(options);
+  }
+
+  async open(context: TransportContext): Promise<void> {
+    this.defaultSender = context.defaultSender;
+    await this.connect();
+  }
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const client = await this.connect();
+    const { mail } = message;
+    const read = await attachmentsOrOutcome(message, signal);
+    if ('outcome' in read) return read.outcome;
+    const { attachments } = read;
+    const { to, cc, bcc } = addressedTo(mail, message.recipients);
+    const payload = {
+      from: formatMailbox(mail.from),
+      to: to.map(formatMailbox),
+      cc: cc.map(formatMailbox),
+      bcc: bcc.map(formatMailbox),
+      replyTo: mail.replyTo.map(formatMailbox),
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+      headers: { ...mail.headers, 'Message-ID': message.messageId },
+      attachments: attachments.map(({ filename, contentType, content, cid }) => ({
+        filename,
+        contentType,
+        content,
+        contentId: cid,
+      })),
+    } as CreateEmailOptions;
+    const { data, error } = await client.emails.send(payload, {
+      idempotencyKey: resendIdempotencyKey(message),
+      signal,
+    });
+    // Resend documents no request id: the email's id is what its support and webhooks name.
+    const facts = { providerRequestId: null, deduplicatedByKey: true };
+    if (error || !data) {
+      const fromDefaultSender = mail.from.address.toLowerCase() === this.defaultSender;
+      return outcomeOf(message.recipients, classifyResendError(error ?? {}, { fromDefaultSender }), facts);
+    }
+    return acceptedOutcome(message.recipients, {
+      ...facts,
+      reply: `200 id ${data.id}`,
+      providerMessageId: data.id,
+      acceptedAt: new Date(),
+    });
+  }
+
+  /** Lists the account's domains: the API answers and knows the key (a sending-only key may not list, and passes). */
+  async verify(): Promise<void> {
+    const client = await this.connect();
+    const { error } = await client.domains.list();
+    if (error && error.name !== 'restricted_api_key')
+      throw new Error(`Resend refused the request: ${error.name}: ${error.message}`);
+  }
+
+  async close(): Promise<void> {}
+
+  private connect() {
+    this.client ??= loadSdk('resend', 'The Resend transport', () => import('resend')).then(
+      ({ Resend }) => new Resend(this.options.apiKey, { baseUrl: this.options.baseUrl }),
+    );
+    return this.client;
+  }
+}

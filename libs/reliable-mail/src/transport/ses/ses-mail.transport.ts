@@ -1,0 +1,130 @@
+import type { SESv2Client } from '@aws-sdk/client-sesv2';
+import { InvalidOptionsError } from '../../errors.js';
+import { acceptedOutcome, notSent, outcomeOf } from '../http/provider-outcome.js';
+import { loadSdk } from '../http/load-sdk.js';
+import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
+import { addressedTo, composeMime, releaseAttachmentStreams } from '../outbound-content.js';
+import { classifySesError, type SesError } from './ses-classification.js';
+
+/** How to reach Amazon SES (API v2). */
+export interface SesTransportOptions {
+  /** The AWS region of the SES account, such as `eu-west-1`. @default the SDK's (`AWS_REGION`) */
+  region?: string;
+  /** Another endpoint than the region's (a VPC endpoint, a local emulator). */
+  endpoint?: string;
+  /** @default the SDK's default credential chain (environment, profile, instance or task role) */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  /** The configuration set every message is sent with: its event destinations report bounces and complaints. */
+  configurationSetName?: string;
+}
+
+const OPTION_KEYS = new Set(['region', 'endpoint', 'credentials', 'configurationSetName']);
+
+function checkOptions(options: SesTransportOptions): void {
+  if (!options || typeof options !== 'object') throw new InvalidOptionsError('ses', 'must be an object');
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) throw new InvalidOptionsError(`ses.${key}`, 'is not an option of SesMailTransport');
+  }
+  for (const key of ['region', 'endpoint', 'configurationSetName'] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== 'string' || value.length === 0))
+      throw new InvalidOptionsError(`ses.${key}`, `must be a non-empty string, got ${JSON.stringify(value)}`);
+  }
+  const credentials = options.credentials;
+  if (
+    credentials !== undefined &&
+    (typeof credentials?.accessKeyId !== 'string' || typeof credentials.secretAccessKey !== 'string')
+  )
+    throw new InvalidOptionsError('ses.credentials', 'must be { accessKeyId, secretAccessKey, sessionToken? }');
+}
+
+/**
+ * Amazon SES through its v2 API (`@aws-sdk/client-sesv2`, an optional peer dependency): `SendEmail` with the raw
+ * MIME message, so the stored Message-ID, the headers and the attachments go out as they are, and the envelope of
+ * this attempt as its Destination. The SDK's own retries are off (`maxAttempts: 1`): a retry of a request whose
+ * answer was lost would send a second copy, and every retry is the outbox's, recorded as an attempt.
+ */
+export class SesMailTransport implements MailTransport {
+  private client: Promise<{ client: SESv2Client; sdk: typeof import('@aws-sdk/client-sesv2') }> | null = null;
+  private defaultSender: string | null = null;
+
+  constructor(private readonly options: SesTransportOptions = {}) {
+    checkOptions(options);
+  }
+
+  async open(context: TransportContext): Promise<void> {
+    this.defaultSender = context.defaultSender;
+    await this.connect();
+  }
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const { client, sdk } = await this.connect();
+    let raw: Buffer;
+    try {
+      raw = await composeMime(message.messageId, message.mail, signal);
+    } catch (error) {
+      const verdict = notSent((error as Error).message);
+      return outcomeOf(message.recipients, verdict, { providerRequestId: null, deduplicatedByKey: false });
+    } finally {
+      releaseAttachmentStreams(message.mail);
+    }
+    const { to, cc, bcc } = addressedTo(message.mail, message.recipients);
+    const command = new sdk.SendEmailCommand({
+      Content: { Raw: { Data: raw } },
+      Destination: {
+        ToAddresses: to.map(({ address }) => address),
+        CcAddresses: cc.map(({ address }) => address),
+        BccAddresses: bcc.map(({ address }) => address),
+      },
+      ConfigurationSetName: this.options.configurationSetName,
+    });
+    try {
+      const response = await client.send(command, { abortSignal: signal });
+      return acceptedOutcome(message.recipients, {
+        reply: `200 MessageId ${response.MessageId ?? '(none)'}`,
+        providerMessageId: response.MessageId ?? null,
+        providerRequestId: response.$metadata.requestId ?? null,
+        acceptedAt: new Date(),
+        deduplicatedByKey: false,
+      });
+    } catch (error) {
+      const sender = message.mail.from.address.toLowerCase();
+      const verdict = classifySesError(error as SesError, {
+        recipients: message.recipients,
+        sender,
+        fromDefaultSender: sender === this.defaultSender,
+      });
+      const providerRequestId = (error as SesError).$metadata?.requestId ?? null;
+      return outcomeOf(message.recipients, verdict, { providerRequestId, deduplicatedByKey: false });
+    }
+  }
+
+  /** Asks SES for the account (`GetAccount`): the credentials and the region answer. */
+  async verify(): Promise<void> {
+    const { client, sdk } = await this.connect();
+    await client.send(new sdk.GetAccountCommand({}), { abortSignal: AbortSignal.timeout(10_000) });
+  }
+
+  async close(): Promise<void> {
+    const connected = this.client;
+    this.client = null;
+    if (connected) (await connected).client.destroy();
+  }
+
+  private connect() {
+    this.client ??= loadSdk(
+      '@aws-sdk/client-sesv2',
+      'The Amazon SES transport',
+      () => import('@aws-sdk/client-sesv2'),
+    ).then((sdk) => ({
+      sdk,
+      client: new sdk.SESv2Client({
+        region: this.options.region,
+        endpoint: this.options.endpoint,
+        credentials: this.options.credentials,
+        maxAttempts: 1,
+      }),
+    }));
+    return this.client;
+  }
+}

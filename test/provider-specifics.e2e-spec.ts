@@ -1,0 +1,155 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  MailOutboxAdmin,
+  MailOutboxService,
+  type MailTransport,
+  MissingPeerDependencyError,
+  type ReliableMailOptions,
+  type TransportContext,
+} from '@reliable-mail/nestjs';
+import { POSTMARK_ERRORS, PostmarkTestApi } from './support/postmark-test-api.js';
+import { postmarkTransport, sesTransport } from './support/provider-stand-ins.js';
+import { SesTestFront } from './support/ses-test-front.js';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+
+describe('what each provider transport does of its own', () => {
+  const bed = useTestBed();
+  const standIns: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    await Promise.all(standIns.splice(0).map((standIn) => standIn.close()));
+  });
+
+  async function started<T extends { start(): Promise<T>; close(): Promise<void> }>(standIn: T): Promise<T> {
+    standIns.push(standIn);
+    return standIn.start();
+  }
+  const startApp = (overrides: Partial<ReliableMailOptions>) => bed.startApp(testMailOptions(bed.smtpUrl, overrides));
+
+  it('SES: each mail is in the emulator with its stored Message-ID, its envelope as Destination, and the configuration set', async () => {
+    const front = await started(new SesTestFront());
+    const app = await startApp({ transport: sesTransport(front) });
+    const rows = await app.get(MailOutboxService).enqueueMany([
+      { mail: { to: 'ann@example.com', subject: 'First', text: 'one' } },
+      {
+        mail: {
+          to: 'bob@example.com',
+          cc: 'carl@example.com',
+          bcc: 'dora@example.com',
+          subject: 'Second',
+          text: 'two',
+        },
+      },
+      { mail: { to: 'erin@example.com', subject: 'Third', html: '<p>three</p>' } },
+    ]);
+    await waitFor('three sent events', () => app.events.sent.length === 3);
+
+    const stored = await front.stored();
+    const bySubject = (subject: string) => stored.find((email) => email.subject === subject);
+    expect(['First', 'Second', 'Third'].map((subject) => bySubject(subject)?.messageId)).toEqual(
+      rows.map((row) => row.messageId),
+    );
+    expect(bySubject('Second')).toMatchObject({
+      destination: {
+        ToAddresses: ['bob@example.com'],
+        CcAddresses: ['carl@example.com'],
+        BccAddresses: ['dora@example.com'],
+      },
+      configurationSetName: 'transactional',
+    });
+    // The provider's message id of each row is the id the emulator stored it under.
+    const sent = new Map(app.events.sent.map((event) => [event.messageId, event.providerMessageId]));
+    expect(rows.map((row) => sent.get(row.messageId))).toEqual(
+      ['First', 'Second', 'Third'].map((subject) => bySubject(subject)?.sesId),
+    );
+  });
+
+  it('SES: a lane rate of 5 per second holds for a provider too', async () => {
+    const front = await started(new SesTestFront());
+    const app = await startApp({ transport: sesTransport(front), lanes: { default: { ratePerSecond: 5 } } });
+    const rows = await app.get(MailOutboxService).enqueueMany(
+      Array.from({ length: 10 }, (_, index) => ({
+        mail: { to: `user${index}@example.com`, subject: 'Hi', text: 'x' },
+      })),
+    );
+    await waitFor('ten sent events', () => app.events.sent.length === 10);
+    const sends = front.requests.filter((request) => request.method === 'POST').length;
+    expect(sends).toBe(rows.length);
+    // A bucket of one second's worth sends 5 at once, then one every 200 ms.
+    const acceptedAt = app.events.sent.map((event) => event.providerAcceptedAt!.getTime()).sort((a, b) => a - b);
+    expect(acceptedAt.at(-1)! - acceptedAt[0]).toBeGreaterThanOrEqual(900);
+  });
+
+  it('Postmark: each lane sends through its message stream', async () => {
+    const api = await started(new PostmarkTestApi());
+    const app = await startApp({
+      transport: postmarkTransport(api, { messageStreamsByLane: { bulk: 'broadcast' } }),
+      lanes: { default: {}, bulk: {} },
+    });
+    const outbox = app.get(MailOutboxService);
+    await outbox.enqueue({ to: 'ann@example.com', subject: 'Receipt', text: 'x' });
+    await outbox.enqueue({ to: 'bob@example.com', subject: 'News', text: 'x' }, { lane: 'bulk' });
+    await waitFor('two sent events', () => app.events.sent.length === 2);
+    expect(api.messages.map((message) => [message.subject, message.stream]).sort()).toEqual([
+      ['News', 'broadcast'],
+      ['Receipt', 'outbound'],
+    ]);
+  });
+
+  it('Postmark: an inactive recipient is refused on its own; the other is retried alone and sent', async () => {
+    const api = await started(new PostmarkTestApi());
+    api.script.next(POSTMARK_ERRORS.inactiveRecipients(['bob@example.com']));
+    const app = await startApp({ transport: postmarkTransport(api) });
+    const outbox = app.get(MailOutboxService);
+    const { id, messageId } = await outbox.enqueue({
+      to: 'ann@example.com',
+      cc: 'bob@example.com',
+      subject: 'Your order',
+      text: 'x',
+    });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(app.events.sent[0]).toMatchObject({
+      accepted: ['ann@example.com'],
+      rejected: [expect.objectContaining({ address: 'bob@example.com', replyCode: 422 })],
+    });
+    const row = await outbox.get(id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
+    expect(api.messages).toEqual([expect.objectContaining({ messageId, to: 'ann@example.com', cc: undefined })]);
+  });
+
+  it('Postmark: a suppressed recipient is left out of the request, not only out of the envelope', async () => {
+    const api = await started(new PostmarkTestApi());
+    const app = await startApp({ transport: postmarkTransport(api) });
+    await app.get(MailOutboxAdmin).suppress('bob@example.com', 'complained');
+    const { id } = await app
+      .get(MailOutboxService)
+      .enqueue({ to: 'Ann <ann@example.com>', cc: 'bob@example.com', subject: 'Your order', text: 'x' });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+    expect(api.messages).toEqual([expect.objectContaining({ to: '"Ann" <ann@example.com>', cc: undefined })]);
+    expect((await app.get(MailOutboxService).get(id)).status).toBe('sent');
+  });
+
+  it("a transport object is opened once with the module's sender, whatever the lanes sharing it; a failed open stops the start", async () => {
+    const contexts: TransportContext[] = [];
+    const transport = (open: (context: TransportContext) => Promise<void>): MailTransport => ({
+      open,
+      send: async () => ({ kind: 'outage', replyCode: null, enhancedStatus: null, reply: 'not used' }),
+      verify: async () => undefined,
+      close: async () => undefined,
+    });
+    await startApp({
+      transport: transport(async (context) => void contexts.push(context)),
+      from: 'Shop <Shop@Example.com>',
+      dispatcher: { enabled: false },
+    });
+    expect(contexts).toEqual([{ defaultSender: 'shop@example.com' }]);
+
+    const missing = transport(async () => {
+      throw new MissingPeerDependencyError('resend', 'Resend');
+    });
+    await expect(startApp({ transport: missing, dispatcher: { enabled: false } })).rejects.toThrow(
+      'The Resend transport needs the package resend: npm install resend',
+    );
+  });
+});

@@ -1,0 +1,158 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import {
+  MailOutboxHealthIndicator,
+  MailOutboxService,
+  type OutboxRowWithAttempts,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
+import { type ProviderName, type ProviderStandIn, startStandIn } from './support/provider-stand-ins.js';
+import { pausedLaneHealth } from './support/lane-health.js';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+
+const outcomes = (row: OutboxRowWithAttempts) => row.attemptLog.map((attempt) => attempt.outcome);
+const mail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks', html: '<p>Thanks</p>' };
+
+// The same cases against each provider's local stand-in (aws-ses-v2-local behind a front, and servers that speak
+// Postmark's and Resend's APIs), through the provider's own SDK: no transport is mocked.
+describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (name) => {
+  const bed = useTestBed();
+  let provider: ProviderStandIn;
+
+  beforeEach(async () => {
+    provider = await startStandIn(name);
+  });
+  afterEach(async () => {
+    await provider.close();
+  });
+
+  async function start(overrides: Partial<ReliableMailOptions> = {}) {
+    const app = await bed.startApp(testMailOptions(bed.smtpUrl, { transport: provider.transport(), ...overrides }));
+    return { app, outbox: app.get(MailOutboxService), health: app.get(MailOutboxHealthIndicator) };
+  }
+
+  it('sent: the provider took it with the stored Message-ID; its ids and accept time are on the row, the attempt and EmailSentEvent', async () => {
+    const { app, outbox } = await start();
+    const { id, messageId } = await outbox.enqueue({
+      ...mail,
+      bcc: 'audit@example.com',
+      attachments: [{ filename: 'order.txt', contentType: 'text/plain', content: 'mug x 2' }],
+    });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(await provider.delivered()).toEqual([messageId]);
+    const event = app.events.sent[0];
+    expect(event).toMatchObject({
+      id,
+      accepted: ['ann@example.com', 'audit@example.com'],
+      providerMessageId: expect.any(String),
+      providerAcceptedAt: expect.any(Date),
+      // SES names each request (x-amzn-RequestId); Postmark and Resend document no request id.
+      providerRequestId: name === 'ses' ? expect.any(String) : null,
+    });
+    const row = await outbox.get(id);
+    expect(row).toMatchObject({
+      status: 'sent',
+      providerMessageId: event.providerMessageId,
+      providerRequestId: event.providerRequestId,
+      providerAcceptedAt: event.providerAcceptedAt,
+      lastReplyCode: 200,
+    });
+    expect(row.attemptLog).toEqual([
+      expect.objectContaining({
+        outcome: 'sent',
+        providerMessageId: event.providerMessageId,
+        providerRequestId: event.providerRequestId,
+        deduplicatedByKey: provider.deduplicates,
+      }),
+    ]);
+  });
+
+  it.each([
+    { answer: 'throttled (429)', reply: 'throttled' as const, replyCode: 429, slowsDown: true },
+    { answer: 'a server error (5xx)', reply: 'serverError' as const, replyCode: 500, slowsDown: false },
+  ])('$answer, then sent: retried with the same Message-ID', async ({ reply, replyCode, slowsDown }) => {
+    const { app, outbox } = await start();
+    provider.script.next(provider.replies[reply]);
+    const { id, messageId } = await outbox.enqueue(mail);
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(app.events.failed).toEqual([
+      expect.objectContaining({ cause: 'deferred', attempt: 1, replyCode, permanent: false, outcomeUnknown: false }),
+    ]);
+    const row = await outbox.get(id);
+    expect(outcomes(row)).toEqual(['transient', 'sent']);
+    expect(await provider.delivered()).toEqual([messageId]);
+    // A 429 pauses the lane (a second at first); a 5xx is retried after the row's own short delay.
+    const [first, second] = row.attemptLog;
+    const gapMs = second.startedAt.getTime() - first.finishedAt!.getTime();
+    if (slowsDown) expect(gapMs).toBeGreaterThanOrEqual(900);
+    else expect(gapMs).toBeLessThan(900);
+  });
+
+  it('refused (422, MessageRejected): failed at once, never retried', async () => {
+    const { app, outbox } = await start();
+    provider.script.next(provider.replies.refused);
+    const { id } = await outbox.enqueue(mail);
+    await waitFor('the failed event', () => app.events.failed.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    expect(app.events.failed[0]).toMatchObject({ status: 'failed', cause: 'refused', permanent: true });
+    expect(app.events.failed[0].replyCode).toBeGreaterThanOrEqual(400);
+    const row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(outcomes(row)).toEqual(['permanent']);
+    expect(await provider.delivered()).toEqual([]);
+    expect(provider.requests.filter((request) => request.method === 'POST')).toHaveLength(1);
+  });
+
+  it('the connection dropped after the provider took the request: unknown, retried; a copy only where the provider does not deduplicate', async () => {
+    const { app, outbox } = await start();
+    provider.script.next('drop');
+    const { id, messageId } = await outbox.enqueue(mail, { idempotencyKey: 'order-confirmation:1' });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(app.events.failed).toEqual([expect.objectContaining({ cause: 'unknown', outcomeUnknown: true })]);
+    const row = await outbox.get(id);
+    expect(outcomes(row)).toEqual(['unknown', 'sent']);
+    expect(row.attemptLog[0]).toMatchObject({ replyCode: null, deduplicatedByKey: provider.deduplicates });
+    // Resend answers the retry's Idempotency-Key with the first request's id and keeps one message; SES and
+    // Postmark hold two copies, recognisable as one by their Message-ID.
+    expect(await provider.delivered()).toEqual(provider.deduplicates ? [messageId] : [messageId, messageId]);
+    if (name === 'resend') {
+      const keys = provider.requests.map((request) => request.headers['idempotency-key']);
+      expect(keys).toEqual(['order-confirmation:1', 'order-confirmation:1']);
+      expect(row.providerMessageId).toBe(row.attemptLog[1].providerMessageId);
+    }
+  });
+
+  it('no answer before the send deadline (a stall): unknown, retried, and sent once', async () => {
+    const { app, outbox } = await start({ dispatcher: { sendTimeoutMs: 1_000 } });
+    provider.script.next('stall');
+    const { id, messageId } = await outbox.enqueue(mail);
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    const row = await outbox.get(id);
+    expect(outcomes(row)).toEqual(['unknown', 'sent']);
+    expect(row.attemptLog[0].durationMs).toBeLessThan(2_000);
+    expect(await provider.delivered()).toEqual([messageId]);
+  });
+
+  it('a suspended account: an outage of the lane, no attempt counted, the pause in health; sent once it is back', async () => {
+    const { app, outbox, health } = await start();
+    provider.script.hold(provider.replies.suspended);
+    const { id, messageId } = await outbox.enqueue(mail);
+
+    const during = await pausedLaneHealth(health, 'default');
+    expect(during.status).toMatchObject({ status: 'down', failing: expect.arrayContaining(['lanes']) });
+    expect(during.lane).toMatchObject({ paused: true, reason: 'outage' });
+
+    provider.script.lift();
+    await waitFor('the sent event', () => app.events.sent.length === 1, 15_000);
+    const row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(new Set(outcomes(row).slice(0, -1))).toEqual(new Set(['outage']));
+    expect(app.events.failed.every((event) => event.cause === 'outage' && event.attempt === 0)).toBe(true);
+    expect(await provider.delivered()).toEqual([messageId]);
+  });
+});

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { type HttpReply, type ReceivedRequest, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+
+/** A message the stand-in took, as Postmark would have sent it. */
+export interface PostmarkMessage {
+  id: string;
+  messageId: string | null;
+  stream: string;
+  to: string | undefined;
+  cc: string | undefined;
+  bcc: string | undefined;
+  subject: string;
+  body: Record<string, unknown>;
+}
+
+const error = (status: number, code: number, message: string): HttpReply => ({
+  status,
+  body: { ErrorCode: code, Message: message },
+});
+
+/** Postmark's documented error answers, for scripting. */
+export const POSTMARK_ERRORS = {
+  rateLimited: { status: 429, body: { ErrorCode: 0, Message: 'Rate limit exceeded' } } as HttpReply,
+  serverError: { status: 500, body: { ErrorCode: 0, Message: 'Internal server error' } } as HttpReply,
+  invalidRequest: error(422, 300, 'Invalid email request: the To field holds an invalid address'),
+  inactiveRecipients: (addresses: string[]) =>
+    error(
+      422,
+      406,
+      `You tried to send to recipient(s) that have been marked as inactive. Found inactive addresses: ${addresses.join(', ')}. Inactive recipients are ones that have generated a hard bounce, a spam complaint, or a manual suppression.`,
+    ),
+  /** The account may not send: out of credits, or suspended. */
+  notAllowedToSend: error(422, 405, 'Not allowed to send: your account is suspended'),
+};
+
+/**
+ * A local stand-in for Postmark's API (POST /email, GET /server), as its documentation and the SDK describe it:
+ * `X-Postmark-Server-Token`, `{ To, SubmittedAt, MessageID, ErrorCode: 0, Message: 'OK' }` on success and
+ * `{ ErrorCode, Message }` on an error. `script` sets the next answers; `drop` takes the message first, then drops
+ * the connection (a lost answer), `stall` never answers.
+ */
+export class PostmarkTestApi {
+  readonly script = new ReplyScript();
+  readonly messages: PostmarkMessage[] = [];
+  private readonly server = new ScriptedHttpServer((request) => this.handle(request));
+
+  async start(): Promise<this> {
+    await this.server.listen();
+    return this;
+  }
+
+  /** `host:port`, for the transport's `requestHost`. */
+  get host(): string {
+    return `127.0.0.1:${this.server.port}`;
+  }
+
+  get requests(): ReceivedRequest[] {
+    return this.server.requests;
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  private handle(request: ReceivedRequest): HttpReply {
+    if (request.headers['x-postmark-server-token'] !== 'server-token')
+      return error(401, 10, 'Bad or missing Server API Token');
+    if (request.method === 'GET' && request.path === '/server') return { status: 200, body: { ID: 1, Name: 'test' } };
+    if (request.method !== 'POST' || request.path !== '/email') return error(404, 0, 'Not found');
+    const scripted = this.script.take();
+    if (scripted !== undefined && scripted !== 'drop') return scripted;
+    const body = JSON.parse(request.body) as Record<string, unknown>;
+    const headers = (body.Headers as Array<{ Name: string; Value: string }> | undefined) ?? [];
+    const message: PostmarkMessage = {
+      id: randomUUID(),
+      messageId: headers.find((header) => header.Name.toLowerCase() === 'message-id')?.Value ?? null,
+      stream: (body.MessageStream as string | undefined) ?? 'outbound',
+      to: body.To as string | undefined,
+      cc: body.Cc as string | undefined,
+      bcc: body.Bcc as string | undefined,
+      subject: body.Subject as string,
+      body,
+    };
+    this.messages.push(message);
+    if (scripted === 'drop') return 'drop';
+    return {
+      status: 200,
+      body: {
+        To: message.to,
+        SubmittedAt: new Date().toISOString(),
+        MessageID: message.id,
+        ErrorCode: 0,
+        Message: 'OK',
+      },
+    };
+  }
+}
