@@ -6,12 +6,86 @@ import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { ReliableMailModule, ReliableMailWebhooksModule } from '@reliable-mail/nestjs';
+import { type ProviderName, startStandIn } from './support/provider-stand-ins.js';
 import { signedResendEvent, svixHeaders, RESEND_SECRET } from './support/resend-events.js';
+import { SnsTestServer } from './support/sns-test-server.js';
 import { ormConfig, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
 
 const resend = { resend: { secret: RESEND_SECRET } };
+const TOPIC = 'arn:aws:sns:eu-west-1:123456789012:ses-feedback';
+const POSTMARK_SECRET = { name: 'X-Webhook-Secret', value: 'postmark-secret' };
+
+/** A hard bounce of `address` as each provider posts it, naming the message by the id the provider gave it. */
+function hardBounce(provider: ProviderName, providerMessageId: string, address: string, sns: SnsTestServer) {
+  const at = new Date().toISOString();
+  if (provider === 'resend') {
+    return signedResendEvent('email.bounced', providerMessageId, [address], {
+      bounce: { type: 'Permanent', subType: 'General', message: '550 5.1.1 no such user' },
+    });
+  }
+  if (provider === 'postmark') {
+    const body = JSON.stringify({
+      RecordType: 'Bounce',
+      ID: 42,
+      Type: 'HardBounce',
+      MessageID: providerMessageId,
+      Email: address,
+      BouncedAt: at,
+    });
+    return { body, headers: { 'content-type': 'application/json', [POSTMARK_SECRET.name]: POSTMARK_SECRET.value } };
+  }
+  const notification = {
+    notificationType: 'Bounce',
+    mail: { messageId: providerMessageId, timestamp: at },
+    bounce: {
+      bounceType: 'Permanent',
+      bounceSubType: 'General',
+      timestamp: at,
+      bouncedRecipients: [{ emailAddress: address }],
+    },
+  };
+  return {
+    body: JSON.stringify(sns.notification(TOPIC, notification)),
+    headers: { 'content-type': 'text/plain; charset=UTF-8' },
+  };
+}
+
+describe.each<ProviderName>(['ses', 'postmark', 'resend'])(
+  'feedback for mail sent through the %s transport',
+  (name) => {
+    const bed = useTestBed();
+
+    it('links the webhook by the message id the transport stored: suppressed, EmailBouncedEvent', async () => {
+      const provider = await startStandIn(name);
+      const sns = await SnsTestServer.start();
+      try {
+        const { app, post, outbox, admin } = await startWebhookApp(
+          bed,
+          { ses: { topicArns: [TOPIC], agent: sns.agent }, postmark: { header: POSTMARK_SECRET }, ...resend },
+          { overrides: { transport: provider.transport() } },
+        );
+        const mail = await outbox.enqueue({ to: 'gone@example.org', subject: 'Your order', text: 'Thanks' });
+        await waitFor('sent', () => app.events.sent.length === 1);
+        const { providerMessageId } = await outbox.get(mail.id);
+
+        const bounce = hardBounce(name, providerMessageId!, 'gone@example.org', sns);
+        expect(await (await post(name, bounce.body, bounce.headers)).json()).toMatchObject({ stored: 1, unlinked: 0 });
+        expect((await outbox.get(mail.id)).feedback).toEqual([
+          expect.objectContaining({ source: name, kind: 'bounced', bounceType: 'hard', providerMessageId }),
+        ]);
+        expect(await admin.listSuppressions()).toEqual([
+          expect.objectContaining({ address: 'gone@example.org', outboxId: mail.id }),
+        ]);
+        await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+      } finally {
+        await sns.close();
+        await provider.close();
+      }
+    });
+  },
+);
 
 describe('the webhook routes', () => {
   const bed = useTestBed();
@@ -39,6 +113,10 @@ describe('the webhook routes', () => {
     expect(rows.every((row) => mails.some((mail) => mail.id === row.outbox_id))).toBe(true);
     await waitFor('500 EmailDeliveredEvents', () => app.events.delivered.length === 500, 30_000);
     expect(new Set(app.events.delivered.map((event) => event.eventId)).size).toBe(500);
+    await waitFor(
+      'every event confirmed',
+      async () => (await bed.execute('select 1 from mail_outbox_event')).length === 0,
+    );
   });
 
   it('a source that is not configured, or unknown: 404', async () => {

@@ -146,7 +146,7 @@ describe('what each provider transport does of its own', () => {
     expect(contexts).toEqual([{ defaultSender: 'shop@example.com' }]);
 
     const missing = transport(async () => {
-      throw new MissingPeerDependencyError('resend', 'Resend');
+      throw new MissingPeerDependencyError('resend', 'The Resend transport');
     });
     await expect(startApp({ transport: missing, dispatcher: { enabled: false } })).rejects.toThrow(
       'The Resend transport needs the package resend: npm install resend',
