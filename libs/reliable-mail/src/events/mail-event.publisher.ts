@@ -35,7 +35,8 @@ const CONFIRM_LINGER_MS = 25;
 const CONCURRENT_EMISSIONS = 16;
 
 /**
- * Emits the events that settles and delivery feedback recorded in `mail_outbox_event`, and deletes each once its listeners have run.
+ * Emits the events that settles and delivery feedback recorded in `mail_outbox_event`, and deletes each once its
+ * listeners have run.
  * An event whose emitter died first stays in the table; after its lease any instance emits it again.
  *
  * Emission runs apart from the dispatcher: `publish` only queues (a bounded queue; what does not fit is left to
