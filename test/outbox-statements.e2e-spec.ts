@@ -126,22 +126,6 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
-  it("the claim's commit without a flush wait stays within the claim: its connection waits for flushes afterwards", async () => {
-    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
-    try {
-      const claimed = await claimRows(sqlClientOf(pool), claimRequest('plan-test:1', 2));
-      expect(claimed).toHaveLength(2);
-      const { rows } = await pool.query(`select current_setting('synchronous_commit') as setting`);
-      expect(rows[0].setting).toBe('on');
-      const { rows: committed } = await client.query(
-        `select count(*)::int as count from mail_outbox where status = 'sending'`,
-      );
-      expect(committed[0].count).toBe(2);
-    } finally {
-      await pool.end();
-    }
-  });
-
   it('settle stores a reply with a NUL without it, and one with a backslash and "u0000" as it is', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
 import { createTestDatabase } from '../support/test-database.js';
-import { findFreePort } from '../../apps/demo/src/infra/free-port.js';
+import { findFreePort } from '../../apps/demo/local/free-port.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGE_DIR = join(REPO, 'libs/reliable-mail');

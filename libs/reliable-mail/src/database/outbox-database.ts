@@ -9,6 +9,12 @@ import type { SqlClient, Statement } from './sql-client.js';
 const KEEPALIVE_DELAY_MS = 10_000;
 /** The client gives up on a statement this long after the server should have cancelled it itself. */
 const CLIENT_TIMEOUT_MARGIN_MS = 5_000;
+/**
+ * How long shutdown waits for the pool's connections to come back, after the dispatcher's own bound
+ * (`dispatcher.shutdownTimeoutMs`): a healthy server answers what is left in milliseconds, and a connection stuck on
+ * a dead socket would never come back.
+ */
+export const POOL_CLOSE_TIMEOUT_MS = 5_000;
 
 /**
  * The connections reliable-mail's own work runs on: the dispatcher, the wake-up listener, the event publisher,
@@ -60,9 +66,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     this.pool = null;
     // pool.end() waits for every client, and a client stuck on a dead socket never comes back: bounded.
     const ended = pool.end().then(() => true);
-    const timeout = new Promise<false>((resolve) =>
-      setTimeout(resolve, this.options.database.connectTimeoutMs, false).unref(),
-    );
+    const timeout = new Promise<false>((resolve) => setTimeout(resolve, POOL_CLOSE_TIMEOUT_MS, false).unref());
     if (!(await Promise.race([ended, timeout]))) {
       this.logger.warn({ msg: 'the database pool did not close in time; its connections are left to the OS' });
     }

@@ -31,25 +31,25 @@ const REDELIVERY_BATCH = 100;
 const CONFIRM_BATCH = 500;
 // Confirming an event only spares its redelivery, so confirmations wait a little to share one statement.
 const CONFIRM_LINGER_MS = 25;
-/** Emissions under way at once: listeners that wait on I/O overlap, and a stuck one holds one place of these. */
-const CONCURRENT_EMISSIONS = 16;
 
 /**
  * Emits the events that settles and delivery feedback recorded in `mail_outbox_event`, and deletes each once its
  * listeners have run.
  * An event whose emitter died first stays in the table; after its lease any instance emits it again.
  *
- * Emission runs apart from the dispatcher: `publish` only queues (a bounded queue; what does not fit is left to
- * redelivery), and each emission gives its listeners `events.listenerTimeoutMs`. A listener that throws or does not
- * finish in time leaves its event unconfirmed, so it comes again after its lease; it never holds a send or a settle.
+ * Each event is emitted on its own as soon as the change it reports has committed, outside the settle that
+ * recorded it, and its listeners get `events.listenerTimeoutMs`. A listener that throws or does not finish in time
+ * leaves its event unconfirmed, so it comes again after its lease; nothing else waits for it: no send, no settle,
+ * no other event. There is no fixed number of emissions at once, because a stuck listener would hold its places
+ * until the timeout (16 places held for 30 s let 16 events through in 30 s). What is bounded is memory: at most
+ * `events.maxQueued` events whose listeners are still running; past it an event waits in the table.
  */
 @Injectable()
 export class MailEventPublisher {
   private readonly logger = new Logger('ReliableMail');
   private readonly confirmer: Batcher<string, void>;
-  private readonly queue: StoredEvent[] = [];
-  /** Emissions whose listeners are still running (a timed-out one no longer counts: it has been given up on). */
-  private emitting = 0;
+  /** Events whose listeners are running here, until they finish or time out: redelivery leaves them alone. */
+  private readonly running = new Set<string>();
 
   constructor(
     private readonly database: OutboxDatabase,
@@ -76,29 +76,32 @@ export class MailEventPublisher {
     return this.emitter.listeners(name).length > 0 || this.emitter.listenersAny().length > 0;
   }
 
-  /** Queues an event whose status change has committed; it is emitted, then confirmed, in the background. */
+  /** Emits, in the background, an event whose status change has committed, and confirms it once heard. */
   publish(event: StoredEvent): void {
-    if (this.queue.length >= this.options.events.maxQueued) {
+    if (this.running.has(event.id)) return;
+    if (this.running.size >= this.options.events.maxQueued) {
       // It is recorded: after its lease, redelivery emits it. Memory stays bounded whatever the listeners do.
-      this.logger.warn({ msg: 'event queue full; the event is emitted by redelivery', eventId: event.id });
+      this.logger.warn({ msg: 'too many events in emission; this one is emitted by redelivery', eventId: event.id });
       return;
     }
-    this.queue.push(event);
-    this.drain();
+    this.running.add(event.id);
+    // On a later turn of the event loop: a listener's synchronous work (or throw) is not the settle's.
+    setImmediate(() => void this.emit(event).finally(() => this.running.delete(event.id)));
   }
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener failed. */
   async redeliverUnconfirmed(): Promise<number> {
     // Only events this process has listeners for: another instance's would be confirmed here unheard.
     const names = Object.keys(EVENT_CLASSES).filter((name) => this.isListenedTo(name));
-    const room = this.options.events.maxQueued - this.queue.length;
+    const room = this.options.events.maxQueued - this.running.size;
     if (names.length === 0 || room <= 0) return 0;
-    const events = await claimUnconfirmedEvents(
-      this.database,
+    const events = await claimUnconfirmedEvents(this.database, {
       names,
-      Math.min(REDELIVERY_BATCH, room),
-      this.options.dispatcher.eventLeaseMs,
-    );
+      limit: Math.min(REDELIVERY_BATCH, room),
+      leaseMs: this.options.dispatcher.eventLeaseMs,
+      // Still being emitted here: a listener is slow, not failed; its timeout decides.
+      except: [...this.running],
+    });
     if (events.length > 0) {
       this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
       for (const event of events) this.publish(event);
@@ -106,23 +109,8 @@ export class MailEventPublisher {
     return events.length;
   }
 
-  private drain(): void {
-    while (this.emitting < CONCURRENT_EMISSIONS && this.queue.length > 0) {
-      const event = this.queue.shift()!;
-      this.emitting++;
-      let released = false;
-      const release = () => {
-        if (released) return;
-        released = true;
-        this.emitting--;
-        this.drain();
-      };
-      void this.emit(event, release).finally(release);
-    }
-  }
-
-  /** Emits one event and confirms it once every listener finished; `giveUp` frees its place at the timeout. */
-  private async emit(event: StoredEvent, giveUp: () => void): Promise<void> {
+  /** Emits one event and confirms it once every listener finished; gives up on it at the timeout. */
+  private async emit(event: StoredEvent): Promise<void> {
     const eventClass = EVENT_CLASSES[event.name];
     if (!eventClass) {
       this.logger.error({ msg: 'unknown stored event, left in place', eventId: event.id, name: event.name });
@@ -143,7 +131,6 @@ export class MailEventPublisher {
           name: event.name,
           listenerTimeoutMs,
         });
-        giveUp();
         return;
       }
       await this.confirmer.add(event.id);

@@ -109,7 +109,10 @@ export interface EventOptions {
    * @default 30000
    */
   listenerTimeoutMs?: number;
-  /** Events waiting for emission in memory; past this they wait in the table for redelivery. @default 10000 */
+  /**
+   * Events whose listeners are still running in this process (a stuck listener holds its events until
+   * `listenerTimeoutMs`); past this they wait in the table for redelivery. @default 10000
+   */
   maxQueued?: number;
 }
 

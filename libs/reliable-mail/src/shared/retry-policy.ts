@@ -1,4 +1,8 @@
-/** How a failing row is retried: the module's `retry` options with every default applied. */
+/**
+ * How a failing row is retried: the module's `retry` options with every default applied. The same fields as
+ * `Required<RetryOptions>`, declared here so that this pure unit depends on nothing (options/ imports shared/, and
+ * `resolveRetry` builds the one from the other).
+ */
 export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;

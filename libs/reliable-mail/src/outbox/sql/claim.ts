@@ -23,16 +23,15 @@ export interface ClaimRequest {
  * It reads only the partial indexes of due and leased rows: with 100,000 due rows a claim of 64 took 3–6 ms and
  * read ~1,400 buffers, the same with a million sent rows beside them (`npm run bench`).
  *
- * The claim commits without waiting for its WAL flush (about half a millisecond here), which every send would
- * otherwise wait for. Only a crash of PostgreSQL itself can lose such a commit, and then the row is pending again
- * and is sent again: what a durable claim leads to as well, since its worker's settle is lost in that crash and
- * the lease runs out. The settle's commit does wait, and its flush covers the claim's commit written before it.
+ * The claim's commit waits for its WAL flush like any other (about half a millisecond here, once per claimed
+ * batch). A claim committed without it could vanish in a crash or failover of PostgreSQL while its send goes on:
+ * the row would then be due again and sent a second time, with no record of the first attempt, where a durable
+ * claim keeps the row `sending` and its worker's settle lands once the server is back. With synchronous
+ * replication the flush also waits for the standby, so a promoted standby knows the claim too.
  */
 export const CLAIM: Statement = {
   name: 'reliable_mail_claim',
-  text: `with no_flush_wait as materialized (
-    select set_config('synchronous_commit', 'off', true)
-  ), expired as (
+  text: `with expired as (
     select id from mail_outbox
     where status = 'sending' and lane = $1 and locked_until <= now()
     order by locked_until limit $2 for update skip locked
@@ -80,7 +79,7 @@ export const CLAIM: Statement = {
     returning id, outbox_id
   )
   select screened.*, attempts.id as attempt_id
-  from screened left join attempts on attempts.outbox_id = screened.id cross join no_flush_wait`,
+  from screened left join attempts on attempts.outbox_id = screened.id`,
 };
 
 /** The claim's parameters in statement order, for a caller that runs or EXPLAINs the statement itself. */

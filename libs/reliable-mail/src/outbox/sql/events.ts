@@ -4,12 +4,13 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
 // Events are recorded by the settle that makes the change they report (see settle.ts) and deleted once emitted.
 // One whose emitter died first keeps its lease time; after it, any instance that listens for it emits it again.
 
-/** Takes up to $2 events named in $3 whose lease ran out, for another $1 ms. */
+/** Takes up to $2 events named in $3 whose lease ran out, but those in $4, for another $1 ms. */
 const CLAIM_UNCONFIRMED: Statement = {
   name: 'reliable_mail_claim_events',
   text: `update mail_outbox_event e set locked_until = now() + $1::float8 * interval '1 millisecond'
     where e.id in (
-      select id from mail_outbox_event where locked_until <= now() and name = any($3::text[])
+      select id from mail_outbox_event
+      where locked_until <= now() and name = any($3::text[]) and id <> all($4::bigint[])
       order by id limit $2 for update skip locked
     )
     returning e.id, e.name, e.payload`,
@@ -20,16 +21,23 @@ const CONFIRM: Statement = {
   text: `delete from mail_outbox_event where id = any($1::bigint[])`,
 };
 
+export interface UnconfirmedEventsRequest {
+  names: string[];
+  limit: number;
+  leaseMs: number;
+  /** Events still being emitted by this process. */
+  except: string[];
+}
+
 export async function claimUnconfirmedEvents(
   db: SqlClient,
-  names: string[],
-  limit: number,
-  leaseMs: number,
+  { names, limit, leaseMs, except }: UnconfirmedEventsRequest,
 ): Promise<StoredEvent[]> {
   const rows = await db.query<{ id: string; name: string; payload: Record<string, unknown> }>(CLAIM_UNCONFIRMED, [
     leaseMs,
     limit,
     names,
+    except,
   ]);
   return rows.map((row) => ({ id: String(row.id), name: row.name, payload: row.payload }));
 }
