@@ -138,6 +138,61 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     expect(await provider.delivered()).toEqual([messageId]);
   });
 
+  // A mail of 150 recipients, more than any of the three takes in one request (50 in To, Cc and Bcc together).
+  const bcc = Array.from({ length: 149 }, (_, index) => `reader${String(index).padStart(3, '0')}@example.com`);
+  const everyone = ['ann@example.com', ...bcc].sort();
+  /** The sent event, or a failed event that closed the row (the code before requests of 50 ended so). */
+  const settled = (app: { events: { sent: unknown[]; failed: Array<{ status: string }> } }) => () =>
+    app.events.sent.length === 1 || app.events.failed.some((event) => event.status !== 'pending');
+
+  it('a mail to 1 + 149 Bcc recipients goes out in requests of at most 50, one after another: each recipient gets it once, the row is sent', async () => {
+    const { app, outbox } = await start();
+    const { id, messageId } = await outbox.enqueue({ ...mail, bcc });
+    await waitFor('the row to settle', settled(app));
+
+    expect(provider.requestedRecipients.map((recipients) => recipients.length)).toEqual([50, 50, 50]);
+    expect((await provider.deliveredTo()).flat().sort()).toEqual(everyone);
+    expect(await provider.delivered()).toEqual([messageId, messageId, messageId]);
+    const row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 1, providerMessageId: expect.any(String) });
+    expect(outcomes(row)).toEqual(['sent']);
+    expect([...app.events.sent[0].accepted].sort()).toEqual(everyone);
+    // The To recipient goes in the first request, so it sees itself in To; later requests are Bcc only.
+    expect(provider.requestedRecipients[0][0]).toBe('ann@example.com');
+  });
+
+  it('the second request of three fails (5xx): the first 50 keep it, the other 100 are retried, and nobody gets a second copy', async () => {
+    const { app, outbox } = await start();
+    provider.script.next('pass', provider.replies.serverError);
+    const { id, messageId } = await outbox.enqueue({ ...mail, bcc }, { idempotencyKey: 'newsletter:7' });
+    await waitFor('the row to settle', settled(app));
+
+    const [partial] = app.events.failed;
+    expect(app.events.failed).toEqual([
+      expect.objectContaining({ status: 'pending', cause: 'partial', attempt: 1, replyCode: 500 }),
+    ]);
+    expect(partial.accepted).toHaveLength(50);
+    expect(partial.deferred).toHaveLength(100);
+    const row = await outbox.get(id);
+    expect(row.status).toBe('sent');
+    expect(outcomes(row)).toEqual(['partial', 'sent']);
+    // The third request was not made in the first attempt: its recipients say so.
+    const untried = row.attemptLog[0].recipients!.filter((recipient) => recipient.reply?.includes('not tried'));
+    expect(untried.map((recipient) => recipient.status)).toEqual(Array(50).fill('deferred'));
+    // Attempt 1: 50 taken, 50 refused with a 500; attempt 2: those 50 again, then the 50 never tried.
+    const requested = provider.requestedRecipients;
+    expect(requested.map((recipients) => recipients.length)).toEqual([50, 50, 50, 50]);
+    expect(requested[2]).toEqual(requested[1]);
+    expect((await provider.deliveredTo()).flat().sort()).toEqual(everyone);
+    expect(await provider.delivered()).toEqual([messageId, messageId, messageId]);
+    if (name === 'resend') {
+      // Each request has a key of its own, the same when its recipients are sent to again.
+      const keys = provider.requests.map((request) => request.headers['idempotency-key']);
+      expect(keys[2]).toBe(keys[1]);
+      expect(new Set(keys).size).toBe(3);
+    }
+  });
+
   it('a suspended account: an outage of the lane, no attempt counted, the pause in health; sent once it is back', async () => {
     const { app, outbox, health } = await start();
     provider.script.hold(provider.replies.suspended);

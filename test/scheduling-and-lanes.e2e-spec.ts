@@ -2,9 +2,11 @@ import { describe, expect, it, jest } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import {
   IdempotencyConflictError,
+  InvalidOptionsError,
   MailOutboxService,
   MailValidationError,
   OutboxRowNotCancellableError,
+  type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
 import { type WakeUpPlan, WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
@@ -17,6 +19,33 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
 
   const statusOf = async (em: EntityManager, id: string) =>
     (await em.execute<{ status: string }[]>(`select status from mail_outbox where id = ?`, [id]))[0].status;
+
+  describe('ScheduleModule, needed only where the dispatcher or retention runs', () => {
+    it('an instance that only enqueues starts without it; one with the dispatcher (and ScheduleModule) sends the mail', async () => {
+      const smtp = await bed.startSmtp();
+      const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }), [], {
+        scheduler: false,
+      });
+      const { id, messageId } = await producer.get(MailOutboxService).enqueue(mail);
+      expect((await producer.get(MailOutboxService).get(id)).status).toBe('pending');
+
+      const dispatcher = await bed.startApp(testMailOptions(smtp.url));
+      await waitFor('the mail sent', () => dispatcher.events.sent.length === 1);
+      expect(smtp.received.map((received) => received.messageId)).toEqual([messageId]);
+    });
+
+    it.each<[string, Partial<ReliableMailOptions>, string]>([
+      ['the dispatcher', {}, 'dispatcher.enabled'],
+      ['retention alone', { dispatcher: { enabled: false }, retention: { enabled: true } }, 'retention.enabled'],
+    ])(
+      'an instance with %s and without it fails at start with InvalidOptionsError naming the option',
+      async (_case, overrides, option) => {
+        const start = bed.startApp(testMailOptions(bed.smtpUrl, overrides), [], { scheduler: false });
+        await expect(start).rejects.toBeInstanceOf(InvalidOptionsError);
+        await expect(start).rejects.toThrow(`"${option}": needs ScheduleModule.forRoot()`);
+      },
+    );
+  });
 
   describe('scheduling and expiry', () => {
     it('delayMs: the mail reaches the server no earlier than asked', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type HttpReply, type ReceivedRequest, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import { addressesIn, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import type { HttpReply, ReceivedRequest } from './scripted-http-server.js';
 
 /** A message the stand-in took, as Postmark would have sent it. */
 export interface PostmarkMessage {
@@ -9,6 +10,8 @@ export interface PostmarkMessage {
   to: string | undefined;
   cc: string | undefined;
   bcc: string | undefined;
+  /** The addresses of To, Cc and Bcc, lower case. */
+  recipients: string[];
   subject: string;
   body: Record<string, unknown>;
 }
@@ -17,6 +20,9 @@ const error = (status: number, code: number, message: string): HttpReply => ({
   status,
   body: { ErrorCode: code, Message: message },
 });
+
+/** Postmark takes at most 50 recipients in To, Cc and Bcc together (https://postmarkapp.com/developer). */
+export const POSTMARK_MAX_RECIPIENTS = 50;
 
 /** Postmark's documented error answers, for scripting. */
 export const POSTMARK_ERRORS = {
@@ -42,6 +48,8 @@ export const POSTMARK_ERRORS = {
 export class PostmarkTestApi {
   readonly script = new ReplyScript();
   readonly messages: PostmarkMessage[] = [];
+  /** The recipients (To, Cc and Bcc) of each POST /email, whatever it was answered. */
+  readonly requestedRecipients: string[][] = [];
   private readonly server = new ScriptedHttpServer((request) => this.handle(request));
 
   async start(): Promise<this> {
@@ -67,9 +75,14 @@ export class PostmarkTestApi {
       return error(401, 10, 'Bad or missing Server API Token');
     if (request.method === 'GET' && request.path === '/server') return { status: 200, body: { ID: 1, Name: 'test' } };
     if (request.method !== 'POST' || request.path !== '/email') return error(404, 0, 'Not found');
+    const body = JSON.parse(request.body) as Record<string, unknown>;
+    const recipients = [body.To, body.Cc, body.Bcc].flatMap(addressesIn);
+    this.requestedRecipients.push(recipients);
+    // Postmark refuses a message to more recipients as an invalid request (ErrorCode 300); the wording is ours.
+    if (recipients.length > POSTMARK_MAX_RECIPIENTS)
+      return error(422, 300, `Invalid email request: ${recipients.length} recipients, the maximum is 50`);
     const scripted = this.script.take();
     if (scripted !== undefined && scripted !== 'drop') return scripted;
-    const body = JSON.parse(request.body) as Record<string, unknown>;
     const headers = (body.Headers as Array<{ Name: string; Value: string }> | undefined) ?? [];
     const message: PostmarkMessage = {
       id: randomUUID(),
@@ -78,6 +91,7 @@ export class PostmarkTestApi {
       to: body.To as string | undefined,
       cc: body.Cc as string | undefined,
       bcc: body.Bcc as string | undefined,
+      recipients,
       subject: body.Subject as string,
       body,
     };

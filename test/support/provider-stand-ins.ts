@@ -23,7 +23,11 @@ export interface ProviderStandIn {
   deduplicates: boolean;
   /** The Message-IDs of the messages the provider took, in order. */
   delivered(): Promise<Array<string | null>>;
+  /** The recipients of each message the provider took, in order, lower case. */
+  deliveredTo(): Promise<string[][]>;
   requests: ReceivedRequest[];
+  /** The recipients of each send request the stand-in received, whatever it answered. */
+  requestedRecipients: string[][];
   close(): Promise<void>;
 }
 
@@ -57,7 +61,12 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
       },
       deduplicates: false,
       delivered: async () => (await front.stored()).map((email) => email.messageId),
+      deliveredTo: async () =>
+        (await front.stored()).map(({ destination: { ToAddresses = [], CcAddresses = [], BccAddresses = [] } }) =>
+          [...ToAddresses, ...CcAddresses, ...BccAddresses].map((address) => address.toLowerCase()),
+        ),
       requests: front.requests,
+      requestedRecipients: front.requestedRecipients,
       close: () => front.close(),
     };
   }
@@ -75,7 +84,9 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
       },
       deduplicates: false,
       delivered: async () => api.messages.map((message) => message.messageId),
+      deliveredTo: async () => api.messages.map((message) => message.recipients),
       requests: api.requests,
+      requestedRecipients: api.requestedRecipients,
       close: () => api.close(),
     };
   }
@@ -92,7 +103,9 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
     },
     deduplicates: true,
     delivered: async () => api.messages.map((message) => message.messageId),
+    deliveredTo: async () => api.messages.map((message) => message.recipients),
     requests: api.requests,
+    requestedRecipients: api.requestedRecipients,
     close: () => api.close(),
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type HttpReply, type ReceivedRequest, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import { addressesIn, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import type { HttpReply, ReceivedRequest } from './scripted-http-server.js';
 
 /** A message the stand-in took, as Resend would have sent it. */
 export interface ResendMessage {
@@ -7,8 +8,13 @@ export interface ResendMessage {
   messageId: string | null;
   idempotencyKey: string | null;
   to: string[];
+  /** The addresses of to, cc and bcc, lower case. */
+  recipients: string[];
   body: Record<string, unknown>;
 }
+
+/** Resend documents `to` as "Max 50" (https://resend.com/docs/api-reference/emails/send-email); cc and bcc have no number. */
+export const RESEND_MAX_TO = 50;
 
 const error = (statusCode: number, name: string, message: string): HttpReply => ({
   status: statusCode,
@@ -39,6 +45,8 @@ export const RESEND_ERRORS = {
 export class ResendTestApi {
   readonly script = new ReplyScript();
   readonly messages: ResendMessage[] = [];
+  /** The recipients (to, cc and bcc) of each POST /emails, whatever it was answered. */
+  readonly requestedRecipients: string[][] = [];
   private readonly keys = new Map<string, { body: string; id: string | null }>();
   private readonly server = new ScriptedHttpServer((request) => this.handle(request));
 
@@ -64,6 +72,12 @@ export class ResendTestApi {
       return error(401, 'missing_api_key', 'Missing API key in the authorization header');
     if (request.method === 'GET' && request.path === '/domains') return { status: 200, body: { data: [] } };
     if (request.method !== 'POST' || request.path !== '/emails') return error(404, 'not_found', 'Not found');
+    const body = JSON.parse(request.body) as Record<string, unknown>;
+    const recipients = [body.to, body.cc, body.bcc].flatMap(addressesIn);
+    this.requestedRecipients.push(recipients);
+    // The documented limit, refused as a validation error (the wording is ours).
+    if (addressesIn(body.to).length > RESEND_MAX_TO)
+      return error(422, 'validation_error', `Too many recipients in \`to\`: the maximum is ${RESEND_MAX_TO}`);
     const key = (request.headers['idempotency-key'] as string | undefined) ?? null;
     const seen = key === null ? undefined : this.keys.get(key);
     if (seen && seen.body !== request.body)
@@ -79,13 +93,13 @@ export class ResendTestApi {
       void request.closed.then(() => this.keys.delete(key));
     }
     if (scripted !== undefined && scripted !== 'drop') return scripted;
-    const body = JSON.parse(request.body) as Record<string, unknown>;
     const headers = (body.headers as Record<string, string> | undefined) ?? {};
     const message: ResendMessage = {
       id: randomUUID(),
       messageId: headers['Message-ID'] ?? null,
       idempotencyKey: key,
       to: body.to as string[],
+      recipients,
       body,
     };
     this.messages.push(message);

@@ -76,13 +76,16 @@ export class ScriptedHttpServer {
   }
 }
 
-/** Replies scripted for the next requests of a stand-in, and one that holds until it is lifted (a suspension). */
+/**
+ * Replies scripted for the next requests of a stand-in, and one that holds until it is lifted (a suspension). `pass`
+ * lets the stand-in give its own answer to that request.
+ */
 export class ReplyScript {
-  private readonly queued: HttpReply[] = [];
+  private readonly queued: Array<HttpReply | 'pass'> = [];
   private held: HttpReply | null = null;
 
   /** Answers the next requests with these, in order. */
-  next(...replies: HttpReply[]): void {
+  next(...replies: Array<HttpReply | 'pass'>): void {
     this.queued.push(...replies);
   }
 
@@ -97,6 +100,15 @@ export class ReplyScript {
 
   /** The scripted reply for this request, or undefined for the stand-in's own answer. */
   take(): HttpReply | undefined {
-    return this.held ?? this.queued.shift();
+    const reply = this.held ?? this.queued.shift();
+    return reply === 'pass' ? undefined : reply;
   }
+}
+
+/** The addresses in a provider's To, Cc or Bcc field (a comma-separated string or an array), lower case. */
+export function addressesIn(field: unknown): string[] {
+  const fields = Array.isArray(field) ? field : [field];
+  return fields.flatMap((value) =>
+    typeof value === 'string' ? (value.match(/[^\s,<>"]+@[^\s,<>"]+/g) ?? []).map((a) => a.toLowerCase()) : [],
+  );
 }

@@ -25,6 +25,12 @@ export const sesError = (status: number, name: string, message: string): HttpRep
   body: { message },
 });
 
+/**
+ * SES takes at most 50 recipients in a message's To, Cc and Bcc together
+ * (https://docs.aws.amazon.com/ses/latest/dg/quotas.html); aws-ses-v2-local does not check it, the front does.
+ */
+export const SES_MAX_RECIPIENTS = 50;
+
 export const SES_ERRORS = {
   throttling: sesError(429, 'ThrottlingException', 'Maximum sending rate exceeded.'),
   serverError: sesError(500, 'InternalFailure', 'The request processing has failed because of an unknown error.'),
@@ -43,6 +49,8 @@ const startEmulator = sesLocal.default;
  */
 export class SesTestFront {
   readonly script = new ReplyScript();
+  /** The recipients (the Destination's To, Cc and Bcc) of each SendEmail, whatever it was answered. */
+  readonly requestedRecipients: string[][] = [];
   private readonly sent = new Map<string, Omit<SesStoredEmail, 'subject'>>();
   private readonly front = new ScriptedHttpServer((request) => this.handle(request));
   private emulator: Server | null = null;
@@ -87,6 +95,18 @@ export class SesTestFront {
 
   private async handle(request: ReceivedRequest): Promise<HttpReply> {
     const sending = request.method === 'POST' && request.path === '/v2/email/outbound-emails';
+    if (sending) {
+      const {
+        ToAddresses = [],
+        CcAddresses = [],
+        BccAddresses = [],
+      } = (JSON.parse(request.body) as { Destination?: SesStoredEmail['destination'] }).Destination ?? {};
+      const recipients = [...ToAddresses, ...CcAddresses, ...BccAddresses].map((address) => address.toLowerCase());
+      this.requestedRecipients.push(recipients);
+      // SES's text for it (SendEmail of v1: InvalidParameterValue; SMTP: 554); v2 names it a bad request.
+      if (recipients.length > SES_MAX_RECIPIENTS)
+        return sesError(400, 'BadRequestException', 'Recipient count exceeds 50.');
+    }
     const scripted = sending ? this.script.take() : undefined;
     if (scripted !== undefined && scripted !== 'drop') return scripted;
     const response = await fetch(`${this.emulatorUrl}${request.path}`, {

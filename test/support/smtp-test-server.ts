@@ -15,6 +15,8 @@ export type ScriptedReply =
 
 export interface SmtpScript {
   onConnect?: () => ScriptedReply | undefined;
+  /** The reply to EHLO, and to the HELO a client falls back to when EHLO is refused. */
+  onHelo?: () => ScriptedReply | undefined;
   onAuth?: () => ScriptedReply | undefined;
   onMailFrom?: (sender: string) => ScriptedReply | undefined;
   onRcptTo?: (recipient: string) => ScriptedReply | undefined;
@@ -38,9 +40,14 @@ export interface ReceivedMessage {
   raw: string;
 }
 
-interface ConnectionWithSocket {
+/** What the tests reach of smtp-server's connection object, which it does not expose. */
+interface ServerConnection {
   id: string;
   _socket?: { destroy(): void };
+  send(code: number, text: string): void;
+  close(): void;
+  handler_EHLO(command: string, done: () => void): void;
+  handler_HELO(command: string, done: () => void): void;
 }
 
 function replyError({ code, text }: { code: number; text: string }): Error {
@@ -67,6 +74,7 @@ export class SmtpTestServer {
       closeTimeout: 200,
       onConnect: (session, callback) => {
         this.sessions.push(session.id);
+        this.scriptHelo(session);
         this.answer(session, this.script.onConnect?.(), callback);
       },
       onAuth: (auth, session, callback) => {
@@ -139,8 +147,40 @@ export class SmtpTestServer {
     return copies;
   }
 
+  /**
+   * Closes a session from the server's side, as an idle timeout does: with `reply` (such as 421) first, or without
+   * a word.
+   */
+  closeSession(sessionId: string, reply?: { code: number; text: string }): void {
+    const connection = this.connection(sessionId);
+    if (!connection) return;
+    if (!reply) return connection._socket?.destroy();
+    connection.send(reply.code, reply.text);
+    connection.close();
+  }
+
   async close(): Promise<void> {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private connection(sessionId: string): ServerConnection | undefined {
+    const connections = (this.server as unknown as { connections: Set<ServerConnection> }).connections;
+    return [...connections].find((connection) => connection.id === sessionId);
+  }
+
+  /** smtp-server has no hook for EHLO and HELO: the session's connection answers them by `onHelo` first. */
+  private scriptHelo(session: SMTPServerSession): void {
+    const connection = this.connection(session.id);
+    if (!connection) return;
+    for (const command of ['handler_EHLO', 'handler_HELO'] as const) {
+      const handle = connection[command].bind(connection);
+      connection[command] = (line, done) =>
+        this.answer(session, this.script.onHelo?.(), (error) => {
+          if (!error) return handle(line, done);
+          connection.send((error as Error & { responseCode: number }).responseCode, error.message);
+          done();
+        });
+    }
   }
 
   private answer(
@@ -150,13 +190,7 @@ export class SmtpTestServer {
   ): void {
     if (reply === undefined) return callback();
     if (reply === 'stall') return;
-    if (reply === 'drop') {
-      const connections = (this.server as unknown as { connections: Set<ConnectionWithSocket> }).connections;
-      for (const connection of connections) {
-        if (connection.id === session.id) connection._socket?.destroy();
-      }
-      return;
-    }
+    if (reply === 'drop') return this.closeSession(session.id);
     if ('acceptAfterMs' in reply) {
       setTimeout(() => callback(), reply.acceptAfterMs);
       return;

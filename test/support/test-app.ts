@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -61,6 +61,25 @@ export class EventRecorder {
   }
 }
 
+/**
+ * The logger of the test apps: it prints errors only, and keeps what was logged at warn level, for a test that
+ * counts such lines (each lane pause is one). Nest's logger is one per test file, so this is too.
+ */
+class RecordingLogger extends ConsoleLogger {
+  readonly warnings: unknown[] = [];
+
+  constructor() {
+    super({ logLevels: ['error'] });
+  }
+
+  override warn(message: unknown, ...rest: unknown[]): void {
+    this.warnings.push(message);
+    super.warn(message, ...rest);
+  }
+}
+
+export const testLogger = new RecordingLogger();
+
 export function ormConfig(databaseUrl: string) {
   return defineConfig({
     clientUrl: databaseUrl,
@@ -112,26 +131,43 @@ function smtpTransportOptions(smtpUrl: string) {
   return { host: url.hostname, port: Number(url.port), secure: false, ignoreTLS: true };
 }
 
+export interface TestAppOptions {
+  /**
+   * Whether the app imports `ScheduleModule.forRoot()`, which the dispatcher and retention need and an instance that
+   * only enqueues does not.
+   * @default true
+   */
+  scheduler?: boolean;
+  /** Modules besides reliable-mail's, such as `ReliableMailWebhooksModule.forRoot(…)`. */
+  imports?: DynamicModule[];
+}
+
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  extraImports: DynamicModule[] = [],
+  { scheduler = true, imports = [] }: TestAppOptions = {},
 ): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       MikroOrmModule.forRoot(ormConfig(databaseUrl)),
       EventEmitterModule.forRoot(),
-      ScheduleModule.forRoot(),
+      ...(scheduler ? [ScheduleModule.forRoot()] : []),
       // Global, as the README's quick start has it: ReliableMailWebhooksModule needs its MailFeedbackService.
       ReliableMailModule.forRoot({ ...mailOptions, isGlobal: true }),
-      ...extraImports,
+      ...imports,
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
   // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
-  const app = moduleRef.createNestApplication({ logger: ['error'], rawBody: true });
-  await app.init();
+  const app = moduleRef.createNestApplication({ logger: testLogger, rawBody: true });
+  try {
+    await app.init();
+  } catch (error) {
+    // An app that fails at start still holds its database connections.
+    await app.close().catch(() => undefined);
+    throw error;
+  }
   return Object.assign(app, { events: app.get(EventRecorder) });
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import type { DynamicModule, Type } from '@nestjs/common';
+import type { Type } from '@nestjs/common';
 import {
   MailOutboxAdmin,
   MailOutboxHealthIndicator,
@@ -9,7 +9,7 @@ import {
 } from '@reliable-mail/nestjs';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
-import { createTestApp, migrate, testMailOptions } from './test-app.js';
+import { createTestApp, migrate, type TestAppOptions, testMailOptions } from './test-app.js';
 import { type SmtpScript, SmtpTestServer } from './smtp-test-server.js';
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
@@ -23,7 +23,7 @@ export interface TestBed {
   startSmtp(script?: SmtpScript): Promise<SmtpTestServer>;
   /** Runs a statement on the test's database, outside any app: to set a row up as a test needs it. */
   execute(sql: string, values?: unknown[]): Promise<unknown[]>;
-  startApp(options: ReliableMailOptions, providers?: Type[], imports?: DynamicModule[]): Promise<TestApp>;
+  startApp(options: ReliableMailOptions, providers?: Type[], appOptions?: TestAppOptions): Promise<TestApp>;
   /** An SMTP server answering by `script`, and an app sending to it with the test options and `overrides`. */
   start(
     script?: SmtpScript,
@@ -91,8 +91,8 @@ export function useTestBed(): TestBed {
       await smtp.listen();
       return smtp;
     },
-    async startApp(options, providers = [], imports = []) {
-      const app = await createTestApp(database!.url, options, providers, imports);
+    async startApp(options, providers = [], appOptions = {}) {
+      const app = await createTestApp(database!.url, options, providers, appOptions);
       apps.push(app);
       return app;
     },

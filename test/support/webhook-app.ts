@@ -24,11 +24,9 @@ export async function startWebhookApp(
   }: { script?: SmtpScript; overrides?: Partial<ReliableMailOptions>; maxBodyBytes?: number } = {},
 ) {
   const server = await bed.startSmtp(script);
-  const app = await bed.startApp(
-    testMailOptions(server.url, overrides),
-    [],
-    [ReliableMailWebhooksModule.forRoot({ path: 'webhooks/mail', sources, maxBodyBytes })],
-  );
+  const app = await bed.startApp(testMailOptions(server.url, overrides), [], {
+    imports: [ReliableMailWebhooksModule.forRoot({ path: 'webhooks/mail', sources, maxBodyBytes })],
+  });
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/webhooks/mail`;
   const outbox = app.get(MailOutboxService);

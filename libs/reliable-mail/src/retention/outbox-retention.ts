@@ -36,7 +36,9 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
 
   onApplicationBootstrap(): void {
     if (!this.options.retention.enabled) return;
-    const scheduler = requireScheduler(this.scheduler, 'retention.enabled');
+    // Where the dispatcher runs as well, it is the option to name: retention only follows it, by default.
+    const option = this.options.dispatcher.enabled ? 'dispatcher.enabled' : 'retention.enabled';
+    const scheduler = requireScheduler(this.scheduler, option);
     this.task = new RecurringTask(
       scheduler,
       RETENTION_TIMER,

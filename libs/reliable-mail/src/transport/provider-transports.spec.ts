@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError, MissingPeerDependencyError } from '../errors.js';
 import { loadSdk } from './http/load-sdk.js';
+import { requestEnvelopes } from './http/send-in-requests.js';
 import type { OutboundMessage } from './mail-transport.interface.js';
 import { PostmarkMailTransport } from './postmark/postmark-mail.transport.js';
 import { SesMailTransport } from './ses/ses-mail.transport.js';
@@ -36,6 +37,18 @@ describe('resendIdempotencyKey', () => {
     expect(key).toMatch(/^reliable-mail:[0-9a-f]{64}$/);
     expect(resendIdempotencyKey(message(['bob@example.com']))).toBe(key);
     expect(resendIdempotencyKey(message(['ann@example.com']))).not.toBe(key);
+  });
+
+  it('is one of its own for each request of a mail sent in several, the same when those recipients are sent to again', () => {
+    const bcc = Array.from({ length: 149 }, (_, index) => ({ address: `reader${index}@example.com` }));
+    const mail = { ...message([]).mail, cc: [], bcc };
+    const everyone = ['ann@example.com', ...bcc.map(({ address }) => address)];
+    const keyOf = (recipients: string[]) => resendIdempotencyKey({ ...message(recipients), mail });
+    const keys = requestEnvelopes({ mail, recipients: everyone }, 50).map(keyOf);
+    expect(new Set([...keys, 'order-confirmation:42']).size).toBe(4);
+    // The retry of the second and third requests (the first was taken) sends the same two sets, in any order.
+    const retry = requestEnvelopes({ mail, recipients: everyone.slice(50).reverse() }, 50).map(keyOf);
+    expect(retry).toEqual(keys.slice(1));
   });
 
   it('is a digest when the key is longer than the 256 characters Resend takes', () => {
@@ -87,7 +100,7 @@ describe('provider transport options are checked when the transport is made', ()
 describe('loadSdk', () => {
   it('a provider SDK that is not installed is a MissingPeerDependencyError that says what to install', async () => {
     const missing = '@reliable-mail/no-such-sdk';
-    const load = loadSdk(missing, 'The Example transport', () => import(missing));
+    const load = loadSdk(missing, 'Example', () => import(missing));
     await expect(load).rejects.toThrow(MissingPeerDependencyError);
     await expect(load).rejects.toThrow('npm install @reliable-mail/no-such-sdk');
   });

@@ -2,8 +2,9 @@ import type { ServerClient } from 'postmark';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import { sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
-import { addressedTo, formatMailbox } from '../outbound-content.js';
+import { type AttachmentBytes, addressedTo, formatMailbox } from '../outbound-content.js';
 import { classifyPostmarkError, type PostmarkErrorFields } from './postmark-classification.js';
 
 /** How to send through Postmark. */
@@ -23,6 +24,12 @@ export interface PostmarkTransportOptions {
   /** `false` speaks plain HTTP, to a local stand-in. @default true */
   useHttps?: boolean;
 }
+
+/**
+ * Postmark takes a message to at most 50 recipients: "The maximum number of recipients for each email is 50,
+ * including all To, CC, and BCC recipients" (https://postmarkapp.com/developer).
+ */
+const POSTMARK_MAX_RECIPIENTS = 50;
 
 const OPTION_KEYS = new Set(['serverToken', 'messageStream', 'messageStreamsByLane', 'requestHost', 'useHttps']);
 
@@ -52,9 +59,9 @@ interface RequestRecord {
 
 /**
  * Postmark through its official SDK (`postmark`, an optional peer dependency): `POST /email` with the stored
- * Message-ID as a header, each lane's message stream, and the envelope of this attempt as To, Cc and Bcc. Postmark
- * takes no idempotency key: a request whose answer was lost is `unknown`, and its retry may be a second copy (with
- * the same Message-ID). The SDK does not retry by itself.
+ * Message-ID as a header, each lane's message stream, and the envelope of this attempt as To, Cc and Bcc, in
+ * requests of at most 50 recipients. Postmark takes no idempotency key: a request whose answer was lost is
+ * `unknown`, and its retry may be a second copy (with the same Message-ID). The SDK does not retry by itself.
  */
 export class PostmarkMailTransport implements MailTransport {
   private sdk: Promise<typeof import('postmark')> | null = null;
@@ -70,13 +77,24 @@ export class PostmarkMailTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const read = await attachmentsOrOutcome(message, signal);
+    if ('outcome' in read) return read.outcome;
+    return sendInRequests(message, POSTMARK_MAX_RECIPIENTS, signal, (recipients) =>
+      this.request(message, read.attachments, recipients, signal),
+    );
+  }
+
+  /** One POST /email to `recipients`: they are its To, Cc and Bcc, so they are who the headers name. */
+  private async request(
+    message: OutboundMessage,
+    attachments: AttachmentBytes[],
+    recipients: string[],
+    signal: AbortSignal,
+  ): Promise<SendOutcome> {
     const record: RequestRecord = { networkCode: null };
     const client = await this.client(signal, record);
     const { mail } = message;
-    const read = await attachmentsOrOutcome(message, signal);
-    if ('outcome' in read) return read.outcome;
-    const { attachments } = read;
-    const { to, cc, bcc } = addressedTo(mail, message.recipients);
+    const { to, cc, bcc } = addressedTo(mail, recipients);
     const list = (addresses: typeof to) => (addresses.length > 0 ? addresses.map(formatMailbox).join(', ') : undefined);
     try {
       const response = await client.sendEmail({
@@ -101,7 +119,7 @@ export class PostmarkMailTransport implements MailTransport {
         MessageStream: this.options.messageStreamsByLane?.[message.lane] ?? this.options.messageStream ?? 'outbound',
       });
       const submittedAt = new Date(response.SubmittedAt);
-      return acceptedOutcome(message.recipients, {
+      return acceptedOutcome(recipients, {
         reply: `200 ${response.Message}: ${response.MessageID}`,
         providerMessageId: response.MessageID,
         providerRequestId: null,
@@ -110,11 +128,11 @@ export class PostmarkMailTransport implements MailTransport {
       });
     } catch (error) {
       const verdict = classifyPostmarkError(error as PostmarkErrorFields, {
-        recipients: message.recipients,
+        recipients,
         fromDefaultSender: mail.from.address.toLowerCase() === this.defaultSender,
         networkCode: record.networkCode,
       });
-      return outcomeOf(message.recipients, verdict, { providerRequestId: null, deduplicatedByKey: false });
+      return outcomeOf(recipients, verdict, { providerRequestId: null, deduplicatedByKey: false });
     }
   }
 
@@ -127,7 +145,7 @@ export class PostmarkMailTransport implements MailTransport {
   async close(): Promise<void> {}
 
   private load() {
-    this.sdk ??= loadSdk('postmark', 'The Postmark transport', () => import('postmark'));
+    this.sdk ??= loadSdk('postmark', 'Postmark', () => import('postmark'));
     return this.sdk;
   }
 

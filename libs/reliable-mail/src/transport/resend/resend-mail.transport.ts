@@ -3,8 +3,9 @@ import type { CreateEmailOptions, Resend } from 'resend';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import { sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
-import { addressedTo, formatMailbox } from '../outbound-content.js';
+import { type AttachmentBytes, addressedTo, formatMailbox } from '../outbound-content.js';
 import { classifyResendError } from './resend-classification.js';
 
 /** How to send through Resend. */
@@ -14,6 +15,12 @@ export interface ResendTransportOptions {
   /** The API's base URL. @default the SDK's: `RESEND_BASE_URL`, or https://api.resend.com */
   baseUrl?: string;
 }
+
+/**
+ * Resend documents `to` as "Max 50" (https://resend.com/docs/api-reference/emails/send-email) and gives no number
+ * for cc and bcc: every request is kept to 50 recipients in all, as SES and Postmark require of To, Cc and Bcc together.
+ */
+const RESEND_MAX_RECIPIENTS = 50;
 
 /** Resend refuses a longer Idempotency-Key (400 invalid_idempotency_key). */
 const MAX_KEY_LENGTH = 256;
@@ -31,9 +38,11 @@ function checkOptions(options: ResendTransportOptions): void {
 }
 
 /**
- * The Idempotency-Key of an attempt: the row's idempotency key (or id) as it is, the same on every attempt. Resend
- * refuses a key reused with another body (409), so an attempt whose envelope is not the whole mail (a recipient was
- * suppressed, or took it before) and a key longer than Resend takes get a digest of the key and the envelope.
+ * The Idempotency-Key of a request: the row's idempotency key (or id) as it is, the same on every attempt. Resend
+ * refuses a key reused with another body (409), so a request to fewer than all of the mail's recipients (one was
+ * suppressed or took it before, or the mail has more than a request takes) and a key longer than Resend takes get a
+ * digest of the key and the request's recipients: the same whenever those recipients are sent to again, and
+ * another for any other set (the requests of one attempt go to sets that do not overlap).
  */
 export function resendIdempotencyKey(message: OutboundMessage): string {
   const { mail, recipients, idempotencyKey } = message;
@@ -47,8 +56,8 @@ export function resendIdempotencyKey(message: OutboundMessage): string {
 
 /**
  * Resend through its official SDK (`resend`, an optional peer dependency): `POST /emails` with the stored
- * Message-ID as a header, the envelope of this attempt as to, cc and bcc, and the row's idempotency key as
- * `Idempotency-Key`. Resend keeps a key for 24 hours and answers a request it has seen with the first one's result,
+ * Message-ID as a header, the envelope of this attempt as to, cc and bcc in requests of at most 50 recipients, and
+ * the row's idempotency key (or a digest of it, see `resendIdempotencyKey`) as `Idempotency-Key`. Resend keeps a key for 24 hours and answers a request it has seen with the first one's result,
  * so the retry of a request whose answer was lost does not send a second copy.
  */
 export class ResendMailTransport implements MailTransport {
@@ -65,11 +74,24 @@ export class ResendMailTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
-    const client = await this.connect();
-    const { mail } = message;
     const read = await attachmentsOrOutcome(message, signal);
     if ('outcome' in read) return read.outcome;
-    const { attachments } = read;
+    return sendInRequests(message, RESEND_MAX_RECIPIENTS, signal, (recipients) =>
+      this.request({ ...message, recipients }, read.attachments, signal),
+    );
+  }
+
+  /**
+   * One POST /emails to `message.recipients` (one request's): they are its to, cc and bcc, and its Idempotency-Key
+   * is theirs (`resendIdempotencyKey`), so each request of a send has its own, the same on every attempt.
+   */
+  private async request(
+    message: OutboundMessage,
+    attachments: AttachmentBytes[],
+    signal: AbortSignal,
+  ): Promise<SendOutcome> {
+    const client = await this.connect();
+    const { mail } = message;
     const { to, cc, bcc } = addressedTo(mail, message.recipients);
     const payload = {
       from: formatMailbox(mail.from),
@@ -117,7 +139,7 @@ export class ResendMailTransport implements MailTransport {
   async close(): Promise<void> {}
 
   private connect() {
-    this.client ??= loadSdk('resend', 'The Resend transport', () => import('resend')).then(
+    this.client ??= loadSdk('resend', 'Resend', () => import('resend')).then(
       ({ Resend }) => new Resend(this.options.apiKey, { baseUrl: this.options.baseUrl }),
     );
     return this.client;

@@ -2,6 +2,7 @@ import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import { InvalidOptionsError } from '../../errors.js';
 import { acceptedOutcome, notSent, outcomeOf } from '../http/provider-outcome.js';
 import { loadSdk } from '../http/load-sdk.js';
+import { sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
 import { addressedTo, composeMime, releaseAttachmentStreams } from '../outbound-content.js';
 import { classifySesError, type SesError } from './ses-classification.js';
@@ -16,6 +17,19 @@ export interface SesTransportOptions {
   credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   /** The configuration set every message is sent with: its event destinations report bounces and complaints. */
   configurationSetName?: string;
+}
+
+/**
+ * SES takes a message to at most 50 recipients, To, Cc and Bcc together: "Maximum number of recipients per message:
+ * 50" (https://docs.aws.amazon.com/ses/latest/dg/quotas.html); SendEmail refuses more, and asks to divide a larger
+ * list into groups of 50 or fewer (https://docs.aws.amazon.com/ses/latest/APIReference/API_SendEmail.html).
+ */
+const SES_MAX_RECIPIENTS = 50;
+
+/** The SDK, loaded at start-up, and its client. */
+interface Connected {
+  client: SESv2Client;
+  sdk: typeof import('@aws-sdk/client-sesv2');
 }
 
 const OPTION_KEYS = new Set(['region', 'endpoint', 'credentials', 'configurationSetName']);
@@ -41,11 +55,11 @@ function checkOptions(options: SesTransportOptions): void {
 /**
  * Amazon SES through its v2 API (`@aws-sdk/client-sesv2`, an optional peer dependency): `SendEmail` with the raw
  * MIME message, so the stored Message-ID, the headers and the attachments go out as they are, and the envelope of
- * this attempt as its Destination. The SDK's own retries are off (`maxAttempts: 1`): a retry of a request whose
+ * this attempt as its Destination, in requests of at most 50 recipients. The SDK's own retries are off (`maxAttempts: 1`): a retry of a request whose
  * answer was lost would send a second copy, and every retry is the outbox's, recorded as an attempt.
  */
 export class SesMailTransport implements MailTransport {
-  private client: Promise<{ client: SESv2Client; sdk: typeof import('@aws-sdk/client-sesv2') }> | null = null;
+  private client: Promise<Connected> | null = null;
   private defaultSender: string | null = null;
 
   constructor(private readonly options: SesTransportOptions = {}) {
@@ -58,7 +72,7 @@ export class SesMailTransport implements MailTransport {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
-    const { client, sdk } = await this.connect();
+    const connected = await this.connect();
     let raw: Buffer;
     try {
       raw = await composeMime(message.messageId, message.mail, signal);
@@ -68,7 +82,21 @@ export class SesMailTransport implements MailTransport {
     } finally {
       releaseAttachmentStreams(message.mail);
     }
-    const { to, cc, bcc } = addressedTo(message.mail, message.recipients);
+    // The same raw message in each request: its headers name the mail's To and Cc whoever the request goes to.
+    return sendInRequests(message, SES_MAX_RECIPIENTS, signal, (recipients) =>
+      this.request(connected, message, raw, recipients, signal),
+    );
+  }
+
+  /** One SendEmail of the raw message, to `recipients` (its Destination). */
+  private async request(
+    { client, sdk }: Connected,
+    message: OutboundMessage,
+    raw: Buffer,
+    recipients: string[],
+    signal: AbortSignal,
+  ): Promise<SendOutcome> {
+    const { to, cc, bcc } = addressedTo(message.mail, recipients);
     const command = new sdk.SendEmailCommand({
       Content: { Raw: { Data: raw } },
       Destination: {
@@ -80,7 +108,7 @@ export class SesMailTransport implements MailTransport {
     });
     try {
       const response = await client.send(command, { abortSignal: signal });
-      return acceptedOutcome(message.recipients, {
+      return acceptedOutcome(recipients, {
         reply: `200 MessageId ${response.MessageId ?? '(none)'}`,
         providerMessageId: response.MessageId ?? null,
         providerRequestId: response.$metadata.requestId ?? null,
@@ -90,12 +118,12 @@ export class SesMailTransport implements MailTransport {
     } catch (error) {
       const sender = message.mail.from.address.toLowerCase();
       const verdict = classifySesError(error as SesError, {
-        recipients: message.recipients,
+        recipients,
         sender,
         fromDefaultSender: sender === this.defaultSender,
       });
       const providerRequestId = (error as SesError).$metadata?.requestId ?? null;
-      return outcomeOf(message.recipients, verdict, { providerRequestId, deduplicatedByKey: false });
+      return outcomeOf(recipients, verdict, { providerRequestId, deduplicatedByKey: false });
     }
   }
 
@@ -111,20 +139,18 @@ export class SesMailTransport implements MailTransport {
     if (connected) (await connected).client.destroy();
   }
 
-  private connect() {
-    this.client ??= loadSdk(
-      '@aws-sdk/client-sesv2',
-      'The Amazon SES transport',
-      () => import('@aws-sdk/client-sesv2'),
-    ).then((sdk) => ({
-      sdk,
-      client: new sdk.SESv2Client({
-        region: this.options.region,
-        endpoint: this.options.endpoint,
-        credentials: this.options.credentials,
-        maxAttempts: 1,
+  private connect(): Promise<Connected> {
+    this.client ??= loadSdk('@aws-sdk/client-sesv2', 'Amazon SES', () => import('@aws-sdk/client-sesv2')).then(
+      (sdk) => ({
+        sdk,
+        client: new sdk.SESv2Client({
+          region: this.options.region,
+          endpoint: this.options.endpoint,
+          credentials: this.options.credentials,
+          maxAttempts: 1,
+        }),
       }),
-    }));
+    );
     return this.client;
   }
 }

@@ -11,6 +11,16 @@ import {
 } from './smtp-reply.js';
 import type { SmtpSession, TransactionResult } from './smtp-session.js';
 
+/**
+ * What one transaction leaves for the next: recipients to send again at once (past the server's limit), whether the
+ * send may go on over this connection, and whether the connection needs a RSET first.
+ */
+interface Step {
+  again: string[];
+  goOn: boolean;
+  reset: boolean;
+}
+
 /** The SMTP transactions of one send, and what each recipient came to. */
 export class SmtpConversation {
   private readonly results = new Map<string, RecipientOutcome>();
@@ -25,7 +35,10 @@ export class SmtpConversation {
     private readonly fromDefaultSender: boolean,
   ) {}
 
-  /** Runs transactions until every recipient has an outcome; returns whether the connection may be reused. */
+  /**
+   * Runs transactions until every recipient has an outcome; returns whether the connection may be reused. It may
+   * not after any transient failure, even of one recipient: the retry gets a fresh session.
+   */
   async run(
     session: SmtpSession,
     from: string,
@@ -40,14 +53,14 @@ export class SmtpConversation {
       const next = result.ok ? this.accepted(chunk, result.info) : this.failed(chunk, result);
       // RFC 5321 §4.5.3.1.10: recipients past the server's limit go out at once in another transaction.
       waiting.unshift(...next.again);
-      if (!next.reusable || (next.reset && !(await session.reset()))) {
+      if (!next.goOn || (next.reset && !(await session.reset()))) {
         // The rest were never tried: they wait for the next attempt, on a fresh connection.
         const untried = parseReply('not tried in this attempt: its connection failed');
         for (const address of waiting) this.set(address, 'deferred', untried);
         return false;
       }
     }
-    return true;
+    return !this.recipients.some((address) => this.results.get(address)?.status === 'deferred');
   }
 
   outcome(): SendOutcome {
@@ -65,7 +78,7 @@ export class SmtpConversation {
   private accepted(
     chunk: string[],
     info: { accepted: Array<string | { address?: string }>; response: string; rejectedErrors?: SmtpError[] },
-  ): { again: string[]; reusable: boolean; reset: boolean } {
+  ): Step {
     const refusals = new Map((info.rejectedErrors ?? []).map((error) => [recipientOf(error), replyOfError(error)]));
     const again = this.recipientReplies(chunk, refusals, info.accepted.length > 0);
     const accepted = new Set(info.accepted.map((entry) => addressOf(entry)));
@@ -73,13 +86,11 @@ export class SmtpConversation {
     for (const address of chunk) if (accepted.has(address)) this.set(address, 'accepted', reply);
     if (accepted.size > 0) this.acceptedAt ??= new Date();
     this.accepting ??= info.response;
-    return { again, reusable: true, reset: false };
+    // A recipient deferred here does not stop the send's other transactions; run() then does not keep the session.
+    return { again, goOn: true, reset: false };
   }
 
-  private failed(
-    chunk: string[],
-    { error, stage }: Extract<TransactionResult, { ok: false }>,
-  ): { again: string[]; reusable: boolean; reset: boolean } {
+  private failed(chunk: string[], { error, stage }: Extract<TransactionResult, { ok: false }>): Step {
     const reply = replyOfError(error);
     if (error.command === 'MAIL FROM' && reply.replyCode !== null) {
       // The module's own sender refused means every message of the lane is refused: an outage, unless this send
@@ -87,31 +98,36 @@ export class SmtpConversation {
       if (this.fromDefaultSender && this.results.size === 0) {
         this.outage = reply;
         for (const address of chunk) this.set(address, 'deferred', reply);
-        return { again: [], reusable: false, reset: false };
+        return { again: [], goOn: false, reset: false };
       }
-      return this.whole(chunk, reply);
+      // About the sender, never a recipient: even with one recipient and a 5.1.x, it must not be suppressed.
+      return this.whole(chunk, reply, false);
     }
     if (error.command === 'RCPT TO' && error.rejectedErrors) {
       // Every recipient of the transaction refused at RCPT, each with a reply of its own.
       const replies = new Map(error.rejectedErrors.map((refusal) => [recipientOf(refusal), replyOfError(refusal)]));
       const again = this.recipientReplies(chunk, replies, false);
       const deferred = chunk.some((address) => this.results.get(address)?.status === 'deferred');
-      return { again, reusable: !deferred, reset: true };
+      return { again, goOn: !deferred, reset: true };
     }
     if (reply.replyCode !== null) return this.whole(chunk, reply);
     // No reply: the connection failed, timed out or was cut at the deadline. Until the whole message was written
     // the server cannot have taken it; after that it may have (RFC 1047).
     for (const address of chunk) this.set(address, stage === 'written' ? 'unknown' : 'deferred', reply);
-    return { again: [], reusable: false, reset: false };
+    return { again: [], goOn: false, reset: false };
   }
 
-  /** A reply to the whole transaction (MAIL FROM, DATA, or the final dot) covers each of its recipients. */
-  private whole(chunk: string[], reply: SmtpReply): { again: string[]; reusable: boolean; reset: boolean } {
+  /**
+   * A reply to the whole transaction (MAIL FROM, DATA, or the final dot) covers each of its recipients. It speaks of
+   * the recipient (`perRecipient`, so that a hard bounce suppresses it) only when the transaction had one recipient
+   * and the reply was not to MAIL FROM.
+   */
+  private whole(chunk: string[], reply: SmtpReply, perRecipient = chunk.length === 1): Step {
     const status = recipientStatusOf(reply);
     if (asksToSlowDown(reply)) this.slowDown = true;
-    for (const address of chunk) this.set(address, status, reply, chunk.length === 1);
+    for (const address of chunk) this.set(address, status, reply, perRecipient);
     // A refusal leaves the session as good as it was; after a transient failure the retry gets a fresh one.
-    return { again: [], reusable: status === 'refused' && reply.replyCode !== 421, reset: true };
+    return { again: [], goOn: status === 'refused' && reply.replyCode !== 421, reset: true };
   }
 
   /** Records each recipient's RCPT reply; returns those to send again in another transaction (452 4.5.3). */

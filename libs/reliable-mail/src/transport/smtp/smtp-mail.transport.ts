@@ -45,7 +45,8 @@ export class SmtpMailTransport implements MailTransport {
       message.recipients,
       message.envelopeSender !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
     );
-    let reusable = true;
+    // Kept only when the conversation ends without a transient failure; not when it throws.
+    let reusable = false;
     try {
       reusable = await conversation.run(
         session,

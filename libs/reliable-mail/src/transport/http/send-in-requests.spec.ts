@@ -1,0 +1,271 @@
+import { describe, expect, it } from '@jest/globals';
+import type { OutboundMessage, RecipientStatus, SendOutcome } from '../mail-transport.interface.js';
+import { acceptedOutcome, type ProviderVerdict, outcomeOf, verdictsOn } from './provider-outcome.js';
+import { requestEnvelopes, sendInRequests } from './send-in-requests.js';
+
+const address = (name: string) => `${name}@example.com`;
+const mailbox = (name: string) => ({ address: address(name) });
+
+/** A mail to t1 (To), c1 (Cc) and b1…b4 (Bcc); with a limit of 2 its requests are [t1 c1] [b1 b2] [b3 b4]. */
+function message(recipients = ['t1', 'c1', 'b1', 'b2', 'b3', 'b4']): OutboundMessage {
+  return {
+    messageId: '<m1@test.example.com>',
+    idempotencyKey: 'row-1',
+    lane: 'default',
+    recipients: recipients.map(address),
+    mail: {
+      from: mailbox('shop'),
+      to: [{ name: 'Tom', address: 'T1@example.com' }],
+      cc: [mailbox('c1')],
+      bcc: ['b1', 'b2', 'b3', 'b4'].map(mailbox),
+      replyTo: [],
+      subject: 'Hi',
+      text: 'Hello',
+      headers: {},
+      attachments: [],
+    },
+  };
+}
+
+describe('requestEnvelopes: the recipients of each request', () => {
+  it.each([
+    {
+      name: 'To and Cc first, then Bcc, each in the mail’s order',
+      recipients: ['b2', 'b1', 'c1', 't1'],
+      limit: 2,
+      requests: [
+        ['t1', 'c1'],
+        ['b1', 'b2'],
+      ],
+    },
+    {
+      name: 'an attempt within the limit is one request',
+      recipients: ['t1', 'c1', 'b1'],
+      limit: 50,
+      requests: [['t1', 'c1', 'b1']],
+    },
+    {
+      name: 'a retry to some of them: only those',
+      recipients: ['b3', 'c1', 'b4'],
+      limit: 2,
+      requests: [['c1', 'b3'], ['b4']],
+    },
+    {
+      name: 'no empty request at an exact multiple',
+      recipients: ['t1', 'c1', 'b1', 'b2'],
+      limit: 2,
+      requests: [
+        ['t1', 'c1'],
+        ['b1', 'b2'],
+      ],
+    },
+    {
+      name: 'a recipient the mail does not name goes last, never lost',
+      recipients: ['x9', 't1'],
+      limit: 1,
+      requests: [['t1'], ['x9']],
+    },
+  ])('$name', ({ recipients, limit, requests }) => {
+    expect(requestEnvelopes(message(recipients), limit)).toEqual(requests.map((names) => names.map(address)));
+  });
+});
+
+/** What one request of the table answers: taken, or the verdict of a refusal or of no answer. */
+type Answer = 'taken' | ProviderVerdict;
+const answer = verdictsOn(500, '500 internal_server_error: boom');
+const throttled = verdictsOn(429, '429 rate_limit_exceeded: slow down')('deferred', { slowDown: true });
+const refused = verdictsOn(422, '422 validation_error: bad')('refused');
+const suspended = verdictsOn(403, '403 invalid_api_key: no')('outage');
+
+function outcomeOfRequest(recipients: string[], reply: Answer, index: number, dedupe: boolean): SendOutcome {
+  const request = { providerRequestId: `req-${index + 1}`, deduplicatedByKey: dedupe };
+  if (reply !== 'taken') return outcomeOf(recipients, reply, request);
+  const at = new Date(Date.UTC(2030, 0, 1, 0, 0, index));
+  return acceptedOutcome(recipients, {
+    ...request,
+    reply: `200 id-${index + 1}`,
+    providerMessageId: `id-${index + 1}`,
+    acceptedAt: at,
+  });
+}
+
+interface Row {
+  name: string;
+  answers: Answer[];
+  /** The deadline passes once this many requests were made. */
+  deadlineAfter?: number;
+  dedupe?: boolean;
+  /** How many requests went out. */
+  requests: number;
+  /** Each recipient's status, t1 c1 b1 b2 b3 b4; `-` marks one left untried (deferred, "not tried"). */
+  statuses?: string;
+  expected: Record<string, unknown>;
+}
+
+const statusOf: Record<string, RecipientStatus> = {
+  A: 'accepted',
+  D: 'deferred',
+  U: 'unknown',
+  R: 'refused',
+  '-': 'deferred',
+};
+
+const rows: Row[] = [
+  {
+    name: 'every request taken: each recipient accepted once; the first request’s reply, ids and time',
+    answers: ['taken', 'taken', 'taken'],
+    requests: 3,
+    statuses: 'A A A A A A',
+    expected: {
+      reply: '200 id-1',
+      providerMessageId: 'id-1',
+      providerRequestId: 'req-1',
+      acceptedAt: new Date(Date.UTC(2030, 0, 1)),
+      slowDown: false,
+    },
+  },
+  {
+    name: 'the second request deferred (5xx): the third is not tried, its recipients deferred',
+    answers: ['taken', answer('deferred')],
+    requests: 2,
+    statuses: 'A A D D - -',
+    expected: {
+      providerMessageId: 'id-1',
+      untried: 'not tried in this attempt: request 2 of 3 was not taken (deferred: 500 internal_server_error: boom)',
+    },
+  },
+  {
+    name: 'the second request without an answer (unknown): the third is not tried',
+    answers: ['taken', answer('unknown')],
+    requests: 2,
+    statuses: 'A A U U - -',
+    expected: { providerMessageId: 'id-1' },
+  },
+  {
+    name: 'the second request throttled: the third is not tried, and the lane slows down',
+    answers: ['taken', throttled],
+    requests: 2,
+    statuses: 'A A D D - -',
+    expected: {
+      slowDown: true,
+      untried:
+        'not tried in this attempt: request 2 of 3 was not taken (slow down: 429 rate_limit_exceeded: slow down)',
+    },
+  },
+  {
+    name: 'the first request refused for good: the others still go, as SMTP’s next transaction does',
+    answers: [refused, 'taken', 'taken'],
+    requests: 3,
+    statuses: 'R R A A A A',
+    expected: { reply: '200 id-2', providerMessageId: 'id-2', providerRequestId: 'req-2' },
+  },
+  {
+    name: 'every request refused: nothing accepted, the last request’s id',
+    answers: [refused, refused, refused],
+    requests: 3,
+    statuses: 'R R R R R R',
+    expected: { reply: null, providerMessageId: null, providerRequestId: 'req-3', acceptedAt: null },
+  },
+  {
+    name: 'a recipient refused by name, the others unknown (Postmark 406): the rest wait',
+    answers: [answer('unknown', { refusedRecipients: [address('c1')] })],
+    requests: 1,
+    statuses: 'U R - - - -',
+    expected: { providerMessageId: null },
+  },
+  {
+    name: 'a recipient refused by name, the others of its request deferred (SES sandbox): the rest wait',
+    answers: ['taken', answer('deferred', { refusedRecipients: [address('b2')] })],
+    requests: 2,
+    statuses: 'A A D R - -',
+    expected: {},
+  },
+  {
+    name: 'an outage after a request was taken: its recipients deferred with its reply, the rest not tried',
+    answers: ['taken', suspended],
+    requests: 2,
+    statuses: 'A A D D - -',
+    expected: { kind: 'attempted', providerMessageId: 'id-1', outageReply: '403 invalid_api_key: no' },
+  },
+  {
+    name: 'an outage after a request refused for good: an attempt still, not an outage',
+    answers: [refused, suspended],
+    requests: 2,
+    statuses: 'R R D D - -',
+    expected: { kind: 'attempted', providerRequestId: 'req-2' },
+  },
+  {
+    name: 'the send deadline passed after the first request: the rest are not tried',
+    answers: ['taken', 'taken', 'taken'],
+    deadlineAfter: 1,
+    requests: 1,
+    statuses: 'A A - - - -',
+    expected: { untried: 'not tried in this attempt: the send deadline passed after request 1 of 3' },
+  },
+  {
+    name: 'deduplicated by key when every request is (Resend)',
+    answers: ['taken', answer('unknown')],
+    dedupe: true,
+    requests: 2,
+    statuses: 'A A U U - -',
+    expected: { deduplicatedByKey: true },
+  },
+];
+
+describe('sendInRequests: requests of at most 2, one after another, merged into one outcome', () => {
+  it.each(rows)('$name', async ({ answers, deadlineAfter, dedupe = false, requests, statuses, expected }) => {
+    const deadline = new AbortController();
+    const sent: string[][] = [];
+    const outcome = await sendInRequests(message(), 2, deadline.signal, async (recipients) => {
+      const index = sent.push(recipients) - 1;
+      if (sent.length === deadlineAfter) deadline.abort();
+      return outcomeOfRequest(recipients, answers[index] ?? 'taken', index, dedupe);
+    });
+
+    expect(sent).toEqual(
+      [
+        ['t1', 'c1'],
+        ['b1', 'b2'],
+        ['b3', 'b4'],
+      ]
+        .slice(0, requests)
+        .map((names) => names.map(address)),
+    );
+    const { untried, outageReply, ...fields } = expected;
+    expect(outcome).toMatchObject({ kind: 'attempted', deduplicatedByKey: false, slowDown: false, ...fields });
+    if (outcome.kind !== 'attempted') return;
+    // Each recipient of the attempt once, in the order of the requests.
+    expect(outcome.recipients.map((recipient) => recipient.address)).toEqual(message().recipients);
+    const codes = statuses!.split(' ');
+    expect(outcome.recipients.map((recipient) => recipient.status)).toEqual(codes.map((code) => statusOf[code]));
+    const notTried = outcome.recipients.filter((_, index) => codes[index] === '-');
+    for (const recipient of notTried) {
+      expect(recipient).toMatchObject({ replyCode: null, perRecipient: false });
+      expect(recipient.reply).toMatch(/^not tried in this attempt: /);
+      if (untried) expect(recipient.reply).toBe(untried);
+    }
+    if (outageReply) expect(outcome.recipients[2]).toMatchObject({ reply: outageReply, replyCode: 403 });
+  });
+
+  it('an outage of the first request is the whole send’s: nothing else is tried', async () => {
+    const sent: string[][] = [];
+    const outcome = await sendInRequests(message(), 2, new AbortController().signal, async (recipients) => {
+      sent.push(recipients);
+      return outcomeOfRequest(recipients, suspended, 0, false);
+    });
+    expect(sent).toHaveLength(1);
+    expect(outcome).toEqual({
+      kind: 'outage',
+      replyCode: 403,
+      enhancedStatus: null,
+      reply: '403 invalid_api_key: no',
+      providerRequestId: 'req-1',
+    });
+  });
+
+  it('an attempt within the limit is one request, its outcome as it is', async () => {
+    const single = outcomeOfRequest(message().recipients, answer('unknown'), 0, true);
+    const outcome = await sendInRequests(message(), 50, new AbortController().signal, async () => single);
+    expect(outcome).toBe(single);
+  });
+});

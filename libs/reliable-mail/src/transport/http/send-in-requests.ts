@@ -1,0 +1,122 @@
+import type { OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
+import { addressedTo } from '../outbound-content.js';
+
+// A provider API takes a message to at most so many recipients in one request (SES, Postmark and Resend: 50), and
+// refuses a larger request outright. An attempt to more goes out in several requests, one after another, each with
+// the same message and Message-ID, as SMTP sends it in several transactions (smtp-conversation.ts), and the
+// outcomes of those requests make the attempt's one `SendOutcome`.
+
+/** One request of a send: its recipients and what came of it. */
+export interface SentRequest {
+  recipients: string[];
+  outcome: SendOutcome;
+}
+
+/**
+ * The recipients of an attempt in the requests they go out in: at most `limit` in each, the mail's To and Cc first
+ * and then its Bcc, each in the mail's order. A JSON API makes a request's To and Cc of its own recipients, so the To
+ * and Cc recipients share the first request (and see each other, as they would in one) whenever they fit in it.
+ */
+export function requestEnvelopes(message: Pick<OutboundMessage, 'mail' | 'recipients'>, limit: number): string[][] {
+  const { to, cc, bcc } = addressedTo(message.mail, message.recipients);
+  const ordered = [...to, ...cc, ...bcc].map(({ address }) => address.toLowerCase());
+  // A recipient the mail does not name (none should be) still goes in a request: each is reported once.
+  const named = new Set(ordered);
+  ordered.push(...message.recipients.filter((address) => !named.has(address)));
+  const envelopes: string[][] = [];
+  for (let start = 0; start < ordered.length; start += limit) envelopes.push(ordered.slice(start, start + limit));
+  return envelopes;
+}
+
+/**
+ * Whether the send goes on to its next request: every recipient of this one took the message or was refused for
+ * good, and the provider did not ask to slow down. After a deferral, an unknown outcome, a throttle or an outage the
+ * rest wait for the next attempt, as SMTP's do after a failed transaction.
+ */
+function goesOn(outcome: SendOutcome): boolean {
+  return (
+    outcome.kind === 'attempted' &&
+    !outcome.slowDown &&
+    outcome.recipients.every(({ status }) => status === 'accepted' || status === 'refused')
+  );
+}
+
+/** What a request that stopped the send came to: `deferred: 500 internal_server_error: …`. */
+function stopReason(outcome: SendOutcome): string {
+  if (outcome.kind === 'outage') return `outage: ${outcome.reply}`;
+  const unsettled = outcome.recipients.find(({ status }) => status !== 'accepted' && status !== 'refused');
+  const { status, reply } = unsettled ?? outcome.recipients[0] ?? { status: 'deferred', reply: null };
+  return `${outcome.slowDown ? 'slow down' : status}: ${reply ?? 'no reply'}`;
+}
+
+/**
+ * The attempt's outcome from its requests' outcomes, in the order they were made, and the recipients left untried
+ * (deferred, with `untriedReply`). An outage of the first request is the whole send's: nothing was taken, and the
+ * lane pauses. Otherwise each recipient is reported once: as its request's outcome said, an outage's recipients
+ * deferred. The reply, the provider's ids and the accept time are the first accepting request's (the request id,
+ * when none accepted, the last request's); `slowDown` if any asked; `deduplicatedByKey` if every request was.
+ */
+export function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedReply: string): SendOutcome {
+  const [first] = sent;
+  if (first.outcome.kind === 'outage' || (sent.length === 1 && untried.length === 0)) return first.outcome;
+  const deferred = (address: string, reply: string, replyCode: number | null = null): RecipientOutcome => ({
+    address,
+    status: 'deferred',
+    replyCode,
+    enhancedStatus: null,
+    reply,
+    perRecipient: false,
+  });
+  const recipients: RecipientOutcome[] = [];
+  const attempted: Array<Extract<SendOutcome, { kind: 'attempted' }>> = [];
+  for (const { recipients: envelope, outcome } of sent) {
+    if (outcome.kind === 'attempted') {
+      attempted.push(outcome);
+      recipients.push(...outcome.recipients);
+    } else recipients.push(...envelope.map((address) => deferred(address, outcome.reply, outcome.replyCode)));
+  }
+  recipients.push(...untried.map((address) => deferred(address, untriedReply)));
+  const accepting = attempted.find((outcome) => outcome.recipients.some(({ status }) => status === 'accepted'));
+  return {
+    kind: 'attempted',
+    recipients,
+    reply: accepting?.reply ?? null,
+    providerMessageId: accepting?.providerMessageId ?? null,
+    providerRequestId: (accepting ?? sent[sent.length - 1].outcome).providerRequestId ?? null,
+    acceptedAt: accepting?.acceptedAt ?? null,
+    deduplicatedByKey: attempted.every((outcome) => outcome.deduplicatedByKey === true),
+    slowDown: attempted.some((outcome) => outcome.slowDown),
+  };
+}
+
+/**
+ * Sends `message` to its recipients in requests of at most `limit` (`send` makes one request to the recipients it
+ * is given, and reports every one of them), one after another while each is taken or refused for good, and merges
+ * what came of them. A message within the limit is one request, its outcome as it is.
+ */
+export async function sendInRequests(
+  message: OutboundMessage,
+  limit: number,
+  signal: AbortSignal,
+  send: (recipients: string[]) => Promise<SendOutcome>,
+): Promise<SendOutcome> {
+  const envelopes = requestEnvelopes(message, limit);
+  if (envelopes.length <= 1) return send(message.recipients);
+  const sent: SentRequest[] = [];
+  for (const [index, recipients] of envelopes.entries()) {
+    const outcome = await send(recipients);
+    sent.push({ recipients, outcome });
+    const untried = envelopes.slice(index + 1).flat();
+    if (untried.length === 0) break;
+    const of = `request ${index + 1} of ${envelopes.length}`;
+    if (!goesOn(outcome))
+      return mergeRequestOutcomes(
+        sent,
+        untried,
+        `not tried in this attempt: ${of} was not taken (${stopReason(outcome)})`,
+      );
+    if (signal.aborted)
+      return mergeRequestOutcomes(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
+  }
+  return mergeRequestOutcomes(sent, [], '');
+}
