@@ -128,6 +128,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    const deadline = Date.now() + this.options.dispatcher.shutdownTimeoutMs;
     this.redelivery?.stop();
     this.wakeUp.stop();
     const unfinished = await Promise.all(
@@ -141,6 +142,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       });
     }
     await Promise.all([...new Set(this.transports.values())].map((transport) => transport.close()));
+    await this.publisher.finishEmissions(deadline);
   }
 
   /** Wakes one lane's loop, or every lane's when no lane is named. */

@@ -49,7 +49,7 @@ export class MailEventPublisher {
   private readonly logger = new Logger('ReliableMail');
   private readonly confirmer: Batcher<string, void>;
   /** Events whose listeners are running here, until they finish or time out: redelivery leaves them alone. */
-  private readonly running = new Set<string>();
+  private readonly running = new Map<string, Promise<void>>();
 
   constructor(
     private readonly database: OutboxDatabase,
@@ -84,9 +84,24 @@ export class MailEventPublisher {
       this.logger.warn({ msg: 'too many events in emission; this one is emitted by redelivery', eventId: event.id });
       return;
     }
-    this.running.add(event.id);
     // On a later turn of the event loop: a listener's synchronous work (or throw) is not the settle's.
-    setImmediate(() => void this.emit(event).finally(() => this.running.delete(event.id)));
+    const emission = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.emit(event))
+      .finally(() => this.running.delete(event.id));
+    this.running.set(event.id, emission);
+  }
+
+  /**
+   * Waits until the emissions under way have finished, or until `deadline` (epoch ms): at shutdown, the listeners
+   * hear what the last settles recorded before the emitter lets them go. What is left is redelivered later.
+   */
+  async finishEmissions(deadline: number): Promise<void> {
+    const left = deadline - Date.now();
+    if (this.running.size === 0 || left <= 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, left)));
+    await Promise.race([Promise.allSettled(this.running.values()), timeout]);
+    clearTimeout(timer);
   }
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener failed. */
@@ -100,7 +115,7 @@ export class MailEventPublisher {
       limit: Math.min(REDELIVERY_BATCH, room),
       leaseMs: this.options.dispatcher.eventLeaseMs,
       // Still being emitted here: a listener is slow, not failed; its timeout decides.
-      except: [...this.running],
+      except: [...this.running.keys()],
     });
     if (events.length > 0) {
       this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
