@@ -85,7 +85,9 @@ export class ReliableMailProducer implements Producer {
   }
 
   async clear(): Promise<void> {
-    await this.em.fork().execute('truncate mail_outbox, mail_outbox_attempt, mail_outbox_event, mail_suppression');
+    await this.em
+      .fork()
+      .execute('truncate mail_outbox, mail_outbox_attempt, mail_outbox_event, mail_outbox_feedback, mail_suppression');
   }
 
   /** Puts `count` addresses that no bench email goes to on the suppression list, as hard bounces would. */

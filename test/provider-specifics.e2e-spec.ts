@@ -172,7 +172,7 @@ describe('what each provider transport does of its own', () => {
       throw new MissingPeerDependencyError('resend', 'Resend');
     });
     await expect(startApp({ transport: missing, dispatcher: { enabled: false } })).rejects.toThrow(
-      'The Resend transport needs the package resend: npm install resend',
+      'Resend needs the package resend: npm install resend',
     );
   });
 });

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
 /**
- * What the server answers at one point of a conversation: a reply line (after `delayMs` when given), acceptance
+ * What the server answers at one point of a conversation: a reply line (after `delayMs` when given; a 250 after
+ * the final dot with its own text, such as a queue id), acceptance
  * after a delay or once a promise settles, a dropped connection, or silence.
  */
 export type ScriptedReply =
@@ -31,6 +32,8 @@ export interface SmtpScript {
 export interface ReceivedMessage {
   messageId: string | null;
   receivedAt: number;
+  /** The envelope sender (MAIL FROM). */
+  sender: string;
   recipients: string[];
   /** The SMTP session (one TCP connection) that carried it. */
   sessionId: string;
@@ -96,6 +99,7 @@ export class SmtpTestServer {
           const message: ReceivedMessage = {
             messageId: /^Message-ID:\s*(\S+)/im.exec(raw)?.[1] ?? null,
             receivedAt: Date.now(),
+            sender: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
             recipients: session.envelope.rcptTo.map((rcpt) => rcpt.address),
             sessionId: session.id,
             raw,
@@ -195,7 +199,8 @@ export class SmtpTestServer {
       void reply.acceptWhen.then(() => callback());
       return;
     }
-    if (reply.code < 300) return callback();
+    // smtp-server takes a second argument as the text of a 250 (after the final dot: `250 <text>`).
+    if (reply.code < 300) return (callback as (error: null, text: string) => void)(null, reply.text);
     if (reply.delayMs) {
       setTimeout(() => callback(replyError(reply)), reply.delayMs);
       return;

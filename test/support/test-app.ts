@@ -3,13 +3,19 @@ import { fileURLToPath } from 'node:url';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { ConsoleLogger, Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
   EMAIL_FAILED_EVENT,
   EMAIL_SENT_EVENT,
+  EmailBouncedEvent,
+  EmailComplainedEvent,
+  EmailDeliveredEvent,
   EmailFailedEvent,
   EmailSentEvent,
   ReliableMailModule,
@@ -25,6 +31,9 @@ const DISPATCHER_PROCESS = fileURLToPath(new URL('./dispatcher-process.ts', impo
 export class EventRecorder {
   readonly sent: EmailSentEvent[] = [];
   readonly failed: EmailFailedEvent[] = [];
+  readonly bounced: EmailBouncedEvent[] = [];
+  readonly complained: EmailComplainedEvent[] = [];
+  readonly delivered: EmailDeliveredEvent[] = [];
 
   @OnEvent(EMAIL_SENT_EVENT)
   onSent(event: EmailSentEvent): void {
@@ -34,6 +43,21 @@ export class EventRecorder {
   @OnEvent(EMAIL_FAILED_EVENT)
   onFailed(event: EmailFailedEvent): void {
     this.failed.push(event);
+  }
+
+  @OnEvent(EMAIL_BOUNCED_EVENT)
+  onBounced(event: EmailBouncedEvent): void {
+    this.bounced.push(event);
+  }
+
+  @OnEvent(EMAIL_COMPLAINED_EVENT)
+  onComplained(event: EmailComplainedEvent): void {
+    this.complained.push(event);
+  }
+
+  @OnEvent(EMAIL_DELIVERED_EVENT)
+  onDelivered(event: EmailDeliveredEvent): void {
+    this.delivered.push(event);
   }
 }
 
@@ -114,24 +138,29 @@ export interface TestAppOptions {
    * @default true
    */
   scheduler?: boolean;
+  /** Modules besides reliable-mail's, such as `ReliableMailWebhooksModule.forRoot(…)`. */
+  imports?: DynamicModule[];
 }
 
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  { scheduler = true }: TestAppOptions = {},
-): Promise<INestApplicationContext & { events: EventRecorder }> {
+  { scheduler = true, imports = [] }: TestAppOptions = {},
+): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
       MikroOrmModule.forRoot(ormConfig(databaseUrl)),
       EventEmitterModule.forRoot(),
       ...(scheduler ? [ScheduleModule.forRoot()] : []),
-      ReliableMailModule.forRoot(mailOptions),
+      // Global, as the README's quick start has it: ReliableMailWebhooksModule needs its MailFeedbackService.
+      ReliableMailModule.forRoot({ ...mailOptions, isGlobal: true }),
+      ...imports,
     ],
     providers: [EventRecorder, ...extraProviders],
   }).compile();
-  const app = moduleRef.createNestApplication({ logger: testLogger });
+  // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
+  const app = moduleRef.createNestApplication({ logger: testLogger, rawBody: true });
   try {
     await app.init();
   } catch (error) {

@@ -32,8 +32,9 @@ export class InvalidOptionsError extends ReliableMailError {
   constructor(
     readonly option: string,
     readonly reason: string,
+    module = 'ReliableMailModule',
   ) {
-    super(`Invalid ReliableMailModule option "${option}": ${reason}`);
+    super(`Invalid ${module} option "${option}": ${reason}`);
   }
 }
 
@@ -54,12 +55,36 @@ export class OutboxRowNotCancellableError extends ReliableMailError {
   }
 }
 
-/** A provider transport was configured, but the SDK it sends with is not installed in the app. */
+/** A webhook's signature (or credentials) did not verify: nothing of it was stored. Answered 401. */
+export class FeedbackSignatureError extends ReliableMailError {
+  constructor(readonly reason: string) {
+    super(`Feedback refused: ${reason}`);
+  }
+}
+
+/** A verified webhook (or a DSN) whose content cannot be read as feedback: nothing of it was stored. Answered 400. */
+export class FeedbackPayloadError extends ReliableMailError {
+  constructor(readonly reason: string) {
+    super(`Malformed feedback: ${reason}`);
+  }
+}
+
+/** `MailFeedbackService.ingest` was given a source that no `ReliableMailWebhooksModule` configured. */
+export class UnknownFeedbackSourceError extends ReliableMailError {
+  constructor(readonly source: string) {
+    super(`No feedback source "${source}" is configured`);
+  }
+}
+
+/**
+ * An optional peer dependency is not installed in the app, though something configured needs it: a provider
+ * transport's SDK, a webhook source's verifier, mailparser for DSNs. `usedBy` names what needs it.
+ */
 export class MissingPeerDependencyError extends ReliableMailError {
   constructor(
     readonly packageName: string,
-    readonly transport: string,
+    readonly usedBy: string,
   ) {
-    super(`The ${transport} transport needs the package ${packageName}: npm install ${packageName}`);
+    super(`${usedBy} needs the package ${packageName}: npm install ${packageName}`);
   }
 }

@@ -13,6 +13,7 @@ export type {
   RetentionOptions,
   RetryOptions,
   TransportOption,
+  VerpOptions,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
 
@@ -25,6 +26,9 @@ export {
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
+  FeedbackPayloadError,
+  FeedbackSignatureError,
+  UnknownFeedbackSourceError,
 } from './errors.js';
 
 // Writing mail: the outbox, in the business transaction
@@ -52,21 +56,42 @@ export type {
   StoredTemplate,
   TemplateMail,
 } from './outbox/mail.types.js';
+export type { BounceType, FeedbackKind, FeedbackSource, OutboxFeedback } from './outbox/feedback.types.js';
 
 // The schema, for the app's MikroORM configuration
 export {
   MailOutbox,
   MailOutboxAttempt,
   MailOutboxEvent,
+  MailOutboxFeedback,
   MailSuppression,
   reliableMailEntities,
 } from './outbox/mail-outbox.entity.js';
 export { reliableMailMigrations } from './migrations/index.js';
 
 // Events, emitted after the change they report commits
-export { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from './reliable-mail.constants.js';
+export {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
+  EMAIL_FAILED_EVENT,
+  EMAIL_SENT_EVENT,
+} from './reliable-mail.constants.js';
 export { EmailSentEvent } from './events/email-sent.event.js';
 export { EmailFailedEvent, type FailureCause } from './events/email-failed.event.js';
+export { MailFeedbackEvent } from './events/mail-feedback.event.js';
+export { EmailBouncedEvent } from './events/email-bounced.event.js';
+export { EmailComplainedEvent } from './events/email-complained.event.js';
+export { EmailDeliveredEvent } from './events/email-delivered.event.js';
+
+// Delivery feedback: provider webhooks and DSN emails
+export { MailFeedbackService, type FeedbackIngestResult } from './feedback/mail-feedback.service.js';
+export { ReliableMailWebhooksModule } from './feedback/webhooks/reliable-mail-webhooks.module.js';
+export type { ReliableMailWebhooksOptions, WebhookSourcesOptions } from './feedback/webhooks/webhooks-options.js';
+export type { SesWebhookOptions } from './feedback/sources/ses-webhook-source.js';
+export type { ResendWebhookOptions } from './feedback/sources/resend-webhook-source.js';
+export type { PostmarkWebhookOptions } from './feedback/sources/postmark-webhook-source.js';
+export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';

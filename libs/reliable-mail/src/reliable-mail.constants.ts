@@ -13,6 +13,15 @@ export const EMAIL_SENT_EVENT = 'reliable-mail.email.sent';
 /** `EmailFailedEvent` is emitted under this name: `@OnEvent(EMAIL_FAILED_EVENT)`. */
 export const EMAIL_FAILED_EVENT = 'reliable-mail.email.failed';
 
+/** `EmailBouncedEvent` is emitted under this name: `@OnEvent(EMAIL_BOUNCED_EVENT)`. */
+export const EMAIL_BOUNCED_EVENT = 'reliable-mail.email.bounced';
+
+/** `EmailComplainedEvent` is emitted under this name: `@OnEvent(EMAIL_COMPLAINED_EVENT)`. */
+export const EMAIL_COMPLAINED_EVENT = 'reliable-mail.email.complained';
+
+/** `EmailDeliveredEvent` is emitted under this name: `@OnEvent(EMAIL_DELIVERED_EVENT)`. */
+export const EMAIL_DELIVERED_EVENT = 'reliable-mail.email.delivered';
+
 /** The PostgreSQL channel an enqueue notifies on commit, so that an idle dispatcher wakes at once. */
 export const WAKE_UP_CHANNEL = 'reliable_mail_wake_up';
 

@@ -6,6 +6,7 @@ import { MailDispatcher } from './dispatch/mail.dispatcher.js';
 import { MailRenderer } from './dispatch/mail-renderer.js';
 import { WakeUpListener } from './dispatch/wake-up.listener.js';
 import { MailEventPublisher } from './events/mail-event.publisher.js';
+import { MailFeedbackService } from './feedback/mail-feedback.service.js';
 import { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 import { MailMetrics } from './metrics/mail-metrics.js';
 import { MailOutboxService } from './outbox/mail-outbox.service.js';
@@ -37,9 +38,11 @@ import { MailTemplateRegistry } from './templates/mail-template.registry.js';
     MailDispatcher,
     OutboxRetention,
     MailOutboxHealthIndicator,
+    MailFeedbackService,
   ],
   exports: [
     MailOutboxService,
+    MailFeedbackService,
     MailOutboxAdmin,
     MailOutboxHealthIndicator,
     MailDispatcher,

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
+import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
@@ -46,6 +47,7 @@ export class Delivery {
     private readonly sendTimeoutMs: number,
     private readonly metrics: MailMetrics,
     private readonly logger: Logger,
+    private readonly verp: Verp | null,
   ) {}
 
   async deliver(row: ClaimedRow, pace: Pace): Promise<Settlement> {
@@ -93,7 +95,14 @@ export class Delivery {
     }
     try {
       return await this.transport.send(
-        { messageId: row.messageId, idempotencyKey: row.idempotencyKey ?? row.id, lane: row.lane, mail, recipients },
+        {
+          messageId: row.messageId,
+          idempotencyKey: row.idempotencyKey ?? row.id,
+          lane: row.lane,
+          mail,
+          recipients,
+          envelopeSender: this.verp ? verpAddress(this.verp, row.id) : undefined,
+        },
         signal,
       );
     } catch (error) {

@@ -86,6 +86,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         this.options.dispatcher.sendTimeoutMs,
         this.metrics,
         this.logger,
+        this.options.verp,
       );
       this.lanes.set(
         lane.name,

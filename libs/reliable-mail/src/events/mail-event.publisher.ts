@@ -4,14 +4,27 @@ import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { StoredEvent } from '../outbox/queue.types.js';
 import { claimUnconfirmedEvents, confirmEvents } from '../outbox/sql/events.js';
-import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
+  EMAIL_FAILED_EVENT,
+  EMAIL_SENT_EVENT,
+  RELIABLE_MAIL_OPTIONS,
+} from '../reliable-mail.constants.js';
 import { Batcher } from '../shared/batcher.js';
+import { EmailBouncedEvent } from './email-bounced.event.js';
+import { EmailComplainedEvent } from './email-complained.event.js';
+import { EmailDeliveredEvent } from './email-delivered.event.js';
 import { EmailFailedEvent } from './email-failed.event.js';
 import { EmailSentEvent } from './email-sent.event.js';
 
 const EVENT_CLASSES: Record<string, { fromJSON(json: Record<string, unknown>, eventId: string): object }> = {
   [EMAIL_SENT_EVENT]: EmailSentEvent,
   [EMAIL_FAILED_EVENT]: EmailFailedEvent,
+  [EMAIL_BOUNCED_EVENT]: EmailBouncedEvent,
+  [EMAIL_COMPLAINED_EVENT]: EmailComplainedEvent,
+  [EMAIL_DELIVERED_EVENT]: EmailDeliveredEvent,
 };
 
 const REDELIVERY_BATCH = 100;
@@ -20,7 +33,8 @@ const CONFIRM_BATCH = 500;
 const CONFIRM_LINGER_MS = 25;
 
 /**
- * Emits the events that settles recorded in `mail_outbox_event`, and deletes each once its listeners have run.
+ * Emits the events that settles and delivery feedback recorded in `mail_outbox_event`, and deletes each once its
+ * listeners have run.
  * An event whose emitter died first stays in the table; after its lease any instance emits it again.
  *
  * Each event is emitted on its own as soon as the change it reports has committed, outside the settle that

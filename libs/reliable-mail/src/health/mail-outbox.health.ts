@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { healthFigures, undeclaredLanes } from '../outbox/sql/health.js';
+
+import { feedbackFigures, healthFigures, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -10,8 +11,9 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
 
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
- * and its lag stay under their thresholds, dead letters stay few, and (optionally) the SMTP server answers. An SMTP
- * outage shows here as a growing backlog, never as lost mail.
+ * and its lag stay under their thresholds, dead letters stay few, complaints and hard bounces stay under the rates
+ * that get sending accounts suspended, and (optionally) the SMTP server answers. An SMTP outage shows here as a
+ * growing backlog, never as lost mail.
  */
 @Injectable()
 export class MailOutboxHealthIndicator {
@@ -33,13 +35,15 @@ export class MailOutboxHealthIndicator {
 
     let figures;
     let undeclared: Record<string, number>;
+    let feedback;
     try {
-      [figures, undeclared] = await Promise.all([
+      [figures, undeclared, feedback] = await Promise.all([
         healthFigures(this.database, thresholds.deadLetterWindowMs),
         undeclaredLanes(
           this.database,
           this.options.lanes.map((lane) => lane.name),
         ),
+        feedbackFigures(this.database, thresholds.feedbackWindowMs),
       ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
@@ -57,6 +61,12 @@ export class MailOutboxHealthIndicator {
     if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
     // Rows in a lane nobody declares are never sent.
     if (Object.keys(undeclared).length > 0) failing.push('undeclaredLanes');
+    const complaintRate = rateOf(feedback.complaints, feedback.sent);
+    const hardBounceRate = rateOf(feedback.hardBounces, feedback.sent);
+    if (feedback.sent >= thresholds.minSentForRates) {
+      if (complaintRate > thresholds.maxComplaintRate) failing.push('complaintRate');
+      if (hardBounceRate > thresholds.maxHardBounceRate) failing.push('hardBounceRate');
+    }
 
     let smtp: { reachable: boolean; error?: string } | undefined;
     if (thresholds.verifySmtp) {
@@ -84,6 +94,15 @@ export class MailOutboxHealthIndicator {
         count: figures.deadLetters,
         windowMs: thresholds.deadLetterWindowMs,
         max: thresholds.maxDeadLetters,
+      },
+      feedback: {
+        windowMs: thresholds.feedbackWindowMs,
+        ...feedback,
+        complaintRate,
+        maxComplaintRate: thresholds.maxComplaintRate,
+        hardBounceRate,
+        maxHardBounceRate: thresholds.maxHardBounceRate,
+        minSentForRates: thresholds.minSentForRates,
       },
       ...(smtp ? { smtp } : {}),
     };

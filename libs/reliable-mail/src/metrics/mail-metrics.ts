@@ -1,7 +1,10 @@
-import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { type BatchObservableCallback, metrics, type Observable } from '@opentelemetry/api';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { healthFigures, openCounts } from '../outbox/sql/health.js';
+
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import { feedbackFigures, healthFigures, openCounts, rateOf } from '../outbox/sql/health.js';
+import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 
 /**
  * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which
@@ -22,6 +25,10 @@ export class MailMetrics implements OnModuleDestroy {
   private readonly attemptsPerEmail = this.meter.createHistogram('reliable_mail.attempts', {
     description: 'Attempts an email took to reach a final status, by status',
   });
+  private readonly feedback = this.meter.createCounter('reliable_mail.feedback', {
+    description:
+      'Delivery feedback stored, by source, kind (delivered, bounced, complained, delayed), bounce type, and whether it named a known row',
+  });
   private readonly rows = this.meter.createObservableGauge('reliable_mail.outbox.rows', {
     description: 'Rows by status (pending, sending, failed, dead) and lane',
   });
@@ -29,19 +36,29 @@ export class MailMetrics implements OnModuleDestroy {
     description: 'How long the oldest due row has waited',
     unit: 'ms',
   });
+  private readonly feedbackRate = this.meter.createObservableGauge('reliable_mail.feedback.rate', {
+    description:
+      'Complaints and hard bounces per mail sent in health.feedbackWindowMs, by kind (complaint, hard_bounce)',
+  });
   private readonly observe: BatchObservableCallback;
 
-  constructor(database: OutboxDatabase) {
+  constructor(database: OutboxDatabase, @Inject(RELIABLE_MAIL_OPTIONS) options: ResolvedReliableMailOptions) {
     this.observe = async (result) => {
       try {
-        const [counts, figures] = await Promise.all([openCounts(database), healthFigures(database, 60_000)]);
+        const [counts, figures, feedback] = await Promise.all([
+          openCounts(database),
+          healthFigures(database, 60_000),
+          feedbackFigures(database, options.health.feedbackWindowMs),
+        ]);
         for (const { status, lane, count } of counts) result.observe(this.rows, count, { status, lane });
         result.observe(this.lag, figures.lagMs);
+        result.observe(this.feedbackRate, rateOf(feedback.complaints, feedback.sent), { kind: 'complaint' });
+        result.observe(this.feedbackRate, rateOf(feedback.hardBounces, feedback.sent), { kind: 'hard_bounce' });
       } catch (error) {
         this.logger.warn({ msg: 'metrics collection failed', error: String(error) });
       }
     };
-    this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag] as Observable[]);
+    this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
   }
 
   recordAttempt(lane: string, outcome: string, durationMs: number): void {
@@ -53,7 +70,11 @@ export class MailMetrics implements OnModuleDestroy {
     this.attemptsPerEmail.record(attempts, { lane, status });
   }
 
+  recordFeedback(source: string, kind: string, bounceType: string | null, linked: boolean): void {
+    this.feedback.add(1, { source, kind, bounce_type: bounceType ?? 'none', linked });
+  }
+
   onModuleDestroy(): void {
-    this.meter.removeBatchObservableCallback(this.observe, [this.rows, this.lag] as Observable[]);
+    this.meter.removeBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
   }
 }

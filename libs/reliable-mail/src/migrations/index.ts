@@ -2,6 +2,7 @@ import { Migration20261130000000_CreateOutbox } from './Migration20261130000000_
 import { Migration20261130120000_LighterRows } from './Migration20261130120000_lighter-rows.js';
 import { Migration20261201000000_RecipientState } from './Migration20261201000000_recipient-state.js';
 import { Migration20261202000000_ProviderIds } from './Migration20261202000000_provider-ids.js';
+import { Migration20261203000000_Feedback } from './Migration20261203000000_feedback.js';
 
 /** reliable-mail's migrations, in order; add them to the app's `migrations.migrationsList`. */
 export const reliableMailMigrations = [
@@ -9,4 +10,5 @@ export const reliableMailMigrations = [
   { name: 'Migration20261130120000_reliable-mail_lighter-rows', class: Migration20261130120000_LighterRows },
   { name: 'Migration20261201000000_reliable-mail_recipient-state', class: Migration20261201000000_RecipientState },
   { name: 'Migration20261202000000_reliable-mail_provider-ids', class: Migration20261202000000_ProviderIds },
+  { name: 'Migration20261203000000_reliable-mail_feedback', class: Migration20261203000000_Feedback },
 ];

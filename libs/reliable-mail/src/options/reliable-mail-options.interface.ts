@@ -195,6 +195,43 @@ export interface HealthOptions {
    * @default `false`
    */
   verifySmtp?: boolean;
+  /**
+   * The window in which bounces and complaints (delivery feedback) are counted against the mails sent.
+   * @default 86400000 (24 hours)
+   */
+  feedbackWindowMs?: number;
+  /**
+   * Complaints per mail sent in the window above which the indicator fails. Providers review or suspend senders
+   * whose complaint rate passes 0.1% to 0.5% (Amazon SES, Gmail's sender guidelines).
+   * @default 0.001
+   */
+  maxComplaintRate?: number;
+  /**
+   * Hard bounces per mail sent in the window above which the indicator fails (Amazon SES reviews accounts at 5%).
+   * @default 0.05
+   */
+  maxHardBounceRate?: number;
+  /**
+   * Below this many mails sent in the window the rates are shown but fail nothing: one complaint in ten mails
+   * says little yet.
+   * @default 100
+   */
+  minSentForRates?: number;
+}
+
+/**
+ * Variable envelope return paths, for apps that read DSNs (bounce emails) themselves: every mail's SMTP envelope
+ * sender (MAIL FROM, where DSNs go; the header From stays the mail's own) becomes `<localPart>+<row id>@<domain>`,
+ * and `MailFeedbackService.ingestDsn` links a DSN to its row by that address.
+ */
+export interface VerpOptions {
+  /** A domain whose mail reaches a mailbox the app reads (its MX, and SPF allowing the SMTP server to send as it). */
+  domain: string;
+  /**
+   * What comes before `+<row id>`: the mailbox, when the server delivers `local+detail` addresses to `local`.
+   * @default 'bounces'
+   */
+  localPart?: string;
 }
 
 /**
@@ -262,4 +299,9 @@ export interface ReliableMailOptions {
   health?: HealthOptions;
   database?: DatabaseOptions;
   events?: EventOptions;
+  /**
+   * Envelope senders that name their row, so that DSN emails can be linked back (see `MailFeedbackService`).
+   * @default none: the envelope sender is the mail's From
+   */
+  verp?: VerpOptions;
 }

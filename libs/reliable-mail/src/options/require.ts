@@ -7,3 +7,7 @@ export function requirePositiveInteger(option: string, value: unknown, minimum =
   }
   return value;
 }
+
+/** A domain name, as `messageIdDomain` and `verp.domain` must be. */
+export const HOSTNAME_PATTERN =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;

@@ -30,6 +30,10 @@ const defaultHealth = {
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
   verifySmtp: false,
+  feedbackWindowMs: 86_400_000,
+  maxComplaintRate: 0.001,
+  maxHardBounceRate: 0.05,
+  minSentForRates: 100,
 };
 const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
@@ -131,6 +135,18 @@ describe('resolveOptions', () => {
       database: defaultDatabase,
       events: defaultEvents,
       ...defaultContent,
+      verp: null,
+    });
+  });
+
+  it('a VERP domain takes the default local part, or the one given', () => {
+    expect(resolveOptions({ ...valid, verp: { domain: 'bounces.example.com' } }, 'host', 1).verp).toEqual({
+      domain: 'bounces.example.com',
+      localPart: 'bounces',
+    });
+    expect(resolveOptions({ ...valid, verp: { domain: 'example.com', localPart: 'dsn.in' } }, 'host', 1).verp).toEqual({
+      domain: 'example.com',
+      localPart: 'dsn.in',
     });
   });
 
@@ -202,6 +218,17 @@ describe('resolveOptions', () => {
       options: { health: { maxDeadLetters: -1 } },
       option: 'health.maxDeadLetters',
     },
+    {
+      name: 'a complaint rate of 0.1 written as 10',
+      options: { health: { maxComplaintRate: 10 } },
+      option: 'health.maxComplaintRate',
+    },
+    {
+      name: 'a negative bounce rate',
+      options: { health: { maxHardBounceRate: -0.1 } },
+      option: 'health.maxHardBounceRate',
+    },
+    { name: 'a feedback window of 0', options: { health: { feedbackWindowMs: 0 } }, option: 'health.feedbackWindowMs' },
     { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
     { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },
@@ -308,6 +335,18 @@ describe('resolveOptions', () => {
       name: 'a listener timeout of 0',
       options: { events: { listenerTimeoutMs: 0 } },
       option: 'events.listenerTimeoutMs',
+    },
+    { name: 'a VERP address without a domain', options: { verp: {} }, option: 'verp.domain' },
+    { name: 'a VERP domain with an @', options: { verp: { domain: 'a@example.com' } }, option: 'verp.domain' },
+    {
+      name: 'a VERP local part with a +, which separates the row id',
+      options: { verp: { domain: 'example.com', localPart: 'a+b' } },
+      option: 'verp.localPart',
+    },
+    {
+      name: 'a VERP local part too long to leave room for the row id',
+      options: { verp: { domain: 'example.com', localPart: 'b'.repeat(27) } },
+      option: 'verp.localPart',
     },
   ])('rejects $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);

@@ -1,8 +1,11 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
+import type { Verp } from '../shared/verp.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { requirePositiveInteger } from './require.js';
+import { HOSTNAME_PATTERN, requirePositiveInteger } from './require.js';
+import { resolveHealth } from './resolve-health.js';
+import { resolveVerp } from './resolve-verp.js';
 import { resolveRetry } from './resolve-retry.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
@@ -43,21 +46,13 @@ export interface ResolvedReliableMailOptions {
   templates: MailTemplate[];
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
+  verp: Verp | null;
 }
 
 const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
-};
-
-const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
-  maxBacklog: 10_000,
-  maxLagMs: 300_000,
-  deadLetterWindowMs: 3_600_000,
-  maxDeadLetters: 0,
-  maxDispatcherIdleMs: 60_000,
-  verifySmtp: false,
 };
 
 const DEFAULT_DATABASE_OPTIONS = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
@@ -84,9 +79,6 @@ const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
 
 /** 5 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
-
-const HOSTNAME_PATTERN =
-  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
 /** Applies defaults and rejects options the module cannot work with, naming the option. */
 export function resolveOptions(
@@ -150,12 +142,7 @@ export function resolveOptions(
   for (const key of ['keepClosedForMs', 'batchSize', 'intervalMs'] as const) {
     requirePositiveInteger(`retention.${key}`, retention[key]);
   }
-  const health = { ...DEFAULT_HEALTH_OPTIONS, ...options.health };
-  for (const key of ['maxBacklog', 'maxLagMs', 'deadLetterWindowMs', 'maxDispatcherIdleMs'] as const) {
-    requirePositiveInteger(`health.${key}`, health[key]);
-  }
-  requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
-  if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
+  const health = resolveHealth(options.health);
 
   const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };
   for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs'] as const) {
@@ -185,6 +172,7 @@ export function resolveOptions(
     health,
     database,
     events,
+    verp: resolveVerp(options.verp),
   };
 }
 

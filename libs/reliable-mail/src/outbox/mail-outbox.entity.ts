@@ -1,8 +1,11 @@
 import { defineEntity, p } from '@mikro-orm/core';
 import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-outbox.js';
 import { OUTBOX_SCHEMA_V2 } from '../migrations/Migration20261201000000_recipient-state.js';
+import { OUTBOX_SCHEMA_V3 } from '../migrations/Migration20261203000000_feedback.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
+import type { BounceType, FeedbackKind } from './feedback.types.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
+import type { Suppression } from './operations.types.js';
 
 const { indexes, checks } = OUTBOX_SCHEMA_V1;
 const timestamp = () => p.datetime().columnType('timestamptz');
@@ -19,6 +22,8 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_lease_index', expression: indexes.lease },
     { name: 'mail_outbox_closed_index', expression: indexes.closed },
     { name: 'mail_outbox_problem_index', expression: indexes.problem },
+    { name: 'mail_outbox_provider_message_id_index', expression: OUTBOX_SCHEMA_V3.indexes.providerMessageId },
+    { name: 'mail_outbox_sent_index', expression: OUTBOX_SCHEMA_V3.indexes.sent },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -99,15 +104,51 @@ export const MailOutboxEvent = defineEntity({
 export const MailSuppression = defineEntity({
   name: 'MailSuppression',
   tableName: 'mail_suppression',
-  checks: [{ name: 'mail_suppression_source_check', expression: checks.suppressionSource }],
+  checks: [{ name: 'mail_suppression_source_check', expression: OUTBOX_SCHEMA_V3.checks.suppressionSource }],
   properties: {
     address: p.text().primary(),
     reason: p.text(),
-    source: p.text().$type<'bounce' | 'operator'>(),
+    source: p.text().$type<Suppression['source']>(),
     outboxId: p.uuid().nullable(),
     createdAt: timestamp().defaultRaw('now()'),
   },
 });
 
+export const MailOutboxFeedback = defineEntity({
+  name: 'MailOutboxFeedback',
+  tableName: 'mail_outbox_feedback',
+  indexes: [
+    { name: 'mail_outbox_feedback_outbox_id_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackOfRow },
+    { name: 'mail_outbox_feedback_problem_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackProblems },
+    { name: 'mail_outbox_feedback_unlinked_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackUnlinked },
+  ],
+  uniques: [{ name: 'mail_outbox_feedback_event_unique', properties: ['source', 'providerEventId', 'recipient'] }],
+  checks: [
+    { name: 'mail_outbox_feedback_kind_check', expression: OUTBOX_SCHEMA_V3.checks.feedbackKind },
+    { name: 'mail_outbox_feedback_bounce_type_check', expression: OUTBOX_SCHEMA_V3.checks.bounceType },
+  ],
+  properties: {
+    id: p.uuid().primary(),
+    outbox: () => p.manyToOne(MailOutbox).fieldName('outbox_id').nullable().deleteRule('cascade'),
+    source: p.text(),
+    recipient: p.text(),
+    kind: p.text().$type<FeedbackKind>(),
+    bounceType: p.text().$type<BounceType>().nullable(),
+    providerEventId: p.text(),
+    providerMessageId: p.text().nullable(),
+    status: p.text().nullable(),
+    diagnostic: p.text().nullable(),
+    reportedAt: timestamp(),
+    receivedAt: timestamp().defaultRaw('now()'),
+    payload: p.json<Record<string, unknown>>(),
+  },
+});
+
 /** The entities to add to the app's MikroORM `entities`. */
-export const reliableMailEntities = [MailOutbox, MailOutboxAttempt, MailOutboxEvent, MailSuppression];
+export const reliableMailEntities = [
+  MailOutbox,
+  MailOutboxAttempt,
+  MailOutboxEvent,
+  MailSuppression,
+  MailOutboxFeedback,
+];

@@ -1,5 +1,6 @@
 import type { MailAddress, RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { OutboxFeedback } from './feedback.types.js';
 
 /** An address as a string (`a@example.com` or `Ann <a@example.com>`) or as its parts. */
 export type MailAddressInput = string | { name?: string; address: string };
@@ -228,4 +229,6 @@ export interface RejectedRecipient {
 
 export interface OutboxRowWithAttempts extends OutboxRow {
   attemptLog: OutboxAttempt[];
+  /** Delivery feedback about the row, oldest first. */
+  feedback: OutboxFeedback[];
 }

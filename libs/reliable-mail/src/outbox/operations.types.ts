@@ -24,6 +24,17 @@ export interface HealthFigures {
   deadLetters: number;
 }
 
+/** Delivery feedback in a window, for health and metrics. */
+export interface FeedbackFigures {
+  /** Mails sent in the window. */
+  sent: number;
+  hardBounces: number;
+  softBounces: number;
+  complaints: number;
+  /** Bounces and complaints that named no known row. */
+  unlinked: number;
+}
+
 export interface RowCount {
   status: OutboxStatus;
   lane: string;
@@ -39,7 +50,8 @@ export interface OutboxStats extends HealthFigures {
 export interface Suppression {
   address: string;
   reason: string;
-  source: 'bounce' | 'operator';
+  /** Why: a hard bounce (an SMTP reply or delivery feedback), a complaint, or an operator's entry. */
+  source: 'bounce' | 'complaint' | 'operator';
   outboxId: string | null;
   createdAt: Date;
 }

@@ -10,6 +10,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { deleteUnlinkedFeedback } from '../feedback/sql/feedback-retention.js';
 import { deleteRetained } from '../outbox/sql/retention.js';
 import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -17,8 +18,9 @@ import type { ResolvedReliableMailOptions } from '../options/resolve-options.js'
 const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
 
 /**
- * Deletes sent, cancelled, expired and suppressed rows past their retention, in small batches that skip locked
- * rows, so the table stays small without a long lock. Failed and dead rows wait for an operator.
+ * Deletes sent, cancelled, expired and suppressed rows past their retention (their attempts and feedback with
+ * them), in small batches that skip locked rows, so the table stays small without a long lock. Failed and dead rows
+ * wait for an operator. Feedback that named no row is deleted after the same time.
  */
 @Injectable()
 export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -54,15 +56,30 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
 
   /** Deletes every row past retention, batch by batch; returns how many. */
   async run(): Promise<number> {
-    const { keepClosedForMs, batchSize } = this.options.retention;
-    let deleted = 0;
-    for (;;) {
-      const count = await deleteRetained(this.database, keepClosedForMs, batchSize);
-      deleted += count;
-      if (count < batchSize || this.stopping) break;
-    }
+    const { keepClosedForMs } = this.options.retention;
+    const deleted = await this.inBatches((batchSize) => deleteRetained(this.database, keepClosedForMs, batchSize));
     if (deleted > 0)
       this.logger.log({ msg: 'retention deleted closed rows', count: deleted, olderThanMs: keepClosedForMs });
+    const feedback = await this.inBatches((batchSize) =>
+      deleteUnlinkedFeedback(this.database, keepClosedForMs, batchSize),
+    );
+    if (feedback > 0) {
+      this.logger.log({
+        msg: 'retention deleted feedback that named no row',
+        count: feedback,
+        olderThanMs: keepClosedForMs,
+      });
+    }
     return deleted;
+  }
+
+  private async inBatches(deleteBatch: (batchSize: number) => Promise<number>): Promise<number> {
+    const { batchSize } = this.options.retention;
+    let deleted = 0;
+    for (;;) {
+      const count = await deleteBatch(batchSize);
+      deleted += count;
+      if (count < batchSize || this.stopping) return deleted;
+    }
   }
 }

@@ -1,4 +1,4 @@
-import type { HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
+import type { FeedbackFigures, HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
@@ -81,3 +81,41 @@ export async function undeclaredLanes(db: SqlClient, declared: string[]): Promis
   const rows = await db.query<{ lane: string; count: number }>(UNDECLARED_LANES, [declared]);
   return Object.fromEntries(rows.map((row) => [row.lane, row.count]));
 }
+
+/**
+ * Bounces and complaints received in the last $1 ms, against the mails sent in it: what mailbox providers and
+ * ESPs judge a sender by. Read from partial indexes only (sent rows; bounce and complaint feedback), so a probe
+ * costs the same whether the window holds deliveries by the million or none.
+ */
+const FEEDBACK_FIGURES: Statement = {
+  name: 'reliable_mail_feedback_figures',
+  text: `select
+    (select count(*)::int from mail_outbox
+     where status = 'sent' and sent_at > now() - $1::float8 * interval '1 millisecond') as sent,
+    count(*) filter (where bounce_type = 'hard')::int as hard_bounces,
+    count(*) filter (where bounce_type = 'soft')::int as soft_bounces,
+    count(*) filter (where kind = 'complained')::int as complaints,
+    count(*) filter (where outbox_id is null)::int as unlinked
+  from mail_outbox_feedback
+  where kind in ('bounced', 'complained') and received_at > now() - $1::float8 * interval '1 millisecond'`,
+};
+
+export async function feedbackFigures(db: SqlClient, windowMs: number): Promise<FeedbackFigures> {
+  const [row] = await db.query<{
+    sent: number;
+    hard_bounces: number;
+    soft_bounces: number;
+    complaints: number;
+    unlinked: number;
+  }>(FEEDBACK_FIGURES, [windowMs]);
+  return {
+    sent: row.sent,
+    hardBounces: row.hard_bounces,
+    softBounces: row.soft_bounces,
+    complaints: row.complaints,
+    unlinked: row.unlinked,
+  };
+}
+
+/** A share of the mails sent, 0 when none were. */
+export const rateOf = (count: number, sent: number): number => (sent === 0 ? 0 : count / sent);

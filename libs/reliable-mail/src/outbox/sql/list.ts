@@ -1,11 +1,12 @@
+import type { OutboxFeedback } from '../feedback.types.js';
 import type { AttemptOutcome, OutboxAttempt, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
 import { type SqlClient } from '../../database/sql-client.js';
 import { toDate, toDateOrNull } from './timestamps.js';
 
-// Reading rows with their attempts: `get`, the operators' list, and the export. One statement per page, the
-// attempts of each row aggregated beside it.
+// Reading rows with their attempts and delivery feedback: `get`, the operators' list, and the export. One
+// statement per page, the attempts and feedback of each row aggregated beside it.
 
 type Timestamp = Date | string;
 
@@ -39,6 +40,7 @@ interface OutboxRecord {
   sent_at: Timestamp | null;
   updated_at: Timestamp;
   attempt_log: AttemptRecord[];
+  feedback: FeedbackRecord[];
 }
 
 /** An attempt as `to_jsonb` renders it: timestamps are text. */
@@ -60,9 +62,28 @@ interface AttemptRecord {
   deduplicated_by_key: boolean;
 }
 
-const WITH_ATTEMPTS = `select o.*, coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
-                                          from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log
-                       from mail_outbox o`;
+/** Feedback as `to_jsonb` renders it. */
+interface FeedbackRecord {
+  id: string;
+  source: OutboxFeedback['source'];
+  recipient: string;
+  kind: OutboxFeedback['kind'];
+  bounce_type: OutboxFeedback['bounceType'];
+  provider_event_id: string;
+  provider_message_id: string | null;
+  status: string | null;
+  diagnostic: string | null;
+  reported_at: string;
+  received_at: string;
+  payload: Record<string, unknown>;
+}
+
+const WITH_HISTORY = `select o.*,
+    coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
+              from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log,
+    coalesce((select jsonb_agg(to_jsonb(f) order by f.reported_at, f.id)
+              from mail_outbox_feedback f where f.outbox_id = o.id), '[]'::jsonb) as feedback
+  from mail_outbox o`;
 
 /** Rows matching the filter, newest first; `before` is the id to continue after. */
 export async function listRows(
@@ -73,7 +94,7 @@ export async function listRows(
 ): Promise<OutboxRowWithAttempts[]> {
   const where = whereOf(filter, 3);
   const rows = await db.query<OutboxRecord>(
-    { text: `${WITH_ATTEMPTS} where ${where.sql} and ($2::uuid is null or o.id < $2) order by o.id desc limit $1` },
+    { text: `${WITH_HISTORY} where ${where.sql} and ($2::uuid is null or o.id < $2) order by o.id desc limit $1` },
     [limit, before ?? null, ...where.values],
   );
   return rows.map(toRowWithAttempts);
@@ -89,7 +110,7 @@ export async function exportPage(
 ): Promise<OutboxRowWithAttempts[]> {
   const rows = await db.query<OutboxRecord>(
     {
-      text: `${WITH_ATTEMPTS} where o.created_at >= $1 and o.created_at < $2 and ($3::uuid is null or o.id > $3)
+      text: `${WITH_HISTORY} where o.created_at >= $1 and o.created_at < $2 and ($3::uuid is null or o.id > $3)
              order by o.id limit $4`,
     },
     [from, to, after ?? null, limit],
@@ -98,7 +119,7 @@ export async function exportPage(
 }
 
 function toRowWithAttempts(row: OutboxRecord): OutboxRowWithAttempts {
-  return { ...toOutboxRow(row), attemptLog: row.attempt_log.map(toAttempt) };
+  return { ...toOutboxRow(row), attemptLog: row.attempt_log.map(toAttempt), feedback: row.feedback.map(toFeedback) };
 }
 
 function toOutboxRow(row: OutboxRecord): OutboxRow {
@@ -151,5 +172,22 @@ function toAttempt(row: AttemptRecord): OutboxAttempt {
     providerRequestId: row.provider_request_id,
     providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
     deduplicatedByKey: row.deduplicated_by_key,
+  };
+}
+
+function toFeedback(row: FeedbackRecord): OutboxFeedback {
+  return {
+    id: row.id,
+    source: row.source,
+    recipient: row.recipient,
+    kind: row.kind,
+    bounceType: row.bounce_type,
+    providerEventId: row.provider_event_id,
+    providerMessageId: row.provider_message_id,
+    status: row.status,
+    diagnostic: row.diagnostic,
+    reportedAt: toDate(row.reported_at),
+    receivedAt: toDate(row.received_at),
+    payload: row.payload,
   };
 }

@@ -1,4 +1,5 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
+import { jsonWithoutNul } from '../../database/json-parameter.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
@@ -109,16 +110,6 @@ function settleInput(s: Settlement) {
     // Serialised only when the event is to be recorded: most settles have no listener for theirs.
     event_payload: s.eventName === null ? null : s.eventPayload,
   };
-}
-
-/**
- * PostgreSQL's jsonb refuses \u0000, which a server reply or an error message may carry: drop it. The replacer that
- * does so is slow, so it runs only when the plain JSON shows the escape (or a backslash followed by "u0000").
- */
-function jsonWithoutNul(value: unknown): string {
-  const json = JSON.stringify(value);
-  if (!json.includes('\\u0000')) return json;
-  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' ? item.replaceAll('\0', '') : item));
 }
 
 interface SettledRecord {

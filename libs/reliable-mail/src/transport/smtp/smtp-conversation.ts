@@ -31,6 +31,7 @@ export class SmtpConversation {
 
   constructor(
     private readonly recipients: string[],
+    /** The envelope sender is the module's own (its `from`, or a VERP address): refused, it stops the lane. */
     private readonly fromDefaultSender: boolean,
   ) {}
 

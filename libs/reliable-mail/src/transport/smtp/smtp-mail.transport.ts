@@ -43,14 +43,14 @@ export class SmtpMailTransport implements MailTransport {
     }
     const conversation = new SmtpConversation(
       message.recipients,
-      message.mail.from.address.toLowerCase() === this.defaultSender,
+      message.envelopeSender !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
     );
     // Kept only when the conversation ends without a transient failure; not when it throws.
     let reusable = false;
     try {
       reusable = await conversation.run(
         session,
-        message.mail.from.address,
+        message.envelopeSender ?? message.mail.from.address,
         body,
         this.options.maxRecipientsPerTransaction,
         signal,

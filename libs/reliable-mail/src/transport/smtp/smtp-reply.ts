@@ -97,5 +97,10 @@ export function isTooManyRecipients({ replyCode, enhancedStatus, reply }: SmtpRe
 
 /** Whether a reply says the address does not exist (a 5yz with X.1.1, X.1.2, X.1.3 or X.1.6). */
 export function isHardBounce(reply: string | null | undefined): boolean {
-  return HARD_BOUNCE_STATUSES.has(enhancedStatusOf(reply) ?? '');
+  return isHardBounceStatus(enhancedStatusOf(reply) ?? '');
+}
+
+/** Whether an RFC 3463 status (`5.1.1`) says the address does not exist. */
+export function isHardBounceStatus(status: string): boolean {
+  return HARD_BOUNCE_STATUSES.has(status);
 }

@@ -1,0 +1,22 @@
+import type { BounceType } from '../outbox/feedback.types.js';
+import { MailFeedbackEvent } from './mail-feedback.event.js';
+
+/**
+ * The recipient's server, or the provider, will not deliver the message. A `hard` bounce (the address is bad for
+ * good) puts the recipient on the suppression list; a `soft` one (a full mailbox, a refusal of this message, a
+ * greylisting that outlasted the provider's retries) does not.
+ */
+export class EmailBouncedEvent extends MailFeedbackEvent {
+  declare readonly bounceType: BounceType;
+  /** Whether this bounce puts (or keeps) the recipient on the suppression list. */
+  declare readonly suppressed: boolean;
+
+  constructor(props: EmailBouncedEvent) {
+    super(props);
+  }
+
+  /** Rebuilds the event from the JSON it was stored as. */
+  static fromJSON(json: Record<string, unknown>, eventId: string): EmailBouncedEvent {
+    return new EmailBouncedEvent(MailFeedbackEvent.revive(json, eventId));
+  }
+}

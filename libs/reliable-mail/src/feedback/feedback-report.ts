@@ -1,0 +1,106 @@
+import { FeedbackPayloadError } from '../errors.js';
+import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
+
+// What every source's parser makes of a report, and the helpers they share to read it.
+
+/** One recipient's feedback, as a source's parser reads it from a report. */
+export interface FeedbackItem {
+  /** Lower case. */
+  recipient: string;
+  kind: FeedbackKind;
+  bounceType: BounceType | null;
+  providerEventId: string;
+  providerMessageId: string | null;
+  /** The row id the report names by a VERP address or a Message-ID (`messageId` is then the Message-ID). */
+  rowId: string | null;
+  messageId: string | null;
+  status: string | null;
+  diagnostic: string | null;
+  reportedAt: Date;
+  payload: Record<string, unknown>;
+  /**
+   * A hard bounce or a complaint that names its recipient for sure: it puts the recipient on the suppression list.
+   * False where a report names several recipients and cannot say which of them it is about.
+   */
+  suppress: boolean;
+}
+
+/** What one request or DSN carried: feedback, or nothing to store and why (an open event, an auto-reply, …). */
+export interface FeedbackReport {
+  items: FeedbackItem[];
+  ignored: string | null;
+}
+
+export const ignoredReport = (reason: string): FeedbackReport => ({ items: [], ignored: reason });
+
+const ROW_MESSAGE_ID = /^<([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@[^<>@\s]+>$/i;
+const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
+const ANGLE_ADDRESS = /<([^<>\s]+@[^<>\s]+)>/;
+
+/**
+ * The row a Message-ID names: reliable-mail's are `<row id@messageIdDomain>`. The statement that links it also
+ * checks the row's stored Message-ID, so a foreign one of the same shape links nothing.
+ */
+export function rowOfMessageId(messageId: string | null | undefined): Pick<FeedbackItem, 'rowId' | 'messageId'> {
+  const trimmed = messageId?.trim() ?? '';
+  const match = ROW_MESSAGE_ID.exec(trimmed);
+  return match ? { rowId: match[1].toLowerCase(), messageId: trimmed } : { rowId: null, messageId: null };
+}
+
+/** The RFC 3463 status code in a diagnostic text (`smtp; 550 5.1.1 user unknown` gives `5.1.1`). */
+export function statusIn(text: string | null | undefined): string | null {
+  return text ? (ENHANCED_STATUS.exec(text)?.[1] ?? null) : null;
+}
+
+/**
+ * The bare address, lower case, of `Ann <ann@example.com>`, `rfc822; ann@example.com` or `ann@example.com`; null
+ * when there is no address.
+ */
+export function addressIn(text: string): string | null {
+  const bare = ANGLE_ADDRESS.exec(text)?.[1] ?? text.replace(/^[\w-]+\s*;/, '').trim();
+  return /^[^\s@]+@[^\s@]+$/.test(bare) ? bare.toLowerCase() : null;
+}
+
+// Reading untrusted JSON: each helper names the field it found missing or of the wrong type.
+
+export function objectAt(value: unknown, field: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new FeedbackPayloadError(`${field} must be an object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+export function stringAt(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.length === 0) throw new FeedbackPayloadError(`${field} must be a string`);
+  return value;
+}
+
+export function optionalStringAt(value: unknown, field: string): string | null {
+  return value === undefined || value === null ? null : stringAt(value, field);
+}
+
+export function arrayAt(value: unknown, field: string): unknown[] {
+  if (!Array.isArray(value)) throw new FeedbackPayloadError(`${field} must be an array`);
+  return value;
+}
+
+export function dateAt(value: unknown, field: string): Date {
+  const date = new Date(stringAt(value, field));
+  if (Number.isNaN(date.getTime())) throw new FeedbackPayloadError(`${field} must be a date`);
+  return date;
+}
+
+export function recipientAt(value: unknown, field: string): string {
+  const address = addressIn(stringAt(value, field));
+  if (address === null) throw new FeedbackPayloadError(`${field} must be an email address`);
+  return address;
+}
+
+/** Parses a JSON body; a verified body that is not JSON is a payload error. */
+export function parseJson(body: string, reviver?: Parameters<typeof JSON.parse>[1]): unknown {
+  try {
+    return JSON.parse(body, reviver) as unknown;
+  } catch (error) {
+    throw new FeedbackPayloadError(`the body is not JSON (${(error as Error).message})`);
+  }
+}

@@ -1,0 +1,142 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { UnknownFeedbackSourceError } from '../errors.js';
+import { MailEventPublisher } from '../events/mail-event.publisher.js';
+import { MailMetrics } from '../metrics/mail-metrics.js';
+import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import type { FeedbackKind, FeedbackSource } from '../outbox/feedback.types.js';
+import { uuidv7 } from '../outbox/uuid-v7.js';
+import {
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
+  RELIABLE_MAIL_OPTIONS,
+} from '../reliable-mail.constants.js';
+import type { FeedbackItem, FeedbackReport } from './feedback-report.js';
+import { type FeedbackInput, recordFeedback } from './sql/record-feedback.js';
+import { dsnReport } from './sources/dsn-report.js';
+import type { WebhookHeaders, WebhookSource } from './sources/webhook-source.js';
+
+/** What one webhook request or DSN came to. */
+export interface FeedbackIngestResult {
+  /** Feedback rows written (one per recipient); a provider's repeat of a report writes none. */
+  stored: number;
+  /** Items of the report that an earlier delivery of it had already stored. */
+  duplicates: number;
+  /** Of the rows written, those that named no known row (stored and counted all the same). */
+  unlinked: number;
+  /** Why nothing was taken when the report carries no delivery feedback (an open event, an auto-reply, …). */
+  ignored: string | null;
+}
+
+const EVENT_NAMES: Record<FeedbackKind, string | null> = {
+  delivered: EMAIL_DELIVERED_EVENT,
+  bounced: EMAIL_BOUNCED_EVENT,
+  complained: EMAIL_COMPLAINED_EVENT,
+  delayed: null,
+};
+const MAX_SUPPRESSION_REASON = 500;
+
+/**
+ * Delivery feedback, from providers' webhooks (`ingest`, which `ReliableMailWebhooksModule` calls for its routes)
+ * and from DSN emails the app reads (`ingestDsn`): stored per recipient and linked to its row, hard bounces and
+ * complaints put on the suppression list, and `EmailBouncedEvent`, `EmailComplainedEvent` and
+ * `EmailDeliveredEvent` recorded in the same statement and emitted after it commits.
+ */
+@Injectable()
+export class MailFeedbackService {
+  private readonly logger = new Logger('ReliableMail');
+  private readonly sources = new Map<string, WebhookSource>();
+
+  constructor(
+    private readonly database: OutboxDatabase,
+    private readonly publisher: MailEventPublisher,
+    private readonly metrics: MailMetrics,
+    @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+  ) {}
+
+  /** Makes a webhook source available to `ingest` (`ReliableMailWebhooksModule` adds those of its options). */
+  addSource(source: WebhookSource): void {
+    this.sources.set(source.name, source);
+  }
+
+  /**
+   * Verifies a webhook request of a configured source and stores its feedback. Resolves once everything committed;
+   * throws `FeedbackSignatureError` (nothing stored) when it does not verify, `FeedbackPayloadError` when the
+   * verified body cannot be read. `payload` is the raw body, as signed.
+   */
+  async ingest(source: string, payload: string | Buffer, headers: WebhookHeaders): Promise<FeedbackIngestResult> {
+    const webhookSource = this.sources.get(source);
+    if (!webhookSource) throw new UnknownFeedbackSourceError(source);
+    const lowerCase = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
+    const report = await webhookSource.receive(Buffer.from(payload), lowerCase);
+    return this.record(webhookSource.name, report, true);
+  }
+
+  /**
+   * Stores the feedback of a DSN email (the raw RFC 5322 message, as a mailbox gives it). A message that is not a
+   * DSN resolves with `ignored`; a DSN that cannot be read throws `FeedbackPayloadError`. DSNs are not
+   * authenticated, so one suppresses only a recipient that the row it names was sent to.
+   */
+  async ingestDsn(rawMessage: string | Buffer): Promise<FeedbackIngestResult> {
+    return this.record('dsn', await dsnReport(rawMessage, this.options.verp), false);
+  }
+
+  private async record(
+    source: FeedbackSource,
+    report: FeedbackReport,
+    trusted: boolean,
+  ): Promise<FeedbackIngestResult> {
+    if (report.items.length === 0) return { stored: 0, duplicates: 0, unlinked: 0, ignored: report.ignored };
+    const inputs = report.items.map((item) => this.inputOf(source, item, trusted));
+    const { stored, events } = await recordFeedback(this.database, inputs, this.options.dispatcher.eventLeaseMs);
+    for (const event of events) this.publisher.publish(event);
+    for (const row of stored) this.metrics.recordFeedback(source, row.kind, row.bounceType, row.linked);
+    const unlinked = stored.filter((row) => !row.linked).length;
+    if (unlinked > 0) {
+      this.logger.warn({ msg: 'feedback for no known row, stored unlinked', source, count: unlinked });
+    }
+    return { stored: stored.length, duplicates: inputs.length - stored.length, unlinked, ignored: null };
+  }
+
+  private inputOf(source: FeedbackSource, item: FeedbackItem, trusted: boolean): FeedbackInput {
+    const id = uuidv7();
+    const eventName = EVENT_NAMES[item.kind];
+    const reportedAt = item.reportedAt.toISOString();
+    return {
+      id,
+      source,
+      recipient: item.recipient,
+      kind: item.kind,
+      bounce_type: item.bounceType,
+      provider_event_id: item.providerEventId,
+      provider_message_id: item.providerMessageId,
+      row_id: item.rowId,
+      message_id: item.messageId,
+      status: item.status,
+      diagnostic: item.diagnostic,
+      reported_at: reportedAt,
+      payload: item.payload,
+      suppression_reason: item.suppress ? suppressionReason(source, item) : null,
+      trusted,
+      event_name: eventName !== null && this.publisher.isListenedTo(eventName) ? eventName : null,
+      event_payload: {
+        feedbackId: id,
+        source,
+        recipient: item.recipient,
+        status: item.status,
+        diagnostic: item.diagnostic,
+        providerEventId: item.providerEventId,
+        providerMessageId: item.providerMessageId,
+        reportedAt,
+        ...(item.kind === 'bounced' ? { bounceType: item.bounceType } : {}),
+      },
+    };
+  }
+}
+
+function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {
+  const what = item.kind === 'complained' ? 'complaint' : 'hard bounce';
+  const detail = [item.status, item.diagnostic].filter(Boolean).join(' ');
+  return `${source} ${what}${detail ? `: ${detail}` : ''}`.slice(0, MAX_SUPPRESSION_REASON);
+}

@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto';
+import type { HeaderValue, ParsedMail } from 'mailparser';
+import { FeedbackPayloadError } from '../../errors.js';
+import { rowIdOfVerpAddress, type Verp } from '../../shared/verp.js';
+import { addressIn, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
+import { loadSdk } from '../../transport/http/load-sdk.js';
+import { dsnFeedbackOf, headerBlockOf, headerFields, parseDeliveryStatus } from './delivery-status.js';
+
+const DELIVERY_STATUS_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
+const RETURNED_MESSAGE_TYPES = new Set([
+  'text/rfc822-headers',
+  'message/rfc822',
+  'message/global',
+  'message/global-headers',
+]);
+/** Headers in which a DSN may carry the address it was sent to: its To, or what the receiving server added. */
+const ADDRESSED_TO = ['to', 'delivered-to', 'x-original-to', 'envelope-to', 'x-envelope-to'];
+
+/**
+ * Reads a DSN email (RFC 3464: `multipart/report; report-type=delivery-status`) with mailparser. Its row is the
+ * one its VERP address names, else the one whose Message-ID the returned headers quote. Anything else that reaches
+ * the bounce mailbox (an out-of-office reply quotes the Message-ID too) is not a DSN and is ignored.
+ */
+export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promise<FeedbackReport> {
+  const { simpleParser } = await loadSdk('mailparser', 'MailFeedbackService.ingestDsn', () => import('mailparser'));
+  const parsed = await simpleParser(raw, {
+    keepDeliveryStatus: true,
+    skipHtmlToText: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipImageLinks: true,
+  });
+  const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> };
+  if (contentType?.value !== 'multipart/report' || contentType.params?.['report-type'] !== 'delivery-status') {
+    return ignoredReport('not a DSN (multipart/report; report-type=delivery-status)');
+  }
+  const statusPart = parsed.attachments.find((part) => DELIVERY_STATUS_TYPES.has(part.contentType));
+  if (!statusPart) throw new FeedbackPayloadError('the report has no message/delivery-status part');
+  const deliveryStatus = statusPart.content.toString('utf8');
+  const returned = parsed.attachments.find((part) => RETURNED_MESSAGE_TYPES.has(part.contentType));
+  const originalMessageId = returned
+    ? (headerFields(headerBlockOf(returned.content.toString('utf8'))).get('message-id') ?? null)
+    : null;
+  const verpRowId = verp
+    ? (addressesOf(parsed)
+        .map((address) => rowIdOfVerpAddress(verp, address))
+        .find(Boolean) ?? null)
+    : null;
+  const items = dsnFeedbackOf(parseDeliveryStatus(deliveryStatus), {
+    ...(verpRowId ? { rowId: verpRowId, messageId: null } : rowOfMessageId(originalMessageId)),
+    // A DSN sent again keeps its Message-ID; one without any is known by its report.
+    providerEventId: parsed.messageId ?? `sha256:${createHash('sha256').update(deliveryStatus).digest('hex')}`,
+    payload: {
+      from: parsed.from?.text ?? null,
+      subject: parsed.subject ?? null,
+      date: parsed.date?.toISOString() ?? null,
+      messageId: parsed.messageId ?? null,
+      originalMessageId,
+      deliveryStatus,
+    },
+    date: parsed.date ?? null,
+  });
+  return items.length > 0
+    ? { items, ignored: null }
+    : ignoredReport('the DSN reports only relayed or expanded recipients');
+}
+
+function addressesOf(parsed: ParsedMail): string[] {
+  return ADDRESSED_TO.flatMap((name) => addressesIn(parsed.headers.get(name)));
+}
+
+function addressesIn(value: HeaderValue | undefined): string[] {
+  if (typeof value === 'string') return value.split(',').flatMap((part) => addressIn(part) ?? []);
+  if (value && typeof value === 'object' && 'value' in value && Array.isArray(value.value)) {
+    return value.value.flatMap((entry: { address?: string }) => (entry.address ? [entry.address] : []));
+  }
+  return [];
+}

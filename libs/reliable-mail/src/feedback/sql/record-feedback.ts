@@ -1,0 +1,123 @@
+import { jsonWithoutNul } from '../../database/json-parameter.js';
+import type { SqlClient, Statement } from '../../database/sql-client.js';
+import type { StoredEvent } from '../../outbox/queue.types.js';
+import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
+
+/** One recipient's feedback as the statement takes it. */
+export interface FeedbackInput {
+  id: string;
+  source: string;
+  recipient: string;
+  kind: FeedbackKind;
+  bounce_type: BounceType | null;
+  provider_event_id: string;
+  provider_message_id: string | null;
+  /** The row the report names by its Message-ID (then `message_id` must match) or by its VERP address. */
+  row_id: string | null;
+  message_id: string | null;
+  status: string | null;
+  diagnostic: string | null;
+  reported_at: string;
+  payload: Record<string, unknown>;
+  /** The suppression list's reason, when the feedback asks for the recipient to be suppressed. */
+  suppression_reason: string | null;
+  /**
+   * Whether the report is authenticated (a signed webhook). An unauthenticated one (a DSN email, which anyone can
+   * send) suppresses only a recipient that its row was sent to.
+   */
+  trusted: boolean;
+  event_name: string | null;
+  event_payload: Record<string, unknown> | null;
+}
+
+/**
+ * Stores feedback, links it to its row, suppresses and records events, in one statement: so a webhook is answered
+ * only after all of it committed, and a repeat (a provider delivers at least once) changes nothing. A row is found
+ * by the id the report names (its VERP address, or its Message-ID, which is `<id@domain>`), else by the provider's
+ * message id. Feedback for no known row is stored unlinked and records no event. The suppression list takes hard
+ * bounces and complaints with the source the list knows them by, keeping an operator's entry.
+ */
+const RECORD_FEEDBACK: Statement = {
+  name: 'reliable_mail_record_feedback',
+  text: `with input as (
+    select * from jsonb_to_recordset($1::jsonb) as x(
+      id uuid, source text, recipient text, kind text, bounce_type text, provider_event_id text,
+      provider_message_id text, row_id uuid, message_id text, status text, diagnostic text, reported_at timestamptz,
+      payload jsonb, suppression_reason text, trusted boolean, event_name text, event_payload jsonb)
+  ), linked as (
+    select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata,
+           i.suppression_reason is not null and (i.trusted or coalesce(o.accepted_recipients ? i.recipient, false))
+             as suppresses
+    from input i left join lateral (
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+       where r.id = i.row_id and (i.message_id is null or r.message_id = i.message_id))
+      union all
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+       where r.provider_message_id = i.provider_message_id)
+      limit 1
+    ) o on true
+  ), stored as (
+    insert into mail_outbox_feedback (id, outbox_id, source, recipient, kind, bounce_type, provider_event_id,
+                                      provider_message_id, status, diagnostic, reported_at, payload)
+    select id, outbox_id, source, recipient, kind, bounce_type, provider_event_id, provider_message_id, status,
+           diagnostic, reported_at, payload
+    from linked
+    on conflict (source, provider_event_id, recipient) do nothing
+    returning id
+  ), suppressed as (
+    insert into mail_suppression (address, reason, source, outbox_id)
+    select distinct on (l.recipient) l.recipient, l.suppression_reason,
+           case when l.kind = 'complained' then 'complaint' else 'bounce' end, l.outbox_id
+    from linked l join stored s on s.id = l.id
+    where l.suppresses
+    on conflict (address) do nothing
+  ), events as (
+    insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+    select l.outbox_id, l.event_name,
+           l.event_payload || jsonb_build_object('id', l.outbox_id, 'messageId', l.row_message_id,
+                                                 'idempotencyKey', l.idempotency_key, 'metadata', l.metadata)
+             || case when l.kind in ('bounced', 'complained') then jsonb_build_object('suppressed', l.suppresses)
+                     else '{}'::jsonb end,
+           now() + $2::float8 * interval '1 millisecond'
+    from linked l join stored s on s.id = l.id
+    where l.outbox_id is not null and l.event_name is not null
+    returning id, name, payload
+  )
+  select l.id, l.kind, l.bounce_type, l.outbox_id is not null as linked, null::bigint as event_id,
+         null::text as name, null::jsonb as payload
+  from linked l join stored s on s.id = l.id
+  union all
+  select null, null, null, null, id, name, payload from events`,
+};
+
+interface RecordedRow {
+  id: string | null;
+  kind: FeedbackKind | null;
+  bounce_type: BounceType | null;
+  linked: boolean | null;
+  event_id: string | null;
+  name: string | null;
+  payload: Record<string, unknown> | null;
+}
+
+export interface RecordedFeedback {
+  /** The feedback rows this statement wrote (a repeat of an earlier report writes none). */
+  stored: Array<{ id: string; kind: FeedbackKind; bounceType: BounceType | null; linked: boolean }>;
+  /** The events recorded with them: committed, to be published. */
+  events: StoredEvent[];
+}
+
+export async function recordFeedback(
+  db: SqlClient,
+  inputs: FeedbackInput[],
+  eventLeaseMs: number,
+): Promise<RecordedFeedback> {
+  const rows = await db.query<RecordedRow>(RECORD_FEEDBACK, [jsonWithoutNul(inputs), eventLeaseMs]);
+  const recorded: RecordedFeedback = { stored: [], events: [] };
+  for (const row of rows) {
+    if (row.event_id !== null)
+      recorded.events.push({ id: String(row.event_id), name: row.name!, payload: row.payload! });
+    else recorded.stored.push({ id: row.id!, kind: row.kind!, bounceType: row.bounce_type, linked: row.linked! });
+  }
+  return recorded;
+}

@@ -1,0 +1,58 @@
+import { ConfigurableModuleBuilder, Inject, Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { MailFeedbackService } from '../mail-feedback.service.js';
+import { postmarkWebhookSource } from '../sources/postmark-webhook-source.js';
+import { resendWebhookSource } from '../sources/resend-webhook-source.js';
+import { sesWebhookSource } from '../sources/ses-webhook-source.js';
+import { mailWebhooksControllerAt, WEBHOOKS_OPTIONS } from './mail-webhooks.controller.js';
+import {
+  type ReliableMailWebhooksOptions,
+  type ResolvedWebhooksOptions,
+  resolveWebhooksOptions,
+} from './webhooks-options.js';
+
+const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModuleBuilder<ReliableMailWebhooksOptions>({
+  moduleName: 'ReliableMailWebhooks',
+})
+  .setClassMethodName('forRoot')
+  .setExtras({ path: 'webhooks/mail' }, (definition, extras) => ({
+    ...definition,
+    controllers: [mailWebhooksControllerAt(extras.path)],
+  }))
+  .build();
+
+/** Loads the configured sources' libraries (a missing one stops start-up, named) and hands them to the service. */
+@Injectable()
+class WebhookSourceRegistration implements OnModuleInit {
+  constructor(
+    private readonly feedback: MailFeedbackService,
+    @Inject(WEBHOOKS_OPTIONS) private readonly options: ResolvedWebhooksOptions,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const { ses, resend, postmark } = this.options.sources;
+    const sources = await Promise.all([
+      ses && sesWebhookSource(ses),
+      resend && resendWebhookSource(resend),
+      postmark && postmarkWebhookSource(postmark),
+    ]);
+    for (const source of sources) if (source) this.feedback.addSource(source);
+  }
+}
+
+/**
+ * Routes for providers' delivery feedback webhooks: `ReliableMailWebhooksModule.forRoot({ path, sources })` (or
+ * `forRootAsync`, with `path` beside the factory) exposes `POST <path>/<source>` for each configured source. Needs
+ * `ReliableMailModule` registered with `isGlobal: true`, and the app created with `{ rawBody: true }`: Svix and SNS
+ * signatures cover the body as it was sent.
+ */
+@Module({
+  providers: [
+    {
+      provide: WEBHOOKS_OPTIONS,
+      inject: [MODULE_OPTIONS_TOKEN],
+      useFactory: (options: ReliableMailWebhooksOptions) => resolveWebhooksOptions(options),
+    },
+    WebhookSourceRegistration,
+  ],
+})
+export class ReliableMailWebhooksModule extends ConfigurableModuleClass {}

@@ -1,0 +1,225 @@
+import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
+import {
+  EMAIL_BOUNCED_EVENT,
+  type EmailBouncedEvent,
+  FeedbackPayloadError,
+  MailFeedbackService,
+  MailOutboxService,
+} from '@reliable-mail/nestjs';
+import { autoReply, dsnMessage } from './support/dsn-message.js';
+import { testMailOptions, waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+
+const verp = { domain: 'bounces.example.com' };
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+/** Throws the first time it hears each event, so that it comes again: the second must carry the same id. */
+@Injectable()
+class FirstTimeThrows {
+  readonly heard: EmailBouncedEvent[] = [];
+
+  @OnEvent(EMAIL_BOUNCED_EVENT, { suppressErrors: false })
+  onBounced(event: EmailBouncedEvent): void {
+    this.heard.push(event);
+    if (this.heard.filter((entry) => entry.eventId === event.eventId).length === 1) throw new Error('first time');
+  }
+}
+
+describe('DSN emails: linked to their row by VERP address or Message-ID', () => {
+  const bed = useTestBed();
+
+  /** An app sending to the test SMTP server, one mail sent, and the message as the server received it. */
+  async function sendOne(overrides = {}, to = ['gone@example.org']) {
+    const started = await bed.start({}, overrides);
+    const mail = await started.outbox.enqueue({ to, subject: 'Your order', text: 'Thanks' });
+    await waitFor('sent', () => started.app.events.sent.length === 1);
+    const received = bed.smtp.received.find((message) => message.messageId === mail.messageId)!;
+    return { ...started, feedback: started.app.get(MailFeedbackService), mail, received };
+  }
+
+  const feedbackRows = () => bed.execute(`select * from mail_outbox_feedback order by recipient`);
+
+  it('a hard bounce sent to the VERP address: linked, suppressed, EmailBouncedEvent once; a repeat stores nothing', async () => {
+    const { app, outbox, admin, feedback, mail, received } = await sendOne({ verp });
+    const dsn = dsnMessage({
+      to: received.sender,
+      messageId: '<dsn-1@mx.example.org>',
+      recipients: [
+        {
+          address: 'gone@example.org',
+          action: 'failed',
+          status: '5.1.1',
+          diagnostic: '550 5.1.1 <gone@example.org>: Recipient address rejected: User unknown in local recipient table',
+        },
+      ],
+    });
+
+    expect(await feedback.ingestDsn(dsn)).toEqual({ stored: 1, duplicates: 0, unlinked: 0, ignored: null });
+    expect(await feedback.ingestDsn(Buffer.from(dsn))).toEqual({
+      stored: 0,
+      duplicates: 1,
+      unlinked: 0,
+      ignored: null,
+    });
+
+    const row = await outbox.get(mail.id);
+    expect(row.feedback).toEqual([
+      expect.objectContaining({
+        source: 'dsn',
+        recipient: 'gone@example.org',
+        kind: 'bounced',
+        bounceType: 'hard',
+        providerEventId: '<dsn-1@mx.example.org>',
+        status: '5.1.1',
+        diagnostic: expect.stringMatching(/^550 5\.1\.1 <gone@example\.org>: Recipient address rejected: User unknown/),
+        reportedAt: new Date('2026-12-03T10:10:10Z'),
+      }),
+    ]);
+    expect(row.feedback[0].payload.deliveryStatus).toContain('Final-Recipient: rfc822; gone@example.org');
+    expect(await admin.listSuppressions()).toEqual([
+      expect.objectContaining({
+        address: 'gone@example.org',
+        source: 'bounce',
+        outboxId: mail.id,
+        reason: expect.stringMatching(/^dsn hard bounce: 5\.1\.1 550 5\.1\.1/),
+      }),
+    ]);
+    await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+    await settle();
+    expect(app.events.bounced).toEqual([
+      expect.objectContaining({
+        id: mail.id,
+        messageId: mail.messageId,
+        feedbackId: row.feedback[0].id,
+        source: 'dsn',
+        recipient: 'gone@example.org',
+        bounceType: 'hard',
+        status: '5.1.1',
+        suppressed: true,
+        reportedAt: new Date('2026-12-03T10:10:10Z'),
+      }),
+    ]);
+  });
+
+  it('linked by the Message-ID in the returned headers (no VERP): a soft bounce is not suppressed; a delivery beside it', async () => {
+    const { app, outbox, admin, feedback, mail, received } = await sendOne({}, [
+      'gone@example.org',
+      'other@example.org',
+    ]);
+    expect(received.sender).toBe('shop@example.com');
+    const dsn = dsnMessage({
+      to: received.sender,
+      original: { raw: received.raw, as: 'headers' },
+      recipients: [
+        { address: 'gone@example.org', action: 'failed', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' },
+        { address: 'other@example.org', action: 'delivered', status: '2.0.0', diagnostic: '250 2.0.0 Ok' },
+      ],
+    });
+
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 2, unlinked: 0 });
+    const row = await outbox.get(mail.id);
+    expect(
+      row.feedback.map(({ recipient, kind, bounceType, status }) => ({ recipient, kind, bounceType, status })),
+    ).toEqual(
+      expect.arrayContaining([
+        { recipient: 'gone@example.org', kind: 'bounced', bounceType: 'soft', status: '5.2.2' },
+        { recipient: 'other@example.org', kind: 'delivered', bounceType: null, status: '2.0.0' },
+      ]),
+    );
+    expect(await admin.listSuppressions()).toEqual([]);
+    await waitFor('both events', () => app.events.bounced.length === 1 && app.events.delivered.length === 1);
+    expect(app.events.bounced[0]).toMatchObject({ id: mail.id, bounceType: 'soft', suppressed: false });
+    expect(app.events.delivered[0]).toMatchObject({ id: mail.id, recipient: 'other@example.org' });
+    expect(app.events.delivered[0]).not.toHaveProperty('suppressed');
+  });
+
+  it('the whole original returned as message/rfc822 links too', async () => {
+    const { outbox, feedback, mail, received } = await sendOne();
+    const dsn = dsnMessage({
+      to: received.sender,
+      original: { raw: received.raw, as: 'message' },
+      recipients: [
+        { address: 'gone@example.org', action: 'delayed', status: '4.4.1', diagnostic: 'connect timed out' },
+      ],
+    });
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 1, unlinked: 0 });
+    expect((await outbox.get(mail.id)).feedback).toEqual([
+      expect.objectContaining({ kind: 'delayed', status: '4.4.1', recipient: 'gone@example.org' }),
+    ]);
+  });
+
+  it('an out-of-office reply to the VERP address is not a DSN: ignored, nothing stored', async () => {
+    const { feedback, mail, received } = await sendOne({ verp });
+    expect(await feedback.ingestDsn(autoReply(received.sender, mail.messageId))).toEqual({
+      stored: 0,
+      duplicates: 0,
+      unlinked: 0,
+      ignored: 'not a DSN (multipart/report; report-type=delivery-status)',
+    });
+    expect(await feedbackRows()).toEqual([]);
+  });
+
+  it('a DSN naming a recipient its row was never sent to (anyone can send one) is stored but suppresses nobody', async () => {
+    const { admin, feedback, received } = await sendOne({ verp });
+    const forged = dsnMessage({
+      to: received.sender,
+      recipients: [{ address: 'ceo@example.com', action: 'failed', status: '5.1.1' }],
+    });
+    expect(await feedback.ingestDsn(forged)).toMatchObject({ stored: 1, unlinked: 0 });
+    expect(await admin.listSuppressions()).toEqual([]);
+  });
+
+  it('a DSN for no known row is stored unlinked and counted, with no event', async () => {
+    const { app, admin, feedback } = await sendOne();
+    const dsn = dsnMessage({
+      to: 'shop@example.com',
+      original: { raw: 'Message-ID: <0190f0a2-1111-7000-8000-00000000000a@test.example.com>\r\n\r\nHi', as: 'headers' },
+      recipients: [{ address: 'gone@example.org', action: 'failed', status: '5.1.1' }],
+    });
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 1, unlinked: 1 });
+    expect(await feedbackRows()).toEqual([expect.objectContaining({ outbox_id: null, kind: 'bounced' })]);
+    expect(await admin.listSuppressions()).toEqual([]);
+    await settle();
+    expect(app.events.bounced).toEqual([]);
+  });
+
+  it('a feedback event whose listener threw is emitted again after its lease, with the same eventId', async () => {
+    const server = await bed.startSmtp();
+    const app = await bed.startApp(testMailOptions(server.url, { verp }), [FirstTimeThrows]);
+    const mail = await app.get(MailOutboxService).enqueue({ to: 'gone@example.org', subject: 'Hi', text: 'x' });
+    await waitFor('sent', () => app.events.sent.length === 1);
+    const dsn = dsnMessage({
+      to: server.received[0].sender,
+      recipients: [{ address: 'gone@example.org', action: 'failed', status: '5.1.1' }],
+    });
+    await app.get(MailFeedbackService).ingestDsn(dsn);
+
+    const listener = app.get(FirstTimeThrows);
+    await waitFor('the redelivery', () => listener.heard.length === 2, 10_000);
+    expect(listener.heard[1]).toBeInstanceOf(listener.heard[0].constructor);
+    expect(listener.heard[1]).toMatchObject({ eventId: listener.heard[0].eventId, id: mail.id, bounceType: 'hard' });
+    expect(listener.heard[1].reportedAt).toBeInstanceOf(Date);
+    await waitFor(
+      'the event confirmed',
+      async () => (await bed.execute(`select * from mail_outbox_event`)).length === 0,
+    );
+  });
+
+  it.each([
+    [
+      'a report without its delivery-status part',
+      (dsn: string) => dsn.replace('message/delivery-status', 'text/plain'),
+    ],
+    ['a delivery status naming no recipient', (dsn: string) => dsn.replaceAll('Final-Recipient', 'X-Recipient')],
+  ])('%s throws FeedbackPayloadError and stores nothing', async (_case, spoil) => {
+    const { feedback, received } = await sendOne({ verp });
+    const dsn = dsnMessage({
+      to: received.sender,
+      recipients: [{ address: 'gone@example.org', action: 'failed', status: '5.1.1' }],
+    });
+    await expect(feedback.ingestDsn(spoil(dsn))).rejects.toBeInstanceOf(FeedbackPayloadError);
+    expect(await feedbackRows()).toEqual([]);
+  });
+});

@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { CERT_URL, SnsTestServer } from './support/sns-test-server.js';
+import { waitFor } from './support/test-app.js';
+import { useTestBed } from './support/test-bed.js';
+import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
+
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ses-feedback';
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+/** An SES notification about one of the app's mails, as SES publishes it to SNS. */
+function sesNotification(type: 'Bounce' | 'Complaint' | 'Delivery', mail: { messageId: string }, sesMessageId: string) {
+  const timestamp = '2026-12-03T10:00:00.000Z';
+  const common = {
+    mail: {
+      timestamp,
+      messageId: sesMessageId,
+      source: 'shop@example.com',
+      destination: ['gone@example.org'],
+      commonHeaders: { from: ['shop@example.com'], to: ['gone@example.org'], messageId: mail.messageId },
+    },
+  };
+  switch (type) {
+    case 'Bounce':
+      return {
+        notificationType: 'Bounce',
+        bounce: {
+          bounceType: 'Permanent',
+          bounceSubType: 'General',
+          bouncedRecipients: [
+            {
+              emailAddress: 'gone@example.org',
+              action: 'failed',
+              status: '5.1.1',
+              diagnosticCode: 'smtp; 550 5.1.1 user unknown',
+            },
+          ],
+          timestamp,
+          feedbackId: '0100018d-feedback',
+        },
+        ...common,
+      };
+    case 'Complaint':
+      return {
+        eventType: 'Complaint',
+        complaint: {
+          complainedRecipients: [{ emailAddress: 'gone@example.org' }],
+          complaintFeedbackType: 'abuse',
+          timestamp,
+          feedbackId: '0100018d-complaint',
+        },
+        ...common,
+      };
+    case 'Delivery':
+      return {
+        notificationType: 'Delivery',
+        delivery: { timestamp, recipients: ['gone@example.org'], smtpResponse: '250 2.6.0 Message received' },
+        ...common,
+      };
+  }
+}
+
+describe('Amazon SES feedback through SNS', () => {
+  const bed = useTestBed();
+  let sns: SnsTestServer;
+
+  beforeAll(async () => {
+    sns = await SnsTestServer.start();
+  });
+
+  afterAll(async () => {
+    await sns?.close();
+  });
+
+  const start = (script = {}) => startWebhookApp(bed, { ses: { topicArns: [TOPIC], agent: sns.agent } }, { script });
+  const snsHeaders = { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': 'Notification' };
+
+  it('a bounce linked by the Message-ID: stored, suppressed, EmailBouncedEvent once; the same message twice stores one row', async () => {
+    const { app, post, sendMail, outbox, admin } = await start();
+    const mail = await sendMail('gone@example.org');
+    const body = JSON.stringify(sns.notification(TOPIC, sesNotification('Bounce', mail, 'ses-0001')));
+
+    const first = await post('ses', body, snsHeaders);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ stored: 1, duplicates: 0, unlinked: 0, ignored: null });
+    expect(await (await post('ses', body, snsHeaders)).json()).toMatchObject({ stored: 0, duplicates: 1 });
+
+    expect((await outbox.get(mail.id)).feedback).toEqual([
+      expect.objectContaining({
+        source: 'ses',
+        kind: 'bounced',
+        bounceType: 'hard',
+        status: '5.1.1',
+        diagnostic: 'smtp; 550 5.1.1 user unknown',
+        providerMessageId: 'ses-0001',
+        providerEventId: JSON.parse(body).MessageId,
+      }),
+    ]);
+    expect(await admin.listSuppressions()).toEqual([
+      expect.objectContaining({ address: 'gone@example.org', source: 'bounce', outboxId: mail.id }),
+    ]);
+    await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+    await settle();
+    expect(app.events.bounced).toEqual([
+      expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true }),
+    ]);
+    // The certificate was fetched once, then taken from the cache.
+    expect(sns.requests.filter((path) => path.endsWith('.pem'))).toHaveLength(1);
+  });
+
+  it('a complaint (signature version 2) linked by SES’s message id: suppressed as a complaint, EmailComplainedEvent', async () => {
+    const { app, post, sendMail, admin } = await start({ onData: () => ({ code: 250, text: 'Ok 0100018d-ses-0002' }) });
+    const mail = await sendMail('gone@example.org');
+    const notification = sesNotification('Complaint', { messageId: '<foreign@example.com>' }, '0100018d-ses-0002');
+    const signed = sns.sign({ ...sns.notification(TOPIC, notification), SignatureVersion: '2' }, '2');
+
+    expect((await post('ses', JSON.stringify(signed), snsHeaders)).status).toBe(200);
+    expect(await admin.listSuppressions()).toEqual([
+      expect.objectContaining({ address: 'gone@example.org', source: 'complaint', reason: 'ses complaint: abuse' }),
+    ]);
+    await waitFor('EmailComplainedEvent', () => app.events.complained.length === 1);
+    expect(app.events.complained[0]).toMatchObject({ id: mail.id, diagnostic: 'abuse', suppressed: true });
+  });
+
+  it('a delivery: EmailDeliveredEvent, no suppression', async () => {
+    const { app, post, sendMail, admin } = await start();
+    const mail = await sendMail('gone@example.org');
+    const body = JSON.stringify(sns.notification(TOPIC, sesNotification('Delivery', mail, 'ses-0003')));
+    expect((await post('ses', body, snsHeaders)).status).toBe(200);
+    await waitFor('EmailDeliveredEvent', () => app.events.delivered.length === 1);
+    expect(app.events.delivered[0]).toMatchObject({
+      id: mail.id,
+      status: '2.6.0',
+      diagnostic: '250 2.6.0 Message received',
+    });
+    expect(await admin.listSuppressions()).toEqual([]);
+  });
+
+  it('confirms a subscription to an allowed topic by visiting its SubscribeURL', async () => {
+    const { post } = await start();
+    const confirmation = sns.subscriptionConfirmation(TOPIC);
+    const response = await post('ses', JSON.stringify(confirmation), {
+      ...snsHeaders,
+      'x-amz-sns-message-type': 'SubscriptionConfirmation',
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ stored: 0, ignored: `subscribed to ${TOPIC}` });
+    expect(sns.requests).toContain(
+      new URL(confirmation.SubscribeURL).pathname + new URL(confirmation.SubscribeURL).search,
+    );
+  });
+
+  it('refuses a SubscribeURL off the SNS hosts without visiting it (400)', async () => {
+    const { post } = await start();
+    const before = sns.requests.length;
+    const response = await post(
+      'ses',
+      JSON.stringify(sns.subscriptionConfirmation(TOPIC, 'evil.example.com')),
+      snsHeaders,
+    );
+    expect(response.status).toBe(400);
+    expect(sns.requests.slice(before).some((path) => path.includes('ConfirmSubscription'))).toBe(false);
+  });
+
+  it.each([
+    {
+      name: 'a tampered message',
+      spoil: (body: Record<string, string>) => ({ ...body, Message: body.Message.replace('gone@', 'ceo@') }),
+      fetches: 1,
+    },
+    {
+      name: 'a certificate from a host outside the pinned AWS pattern',
+      spoil: (body: Record<string, string>) =>
+        sns.sign({ ...body, SigningCertURL: CERT_URL.replace('amazonaws.com', 'amazonaws.com.evil.example') }),
+      fetches: 0,
+    },
+    {
+      name: 'a topic not among topicArns',
+      spoil: (body: Record<string, string>) =>
+        sns.sign({ ...body, TopicArn: 'arn:aws:sns:us-east-1:999999999999:other' }),
+      fetches: 0,
+    },
+    {
+      name: 'no signature (raw message delivery)',
+      spoil: (body: Record<string, string>) => ({ ...body, Signature: '', SignatureVersion: '' }),
+      fetches: 0,
+    },
+  ])('$name: 401 and nothing written', async ({ spoil, fetches }) => {
+    const { post, sendMail, admin } = await start();
+    const mail = await sendMail('gone@example.org');
+    const before = sns.requests.length;
+    const body = spoil(sns.notification(TOPIC, sesNotification('Bounce', mail, 'ses-0004')));
+    expect((await post('ses', JSON.stringify(body), snsHeaders)).status).toBe(401);
+    expect(await feedbackRows(bed)).toEqual([]);
+    expect(await admin.listSuppressions()).toEqual([]);
+    expect(sns.requests.length - before).toBe(fetches);
+  });
+
+  it.each([
+    ['a body that is not JSON', () => 'Type=Notification'],
+    ['a Message that is not JSON', () => JSON.stringify(sns.notification(TOPIC, 'not json'))],
+    [
+      'a bounce without recipients',
+      () =>
+        JSON.stringify(
+          sns.notification(TOPIC, {
+            notificationType: 'Bounce',
+            mail: { messageId: 'x' },
+            bounce: { bounceType: 'Permanent', timestamp: '2026-12-03T10:00:00Z' },
+          }),
+        ),
+    ],
+  ])('%s: 400 with the reason, nothing written', async (_case, body) => {
+    const { post } = await start();
+    const response = await post('ses', body(), snsHeaders);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toMatch(/^Malformed feedback: /);
+    expect(await feedbackRows(bed)).toEqual([]);
+  });
+});
