@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { MailValidationError, OutboxRetention } from '@reliable-mail/nestjs';
+import pg from 'pg';
 import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 const mail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks' };
@@ -32,6 +33,26 @@ describe('operating the outbox', () => {
       database: { reachable: true },
     });
     expect((after.mail.dispatcher as { idleMs: number }).idleMs).toBeLessThan(60_000);
+  });
+
+  it('health: a dispatcher whose first claim has not returned is up at start, and down once maxDispatcherIdleMs has passed', async () => {
+    // SHARE mode conflicts with the claim's UPDATE but not with the health check's reads: every claim waits.
+    const blocker = new pg.Client({ connectionString: bed.databaseUrl });
+    await blocker.connect();
+    await blocker.query('begin');
+    await blocker.query('lock table mail_outbox in share mode');
+    try {
+      const { health } = await start({}, { health: { maxDispatcherIdleMs: 1_500 } });
+      const atStart = await health.isHealthy();
+      expect(atStart.mail).toMatchObject({ status: 'up', dispatcher: { lastTickAt: expect.any(String) } });
+
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const stuck = await health.isHealthy();
+      expect(stuck.mail).toMatchObject({ status: 'down', failing: ['dispatcher'] });
+    } finally {
+      await blocker.query('rollback');
+      await blocker.end();
+    }
   });
 
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {

@@ -71,7 +71,9 @@ export class LaneLoop {
   private rerunRequested = false;
   /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
   private backlogSeen = false;
+  /** When the loop last finished a tick (a claim, or a failed one). */
   lastTickAt: Date | null = null;
+  startedAt: Date | null = null;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -82,6 +84,7 @@ export class LaneLoop {
   }
 
   start(): void {
+    this.startedAt = new Date();
     this.schedule(0);
   }
 

@@ -43,12 +43,17 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {}
 
-  /** When the least recently active lane last ran its loop; null before every lane has run once. */
+  /**
+   * When the least recently active lane last finished a tick. A lane still in its first counts from its start, so
+   * that a health check right after start-up does not fail for it, while a first claim that hangs is still found
+   * once `health.maxDispatcherIdleMs` has passed. Null before the lanes start.
+   */
   get lastTickAt(): Date | null {
     let oldest: Date | null = null;
     for (const lane of this.lanes.values()) {
-      if (!lane.lastTickAt) return null;
-      if (!oldest || lane.lastTickAt < oldest) oldest = lane.lastTickAt;
+      const activeAt = lane.lastTickAt ?? lane.startedAt;
+      if (!activeAt) return null;
+      if (!oldest || activeAt < oldest) oldest = activeAt;
     }
     return oldest;
   }
