@@ -6,7 +6,8 @@ import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { SETTLE, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { ormConfig } from './support/test-app.js';
+import { createTestApp, ormConfig, testMailOptions } from './support/test-app.js';
+import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlClientOf } from './support/sql-client.js';
 
 const claimRequest = (workerId: string, limit: number): ClaimRequest => ({
@@ -44,20 +45,14 @@ const settlement: Settlement = {
   eventPayload: {},
 };
 
-// A named statement is prepared once per connection and may run on the generic plan PostgreSQL made while the
-// outbox or its attempts table was small, until an ANALYZE: the claim's must stay good once they have grown. The
-// settle, whose generic plan would not, has no name and is planned at every run with its values (a custom plan).
+// The dispatcher's statements are prepared once per connection. A generic plan made while the outbox or its
+// attempts table was small would keep reading it whole once it has grown (until an ANALYZE invalidates it), so
+// reliable-mail's connections plan every run anew: these are the plans a long-lived connection gets.
 describe("the dispatcher's statements, prepared while the attempts table was empty, once the tables have grown", () => {
   let database: TestDatabase;
   let client: pg.Client;
 
-  const plans = async (
-    mode: 'force_generic_plan' | 'force_custom_plan',
-    text: string,
-    values: unknown[],
-    grow: () => Promise<unknown>,
-  ): Promise<string> => {
-    await client.query(`set plan_cache_mode = ${mode}`);
+  const plans = async (text: string, values: unknown[], grow: () => Promise<unknown>): Promise<string> => {
     const literals = values.map((value) =>
       client.escapeLiteral(Array.isArray(value) ? `{${value.join(',')}}` : String(value)),
     );
@@ -81,7 +76,8 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     const orm = await MikroORM.init(ormConfig(database.url));
     await orm.migrator.up();
     await orm.close();
-    client = new pg.Client({ connectionString: database.url });
+    // The setting of reliable-mail's own connections (OutboxDatabase).
+    client = new pg.Client({ connectionString: database.url, options: '-c plan_cache_mode=force_custom_plan' });
     await client.connect();
     await client.query(
       `insert into mail_outbox (id, message_id, lane, payload, max_attempts)
@@ -101,27 +97,30 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
        select gen_random_uuid(), id, 1, 'w', gen_random_uuid(), 'sent' from mail_outbox, generate_series(1, 10)`,
     );
 
-  it('the settle is not prepared: its generic plan would read the attempts table whole', async () => {
-    expect(SETTLE.name).toBeUndefined();
-    const plan = await plans('force_generic_plan', SETTLE.text, settleValues([settlement], 30_000), growAttempts);
-    expect(plan).toMatch(/Seq Scan on mail_outbox_attempt/);
+  it("reliable-mail's own connections plan every run", async () => {
+    const app = await createTestApp(
+      database.url,
+      testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }),
+    );
+    try {
+      const [setting] = await app
+        .get(OutboxDatabase)
+        .query<{ plan_cache_mode: string }>({ text: 'show plan_cache_mode' }, []);
+      expect(setting.plan_cache_mode).toBe('force_custom_plan');
+    } finally {
+      await app.close();
+    }
   });
 
-  it('settle, planned at each run, finds the outbox and attempt rows by primary key', async () => {
-    const plan = await plans('force_custom_plan', SETTLE.text, settleValues([settlement], 30_000), growAttempts);
+  it('settle finds the outbox and attempt rows by primary key', async () => {
+    const plan = await plans(SETTLE.text, settleValues([settlement], 30_000), growAttempts);
     expect(plan).toMatch(/Index Scan using mail_outbox_pkey/);
     expect(plan).toMatch(/Index Scan using mail_outbox_attempt_pkey/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
   });
 
-  it('claim, prepared, reads the due and lease indexes on its generic plan, never a whole table', async () => {
-    expect(CLAIM.name).toBeDefined();
-    const plan = await plans(
-      'force_generic_plan',
-      CLAIM.text,
-      claimValues(claimRequest('plan-test:1', 16)),
-      growAttempts,
-    );
+  it('claim reads the due and lease indexes, never a whole table', async () => {
+    const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:1', 16)), async () => undefined);
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);

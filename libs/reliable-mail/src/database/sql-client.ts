@@ -3,11 +3,7 @@ import { CompiledQuery } from 'kysely';
 
 /**
  * One SQL statement with `$n` placeholders. Values always travel as bound parameters, never spliced into the text.
- * A statement with a `name` is prepared once per connection by the clients that can keep it (the pool's), and may
- * then run on PostgreSQL's generic plan, made without its values. Only statements whose generic plan is known to
- * stay good as the tables grow have one (the claim's is tested in outbox-statements); the others are planned at
- * every run, with their values, for ~0.3 ms each: the settle, whose generic plan reads the attempts table whole.
- * Planning the claim at every run cost 0.5 ms of idle latency and a third more PostgreSQL CPU per email.
+ * A statement with a `name` is prepared once per connection by the clients that can keep it (the pool's).
  */
 export interface Statement {
   readonly name?: string;

@@ -5,6 +5,7 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
  * goes with its row (the foreign key cascades); this is the rest, which would otherwise stay for good.
  */
 const DELETE_UNLINKED: Statement = {
+  name: 'reliable_mail_feedback_retention',
   text: `delete from mail_outbox_feedback where id in (
     select id from mail_outbox_feedback
     where outbox_id is null and received_at < now() - $1::float8 * interval '1 millisecond'

@@ -38,6 +38,7 @@ export interface FeedbackInput {
  * bounces and complaints with the source the list knows them by, keeping an operator's entry.
  */
 const RECORD_FEEDBACK: Statement = {
+  name: 'reliable_mail_record_feedback',
   text: `with input as (
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, source text, recipient text, kind text, bounce_type text, provider_event_id text,

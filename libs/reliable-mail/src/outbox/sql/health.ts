@@ -7,6 +7,7 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
  * counted in the last $1 ms.
  */
 const HEALTH_FIGURES: Statement = {
+  name: 'reliable_mail_health',
   text: `select count(*)::int as backlog,
          coalesce(extract(epoch from now() - min(waiting_since)) * 1000, 0)::bigint as lag_ms,
          (select count(*)::int from mail_outbox
@@ -28,6 +29,7 @@ export async function healthFigures(db: SqlClient, deadLetterWindowMs: number): 
 
 /** Rows by status and lane, for the metrics gauges: the open statuses and the problems, from indexes. */
 const OPEN_COUNTS: Statement = {
+  name: 'reliable_mail_open_counts',
   text: `select status, lane, count(*)::int as count from mail_outbox
          where status in ('pending', 'sending', 'failed', 'dead') group by status, lane`,
 };
@@ -70,6 +72,7 @@ export async function outboxStats(db: SqlClient): Promise<OutboxStats> {
  * pending for good, unless it is declared again (or the rows are moved). Reads the open rows' partial indexes.
  */
 const UNDECLARED_LANES: Statement = {
+  name: 'reliable_mail_undeclared_lanes',
   text: `select lane, count(*)::int as count from mail_outbox
          where status in ('pending', 'sending') and lane <> all($1::text[]) group by lane order by lane`,
 };
@@ -85,6 +88,7 @@ export async function undeclaredLanes(db: SqlClient, declared: string[]): Promis
  * costs the same whether the window holds deliveries by the million or none.
  */
 const FEEDBACK_FIGURES: Statement = {
+  name: 'reliable_mail_feedback_figures',
   text: `select
     (select count(*)::int from mail_outbox
      where status = 'sent' and sent_at > now() - $1::float8 * interval '1 millisecond') as sent,

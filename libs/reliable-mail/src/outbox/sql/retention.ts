@@ -6,6 +6,7 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
  * dispatchers, and a small batch never holds its locks for long. Failed and dead rows wait for an operator.
  */
 const DELETE_RETAINED: Statement = {
+  name: 'reliable_mail_retention',
   text: `delete from mail_outbox where id in (
     select id from mail_outbox
     where status in ('sent', 'cancelled', 'expired', 'suppressed') and updated_at < now() - $1::float8 * interval '1 millisecond'

@@ -9,13 +9,14 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
  * stale and a current settlement of the same row: only the one whose token won records its event and bounces.
  *
  * Both tables are reached through their primary keys, given as arrays ($3, $4) beside the JSON that repeats them.
- * It has no name, so it is planned at every run with its values: a generic plan, made once per connection while
- * the attempts table was nearly empty, seq-scanned that table at every settle, and PostgreSQL's CPU grew from 22%
- * to 62% over one drain. The status is a parameter ($5) for the same reason: with the
+ * The statement is planned once per connection, often while the outbox is nearly empty; its plan must stay right
+ * when the table has grown. A generic plan made on an empty attempts table seq-scanned it at every settle, and
+ * PostgreSQL's CPU grew from 22% to 62% over one drain. That is also why the status is a parameter ($5): with the
  * literal 'sending' the planner may read the whole lease index (whose predicate that is), and that index fills
  * with the dead entries of every row sent since the last vacuum.
  */
 export const SETTLE: Statement = {
+  name: 'reliable_mail_settle',
   text: `with input as (
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
