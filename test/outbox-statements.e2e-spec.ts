@@ -97,18 +97,25 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
        select gen_random_uuid(), id, 1, 'w', gen_random_uuid(), 'sent' from mail_outbox, generate_series(1, 10)`,
     );
 
-  it("reliable-mail's own connections plan every run", async () => {
+  it("reliable-mail's own connections plan every run, and wait for their commits' flush even where the database does not", async () => {
+    const name = database.url.split('/').pop()!;
+    await client.query(`alter database ${client.escapeIdentifier(name)} set synchronous_commit = off`);
     const app = await createTestApp(
       database.url,
       testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }),
     );
     try {
-      const [setting] = await app
-        .get(OutboxDatabase)
-        .query<{ plan_cache_mode: string }>({ text: 'show plan_cache_mode' }, []);
-      expect(setting.plan_cache_mode).toBe('force_custom_plan');
+      const [setting] = await app.get(OutboxDatabase).query<{ plan_cache_mode: string; synchronous_commit: string }>(
+        {
+          text: `select current_setting('plan_cache_mode') as plan_cache_mode,
+                          current_setting('synchronous_commit') as synchronous_commit`,
+        },
+        [],
+      );
+      expect(setting).toEqual({ plan_cache_mode: 'force_custom_plan', synchronous_commit: 'on' });
     } finally {
       await app.close();
+      await client.query(`alter database ${client.escapeIdentifier(name)} reset synchronous_commit`);
     }
   });
 

@@ -102,7 +102,9 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       // A statement is prepared once per connection, but planned at every run with the tables as they are then:
       // a generic plan made while the outbox was empty would keep scanning it whole once it has grown, until an
       // ANALYZE. Planning costs ~0.3 ms per statement, and every statement carries a batch.
-      options: `${base.options ?? ''} -c plan_cache_mode=force_custom_plan`.trim(),
+      // Claims and settles must survive a crash of the server (see claim.ts), whatever the database's or the
+      // role's default: with synchronous_commit off, a crash during a send would take the claim with it.
+      options: `${base.options ?? ''} -c plan_cache_mode=force_custom_plan -c synchronous_commit=on`.trim(),
       application_name: 'reliable-mail',
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
