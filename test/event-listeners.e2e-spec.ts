@@ -4,7 +4,13 @@ import { type INestApplicationContext, Injectable, type OnModuleInit } from '@ne
 import { EventEmitter2, EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { type EmailSentEvent, MailOutboxService, ReliableMailModule } from '@reliable-mail/nestjs';
+import {
+  EMAIL_SENT_EVENT,
+  type EmailSentEvent,
+  MailOutboxService,
+  ReliableMailModule,
+  type ReliableMailOptions,
+} from '@reliable-mail/nestjs';
 import { ormConfig, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
@@ -41,15 +47,19 @@ describe('events reach listeners registered by pattern or onAny', () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
   });
 
-  async function appWith(listener: typeof WildcardListener | typeof AnyListener, smtpUrl: string) {
+  async function appWith(
+    listener: typeof WildcardListener | typeof AnyListener | null,
+    smtpUrl: string,
+    overrides: Partial<ReliableMailOptions> = {},
+  ) {
     const moduleRef = await Test.createTestingModule({
       imports: [
         MikroOrmModule.forRoot(ormConfig(bed.databaseUrl)),
         EventEmitterModule.forRoot({ wildcard: true }),
         ScheduleModule.forRoot(),
-        ReliableMailModule.forRoot(testMailOptions(smtpUrl)),
+        ReliableMailModule.forRoot(testMailOptions(smtpUrl, overrides)),
       ],
-      providers: [listener],
+      providers: listener ? [listener] : [],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: ['error'] });
     await app.init();
@@ -69,6 +79,23 @@ describe('events reach listeners registered by pattern or onAny', () => {
     await waitFor('the sent event', () => heard.length === 1);
     expect(heard[0].eventId).toMatch(/^\d+$/);
     if (listener === WildcardListener) expect(heard[0]).toMatchObject({ id });
+    await waitFor('its confirmation', async () => (await bed.execute('select id from mail_outbox_event')).length === 0);
+  });
+
+  it('an instance that records every event but listens to none leaves them to an instance that listens', async () => {
+    const server = await bed.startSmtp();
+    const lease = { dispatcher: { eventLeaseMs: 300 } };
+    const sender = await appWith(null, server.url, { ...lease, events: { record: 'all' } });
+    const { id } = await sender.get(MailOutboxService).enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+    await waitFor('the mail sent', () => server.received.length === 1);
+    // Emitted nowhere, confirmed by nobody, through several of its leases and redelivery rounds.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await bed.execute('select name from mail_outbox_event')).toEqual([{ name: EMAIL_SENT_EVENT }]);
+
+    const listening = await appWith(WildcardListener, server.url, lease);
+    const { heard } = listening.get(WildcardListener);
+    await waitFor('the event heard by the listening instance', () => heard.length === 1);
+    expect(heard[0]).toMatchObject({ id });
     await waitFor('its confirmation', async () => (await bed.execute('select id from mail_outbox_event')).length === 0);
   });
 });

@@ -232,7 +232,8 @@ describe('SMTP semantics', () => {
     const app = await bed.startApp(
       testMailOptions(server.url, {
         lanes: { default: { concurrency: 4 } },
-        events: { listenerTimeoutMs: 60_000 },
+        // Places for every event: what is tested is that none waits for the stuck one, nor is emitted twice.
+        events: { listenerTimeoutMs: 60_000, concurrency: 300 },
         dispatcher: { eventLeaseMs: 2_000 },
       }),
       [StuckListener, CountingListener],

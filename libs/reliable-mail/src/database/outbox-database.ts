@@ -29,6 +29,8 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private pool: Promise<pg.Pool> | null = null;
   private config: Promise<pg.ClientConfig> | null = null;
+  /** After shutdown a late statement (a send that outlived the shutdown bound) fails instead of opening a new pool. */
+  private closed = false;
 
   constructor(
     private readonly em: EntityManager,
@@ -36,6 +38,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   ) {}
 
   async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
+    if (this.closed) throw new Error("reliable-mail's database connections are closed: the app has shut down");
     const pool = await (this.pool ??= this.createPool());
     const result = await pool.query<R & pg.QueryResultRow>({
       name: statement.name,
@@ -61,6 +64,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
     if (!this.pool) return;
     const pool = await this.pool;
     this.pool = null;

@@ -34,22 +34,26 @@ const CONFIRM_LINGER_MS = 25;
 
 /**
  * Emits the events that settles and delivery feedback recorded in `mail_outbox_event`, and deletes each once its
- * listeners have run.
- * An event whose emitter died first stays in the table; after its lease any instance emits it again.
+ * listeners have run. An event whose emitter died first stays in the table; after its lease any instance that
+ * listens for it emits it again.
  *
- * Each event is emitted on its own as soon as the change it reports has committed, outside the settle that
- * recorded it, and its listeners get `events.listenerTimeoutMs`. A listener that throws or does not finish in time
- * leaves its event unconfirmed, so it comes again after its lease; nothing else waits for it: no send, no settle,
- * no other event. There is no fixed number of emissions at once, because a stuck listener would hold its places
- * until the timeout (16 places held for 30 s let 16 events through in 30 s). What is bounded is memory: at most
- * `events.maxQueued` events whose listeners are still running; past it an event waits in the table.
+ * Emission runs apart from the dispatcher: `publish` only queues, on a later turn of the event loop, so nothing a
+ * listener does (its synchronous work, a throw, a hang) is the settle's. At most `events.concurrency` emissions run
+ * at once, so that listeners writing to the app's database cannot take all of its pool; each gets
+ * `events.listenerTimeoutMs`, after which its place goes to the next event and the event, unconfirmed, comes again
+ * after its lease. At most `events.maxQueued` events wait or run here; past that an event waits in the table.
  */
 @Injectable()
 export class MailEventPublisher {
   private readonly logger = new Logger('ReliableMail');
   private readonly confirmer: Batcher<string, void>;
-  /** Events whose listeners are running here, until they finish or time out: redelivery leaves them alone. */
+  private readonly queue: StoredEvent[] = [];
+  /** Emissions whose listeners are running and not yet given up on. */
   private readonly running = new Map<string, Promise<void>>();
+  /** Every event queued or running here, by id: redelivery leaves them alone. */
+  private readonly held = new Set<string>();
+  /** Set once shutdown has let the last emissions finish: what comes later waits in the table. */
+  private stopped = false;
 
   constructor(
     private readonly database: OutboxDatabase,
@@ -72,56 +76,78 @@ export class MailEventPublisher {
    * saved per email otherwise.
    */
   isListenedTo(name: string): boolean {
-    if (this.options.events.record === 'all') return true;
-    return this.emitter.listeners(name).length > 0 || this.emitter.listenersAny().length > 0;
+    return this.options.events.record === 'all' || this.hasListeners(name);
   }
 
-  /** Emits, in the background, an event whose status change has committed, and confirms it once heard. */
+  /** Queues an event whose change has committed; it is emitted, then confirmed, in the background. */
   publish(event: StoredEvent): void {
-    if (this.running.has(event.id)) return;
-    if (this.running.size >= this.options.events.maxQueued) {
+    if (this.stopped || this.held.has(event.id)) return;
+    if (this.held.size >= this.options.events.maxQueued) {
       // It is recorded: after its lease, redelivery emits it. Memory stays bounded whatever the listeners do.
-      this.logger.warn({ msg: 'too many events in emission; this one is emitted by redelivery', eventId: event.id });
+      this.logger.warn({ msg: 'event queue full; the event is emitted by redelivery', eventId: event.id });
       return;
     }
-    // On a later turn of the event loop: a listener's synchronous work (or throw) is not the settle's.
-    const emission = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.emit(event))
-      .finally(() => this.running.delete(event.id));
-    this.running.set(event.id, emission);
+    this.held.add(event.id);
+    this.queue.push(event);
+    setImmediate(() => this.drain());
   }
 
   /**
-   * Waits until the emissions under way have finished, or until `deadline` (epoch ms): at shutdown, the listeners
-   * hear what the last settles recorded before the emitter lets them go. What is left is redelivered later.
+   * At shutdown, once the last settles are written: waits until the events queued and running here have been
+   * heard, or until `deadline` (epoch ms), before the emitter lets its listeners go. Events published afterwards,
+   * and those left, wait in the table for redelivery.
    */
   async finishEmissions(deadline: number): Promise<void> {
-    const left = deadline - Date.now();
-    if (this.running.size === 0 || left <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, left)));
-    await Promise.race([Promise.allSettled(this.running.values()), timeout]);
-    clearTimeout(timer);
+    while ((this.queue.length > 0 || this.running.size > 0) && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadline - Date.now())));
+      // Queued events start as places free, so wait for the running ones and look again.
+      await Promise.race([Promise.allSettled(this.running.values()), timeout]);
+      clearTimeout(timer);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.stopped = true;
   }
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener failed. */
   async redeliverUnconfirmed(): Promise<number> {
-    // Only events this process has listeners for: another instance's would be confirmed here unheard.
-    const names = Object.keys(EVENT_CLASSES).filter((name) => this.isListenedTo(name));
-    const room = this.options.events.maxQueued - this.running.size;
+    if (this.stopped) return 0;
+    // Only events something here listens for: with `record: 'all'` an instance without listeners records events
+    // for the others, and must not take them.
+    const names = Object.keys(EVENT_CLASSES).filter((name) => this.hasListeners(name));
+    const room = this.options.events.maxQueued - this.held.size;
     if (names.length === 0 || room <= 0) return 0;
     const events = await claimUnconfirmedEvents(this.database, {
       names,
       limit: Math.min(REDELIVERY_BATCH, room),
       leaseMs: this.options.dispatcher.eventLeaseMs,
-      // Still being emitted here: a listener is slow, not failed; its timeout decides.
-      except: [...this.running.keys()],
+      // Still waiting or being emitted here: a listener is slow, not failed; its timeout decides.
+      except: [...this.held],
     });
     if (events.length > 0) {
       this.logger.warn({ msg: 'emitting unconfirmed events again', count: events.length });
       for (const event of events) this.publish(event);
     }
     return events.length;
+  }
+
+  private hasListeners(name: string): boolean {
+    return this.emitter.listeners(name).length > 0 || this.emitter.listenersAny().length > 0;
+  }
+
+  private drain(): void {
+    while (this.running.size < this.options.events.concurrency && this.queue.length > 0) {
+      const event = this.queue.shift()!;
+      const emission = this.emit(event)
+        // emit reports its own failures; this only keeps a failing logger from becoming an unhandled rejection.
+        .catch(() => undefined)
+        .finally(() => {
+          this.running.delete(event.id);
+          this.held.delete(event.id);
+          this.drain();
+        });
+      this.running.set(event.id, emission);
+    }
   }
 
   /** Emits one event and confirms it once every listener finished; gives up on it at the timeout. */
@@ -131,6 +157,9 @@ export class MailEventPublisher {
       this.logger.error({ msg: 'unknown stored event, left in place', eventId: event.id, name: event.name });
       return;
     }
+    // Nobody here to hear it (the listeners were let go at shutdown, or this instance records for others): an
+    // emission now would confirm it unheard, so it waits in the table for an instance that listens.
+    if (!this.hasListeners(event.name)) return;
     const { listenerTimeoutMs } = this.options.events;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {

@@ -110,9 +110,11 @@ export interface EventOptions {
    */
   listenerTimeoutMs?: number;
   /**
-   * Events whose listeners are still running in this process (a stuck listener holds its events until
-   * `listenerTimeoutMs`); past this they wait in the table for redelivery. @default 10000
+   * Emissions whose listeners run at once in this process: listeners that write to the app's database share its
+   * pool with the app. A listener that does not finish holds its place until `listenerTimeoutMs`. @default 16
    */
+  concurrency?: number;
+  /** Events waiting for emission or being emitted in this process; past this they wait in the table. @default 10000 */
   maxQueued?: number;
 }
 

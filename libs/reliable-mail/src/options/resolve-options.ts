@@ -74,6 +74,7 @@ const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> 
 const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
   record: 'listened',
   listenerTimeoutMs: 30_000,
+  concurrency: 16,
   maxQueued: 10_000,
 };
 
@@ -157,6 +158,7 @@ export function resolveOptions(
     throw new InvalidOptionsError('events.record', `must be 'listened' or 'all', got ${JSON.stringify(events.record)}`);
   }
   requirePositiveInteger('events.listenerTimeoutMs', events.listenerTimeoutMs);
+  requirePositiveInteger('events.concurrency', events.concurrency);
   requirePositiveInteger('events.maxQueued', events.maxQueued);
 
   return {
