@@ -39,7 +39,7 @@ const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, c
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
 // 58 attempts: their delays, at the shortest, reach a day (2.5 s, 5 s, … doubling, then half an hour each).
 const defaultRetry = { maxAttempts: 58, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
-const defaultEvents = { record: 'listened', listenerTimeoutMs: 30_000, maxQueued: 10_000 };
+const defaultEvents = { record: 'listened', listenerTimeoutMs: 30_000, concurrency: 16, maxQueued: 10_000 };
 const defaultSmtp = {
   connectionTimeout: 30_000,
   greetingTimeout: 30_000,
@@ -336,6 +336,7 @@ describe('resolveOptions', () => {
       options: { events: { listenerTimeoutMs: 0 } },
       option: 'events.listenerTimeoutMs',
     },
+    { name: 'no emission at a time', options: { events: { concurrency: 0 } }, option: 'events.concurrency' },
     { name: 'a VERP address without a domain', options: { verp: {} }, option: 'verp.domain' },
     { name: 'a VERP domain with an @', options: { verp: { domain: 'a@example.com' } }, option: 'verp.domain' },
     {
