@@ -119,7 +119,7 @@ describe('what each provider transport does of its own', () => {
     expect(api.messages).toEqual([expect.objectContaining({ messageId, to: 'ann@example.com', cc: undefined })]);
   });
 
-  it('Postmark: a mail to more than 50 goes out with its To and Cc together in the first request, the rest as Bcc of later ones', async () => {
+  it('Postmark: a mail to more than 50 goes out with its To and Cc together in the first request, each Bcc recipient left over in a request of its own, as its To', async () => {
     const api = await started(new PostmarkTestApi());
     const app = await startApp({ transport: postmarkTransport(api) });
     const bcc = Array.from({ length: 60 }, (_, index) => `reader${index}@example.com`);
@@ -132,12 +132,18 @@ describe('what each provider transport does of its own', () => {
     });
     await waitFor('the sent event', () => app.events.sent.length === 1);
 
-    expect(api.messages.map(({ to, cc, recipients }) => ({ to, cc, count: recipients.length }))).toEqual([
-      { to: '"Ann" <ann@example.com>, carl@example.com', cc: 'bob@example.com', count: 50 },
-      // A Bcc recipient of a later request sees no To or Cc: Postmark makes them of the request's own recipients.
-      { to: undefined, cc: undefined, count: 13 },
-    ]);
-    expect(api.messages[0].bcc?.split(', ')).toEqual(bcc.slice(0, 47));
+    const messages = api.messages.map(({ to, cc, bcc, recipients }) => ({ to, cc, bcc, count: recipients.length }));
+    expect(messages[0]).toEqual({
+      to: '"Ann" <ann@example.com>, carl@example.com',
+      cc: 'bob@example.com',
+      bcc: bcc.slice(0, 47).join(', '),
+      count: 50,
+    });
+    // Postmark refuses a request without a To, and Postmark makes the headers of the request's own recipients: a
+    // Bcc recipient with nobody else's address to see is the To of a request of its own.
+    expect(messages.slice(1)).toEqual(
+      bcc.slice(47).map((address) => ({ to: address, cc: undefined, bcc: undefined, count: 1 })),
+    );
     expect((await app.get(MailOutboxService).get(id)).status).toBe('sent');
   });
 

@@ -149,14 +149,19 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
   const settled = (app: { events: { sent: unknown[]; failed: Array<{ status: string }> } }) => () =>
     app.events.sent.length === 1 || app.events.failed.some((event) => event.status !== 'pending');
 
+  // SES takes a request with Bcc recipients only; Postmark and Resend refuse one without a To, so the Bcc
+  // recipients that do not fit beside the To go one to a request, each its own To.
+  const toRequired = name !== 'ses';
+  const requestSizes = toRequired ? [50, ...Array<number>(100).fill(1)] : [50, 50, 50];
+
   it('a mail to 1 + 149 Bcc recipients goes out in requests of at most 50, one after another: each recipient gets it once, the row is sent', async () => {
     const { app, outbox } = await start();
     const { id, messageId } = await outbox.enqueue({ ...mail, bcc });
     await waitFor('the row to settle', settled(app));
 
-    expect(provider.requestedRecipients.map((recipients) => recipients.length)).toEqual([50, 50, 50]);
+    expect(provider.requestedRecipients.map((recipients) => recipients.length)).toEqual(requestSizes);
     expect((await provider.deliveredTo()).flat().sort()).toEqual(everyone);
-    expect(await provider.delivered()).toEqual([messageId, messageId, messageId]);
+    expect(await provider.delivered()).toEqual(requestSizes.map(() => messageId));
     const row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', attempts: 1, providerMessageId: expect.any(String) });
     expect(outcomes(row)).toEqual(['sent']);
@@ -165,7 +170,7 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     expect(provider.requestedRecipients[0][0]).toBe('ann@example.com');
   });
 
-  it('the second request of three fails (5xx): the first 50 keep it, the other 100 are retried, and nobody gets a second copy', async () => {
+  it('the second request fails (5xx): the first 50 keep it, the other 100 are retried, and nobody gets a second copy', async () => {
     const { app, outbox } = await start();
     provider.script.next('pass', provider.replies.serverError);
     const { id, messageId } = await outbox.enqueue({ ...mail, bcc }, { idempotencyKey: 'newsletter:7' });
@@ -180,21 +185,38 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     const row = await outbox.get(id);
     expect(row.status).toBe('sent');
     expect(outcomes(row)).toEqual(['partial', 'sent']);
-    // The third request was not made in the first attempt: its recipients say so.
+    // The requests after the second were not made in the first attempt: their recipients say so.
     const untried = row.attemptLog[0].recipients!.filter((recipient) => recipient.reply?.includes('not tried'));
-    expect(untried.map((recipient) => recipient.status)).toEqual(Array(50).fill('deferred'));
-    // Attempt 1: 50 taken, 50 refused with a 500; attempt 2: those 50 again, then the 50 never tried.
+    expect(untried.map((recipient) => recipient.status)).toEqual(Array(100 - requestSizes[1]).fill('deferred'));
+    // Attempt 1: the first request taken, the second refused with a 500; attempt 2: the second again, then the
+    // ones never tried.
     const requested = provider.requestedRecipients;
-    expect(requested.map((recipients) => recipients.length)).toEqual([50, 50, 50, 50]);
+    expect(requested.map((recipients) => recipients.length)).toEqual([
+      50,
+      ...requestSizes.slice(1, 2),
+      ...requestSizes.slice(1),
+    ]);
     expect(requested[2]).toEqual(requested[1]);
     expect((await provider.deliveredTo()).flat().sort()).toEqual(everyone);
-    expect(await provider.delivered()).toEqual([messageId, messageId, messageId]);
+    expect(await provider.delivered()).toEqual(requestSizes.map(() => messageId));
     if (name === 'resend') {
       // Each request has a key of its own, the same when its recipients are sent to again.
       const keys = provider.requests.map((request) => request.headers['idempotency-key']);
       expect(keys[2]).toBe(keys[1]);
-      expect(new Set(keys).size).toBe(3);
+      expect(new Set(keys).size).toBe(requestSizes.length);
     }
+  });
+
+  it('a mail to Bcc recipients only reaches each of them, and none sees another', async () => {
+    const { app, outbox } = await start();
+    const readers = ['reader1@example.com', 'reader2@example.com'];
+    const { id, messageId } = await outbox.enqueue({ bcc: readers, subject: 'Minutes', text: 'Attached' });
+    await waitFor('the row to settle', settled(app));
+
+    expect((await outbox.get(id)).status).toBe('sent');
+    expect((await provider.deliveredTo()).flat().sort()).toEqual(readers);
+    expect(await provider.delivered()).toEqual((toRequired ? readers : ['one']).map(() => messageId));
+    if (toRequired) expect(provider.requestedRecipients).toEqual(readers.map((reader) => [reader]));
   });
 
   it('a suspended account: an outage of the lane, no attempt counted, the pause in health; sent once it is back', async () => {

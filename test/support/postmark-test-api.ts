@@ -78,6 +78,8 @@ export class PostmarkTestApi {
     const body = JSON.parse(request.body) as Record<string, unknown>;
     const recipients = [body.To, body.Cc, body.Bcc].flatMap(addressesIn);
     this.requestedRecipients.push(recipients);
+    // Postmark documents To as required: a request without one is an invalid request (the wording is ours).
+    if (addressesIn(body.To).length === 0) return error(422, 300, "Invalid email request: the 'To' field is required");
     // Postmark refuses a message to more recipients as an invalid request (ErrorCode 300); the wording is ours.
     if (recipients.length > POSTMARK_MAX_RECIPIENTS)
       return error(422, 300, `Invalid email request: ${recipients.length} recipients, the maximum is 50`);

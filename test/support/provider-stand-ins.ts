@@ -90,10 +90,13 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
       close: () => api.close(),
     };
   }
-  const api = await new ResendTestApi().start();
+  // A rate limit as Resend's (5 a second by default), higher to keep the tests short: a mail sent in many requests
+  // must space them out.
+  const requestsPerSecond = 50;
+  const api = await new ResendTestApi({ requestsPerSecond }).start();
   return {
     name,
-    transport: () => new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }),
+    transport: () => new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url, requestsPerSecond }),
     script: api.script,
     replies: {
       throttled: RESEND_ERRORS.rateLimited,

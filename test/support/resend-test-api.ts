@@ -49,6 +49,11 @@ export class ResendTestApi {
   readonly requestedRecipients: string[][] = [];
   private readonly keys = new Map<string, { body: string; id: string | null }>();
   private readonly server = new ScriptedHttpServer((request) => this.handle(request));
+  /** The current one-second window of the rate limit, and the requests made in it. */
+  private window = { second: 0, requests: 0 };
+
+  /** `requestsPerSecond`: the team's rate limit, answered 429 `rate_limit_exceeded` beyond it; none by default. */
+  constructor(private readonly limits: { requestsPerSecond?: number } = {}) {}
 
   async start(): Promise<this> {
     await this.server.listen();
@@ -67,6 +72,15 @@ export class ResendTestApi {
     return this.server.close();
   }
 
+  /** Counts a request in its one-second window: whether it is one too many (Resend's limit is per second). */
+  private overRateLimit(): boolean {
+    if (this.limits.requestsPerSecond === undefined) return false;
+    const second = Math.floor(Date.now() / 1000);
+    if (second !== this.window.second) this.window = { second, requests: 0 };
+    this.window.requests += 1;
+    return this.window.requests > this.limits.requestsPerSecond;
+  }
+
   private handle(request: ReceivedRequest): HttpReply {
     if (request.headers.authorization !== 'Bearer re_test')
       return error(401, 'missing_api_key', 'Missing API key in the authorization header');
@@ -75,6 +89,9 @@ export class ResendTestApi {
     const body = JSON.parse(request.body) as Record<string, unknown>;
     const recipients = [body.to, body.cc, body.bcc].flatMap(addressesIn);
     this.requestedRecipients.push(recipients);
+    if (this.overRateLimit()) return RESEND_ERRORS.rateLimited;
+    // Resend documents `to` as required; its error for a missing field (the wording is ours).
+    if (addressesIn(body.to).length === 0) return error(422, 'missing_required_field', 'Missing `to` field');
     // The documented limit, refused as a validation error (the wording is ours).
     if (addressesIn(body.to).length > RESEND_MAX_TO)
       return error(422, 'validation_error', `Too many recipients in \`to\`: the maximum is ${RESEND_MAX_TO}`);

@@ -101,3 +101,22 @@ export function addressedTo(
     });
   return { to: keep(mail.to), cc: keep(mail.cc), bcc: keep(mail.bcc) };
 }
+
+/**
+ * The To, Cc and Bcc of one request to an API that refuses a message without a To (Postmark, Resend): the mail's, kept
+ * to the request's recipients, except that with no To left the Cc are the To (they see each other either way), and a
+ * request to Bcc recipients only (`requestEnvelopes` makes those one to a request) has that recipient as its To. No
+ * recipient ever sees the address of a Bcc recipient other than their own.
+ */
+export function requestAddressing(
+  mail: RenderedMail,
+  recipients: string[],
+): { to: MailAddress[]; cc: MailAddress[]; bcc: MailAddress[] } {
+  const { to, cc, bcc } = addressedTo(mail, recipients);
+  if (to.length > 0) return { to, cc, bcc };
+  if (cc.length > 0) return { to: cc, cc: [], bcc };
+  if (bcc.length === 1) return { to: bcc, cc: [], bcc: [] };
+  // Several Bcc recipients and nobody else: not a request `requestEnvelopes` makes. Left as they are, the API
+  // refuses the request rather than show them each other.
+  return { to, cc, bcc };
+}

@@ -3,6 +3,7 @@ import { InvalidOptionsError, MissingPeerDependencyError } from '../errors.js';
 import { loadSdk } from './http/load-sdk.js';
 import { requestEnvelopes } from './http/send-in-requests.js';
 import type { OutboundMessage } from './mail-transport.interface.js';
+import { requestAddressing } from './outbound-content.js';
 import { PostmarkMailTransport } from './postmark/postmark-mail.transport.js';
 import { SesMailTransport } from './ses/ses-mail.transport.js';
 import { ResendMailTransport, resendIdempotencyKey } from './resend/resend-mail.transport.js';
@@ -27,6 +28,24 @@ function message(recipients: string[], idempotencyKey = 'order-confirmation:42')
   };
 }
 
+describe('requestAddressing: the To, Cc and Bcc of a request to an API that requires a To', () => {
+  const mail = { ...message([]).mail, bcc: [{ address: 'eve@example.com' }, { address: 'joe@example.com' }] };
+  const names = (list: Array<{ address: string }>) => list.map(({ address }) => address);
+  it.each([
+    { recipients: ['ann@example.com', 'bob@example.com', 'eve@example.com'], to: ['Ann'], cc: ['bob'], bcc: ['eve'] },
+    { recipients: ['bob@example.com', 'eve@example.com'], to: ['bob'], cc: [], bcc: ['eve'] },
+    { recipients: ['joe@example.com'], to: ['joe'], cc: [], bcc: [] },
+  ])('to $recipients: To $to, Cc $cc, Bcc $bcc', ({ recipients, to, cc, bcc }) => {
+    const domain = (list: string[]) => list.map((name) => `${name}@example.com`);
+    const addressing = requestAddressing(mail, recipients);
+    expect({ to: names(addressing.to), cc: names(addressing.cc), bcc: names(addressing.bcc) }).toEqual({
+      to: domain(to),
+      cc: domain(cc),
+      bcc: domain(bcc),
+    });
+  });
+});
+
 describe('resendIdempotencyKey', () => {
   it("is the row's key when the attempt goes to every recipient", () => {
     expect(resendIdempotencyKey(message(['ann@example.com', 'bob@example.com']))).toBe('order-confirmation:42');
@@ -44,10 +63,12 @@ describe('resendIdempotencyKey', () => {
     const mail = { ...message([]).mail, cc: [], bcc };
     const everyone = ['ann@example.com', ...bcc.map(({ address }) => address)];
     const keyOf = (recipients: string[]) => resendIdempotencyKey({ ...message(recipients), mail });
-    const keys = requestEnvelopes({ mail, recipients: everyone }, 50).map(keyOf);
-    expect(new Set([...keys, 'order-confirmation:42']).size).toBe(4);
-    // The retry of the second and third requests (the first was taken) sends the same two sets, in any order.
-    const retry = requestEnvelopes({ mail, recipients: everyone.slice(50).reverse() }, 50).map(keyOf);
+    const limits = { limit: 50, toRequired: true };
+    // Ann and 49 Bcc recipients, then the other 100 Bcc recipients one to a request: 101 keys, none the row's.
+    const keys = requestEnvelopes({ mail, recipients: everyone }, limits).map(keyOf);
+    expect(new Set([...keys, 'order-confirmation:42']).size).toBe(102);
+    // The retry of the later requests (the first was taken) sends the same sets, in any order.
+    const retry = requestEnvelopes({ mail, recipients: everyone.slice(50).reverse() }, limits).map(keyOf);
     expect(retry).toEqual(keys.slice(1));
   });
 
@@ -64,6 +85,11 @@ describe('provider transport options are checked when the transport is made', ()
       name: 'Resend with a base URL that is not http(s)',
       make: () => new ResendMailTransport({ apiKey: 're_1', baseUrl: 'api.resend.com' }),
       option: 'resend.baseUrl',
+    },
+    {
+      name: 'Resend with a rate of 0 requests a second',
+      make: () => new ResendMailTransport({ apiKey: 're_1', requestsPerSecond: 0 }),
+      option: 'resend.requestsPerSecond',
     },
     {
       name: 'Postmark without a server token',

@@ -65,8 +65,38 @@ describe('requestEnvelopes: the recipients of each request', () => {
       limit: 1,
       requests: [['t1'], ['x9']],
     },
-  ])('$name', ({ recipients, limit, requests }) => {
-    expect(requestEnvelopes(message(recipients), limit)).toEqual(requests.map((names) => names.map(address)));
+    {
+      name: 'an API that requires a To: Bcc recipients left without To or Cc go one to a request',
+      recipients: ['t1', 'c1', 'b1', 'b2', 'b3'],
+      limit: 2,
+      toRequired: true,
+      requests: [['t1', 'c1'], ['b1'], ['b2'], ['b3']],
+    },
+    {
+      name: 'an API that requires a To: Bcc recipients share a request with a To or Cc recipient',
+      recipients: ['t1', 'c1', 'b1', 'b2', 'b3'],
+      limit: 3,
+      toRequired: true,
+      requests: [['t1', 'c1', 'b1'], ['b2'], ['b3']],
+    },
+    {
+      name: 'an API that requires a To: a retry to Bcc recipients only',
+      recipients: ['b1', 'b2'],
+      limit: 50,
+      toRequired: true,
+      requests: [['b1'], ['b2']],
+    },
+    {
+      name: 'an API that requires a To: a retry to a Cc recipient shares it with Bcc recipients',
+      recipients: ['c1', 'b1', 'b2'],
+      limit: 50,
+      toRequired: true,
+      requests: [['c1', 'b1', 'b2']],
+    },
+  ])('$name', ({ recipients, limit, toRequired = false, requests }) => {
+    expect(requestEnvelopes(message(recipients), { limit, toRequired })).toEqual(
+      requests.map((names) => names.map(address)),
+    );
   });
 });
 
@@ -216,11 +246,16 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
   it.each(rows)('$name', async ({ answers, deadlineAfter, dedupe = false, requests, statuses, expected }) => {
     const deadline = new AbortController();
     const sent: string[][] = [];
-    const outcome = await sendInRequests(message(), 2, deadline.signal, async (recipients) => {
-      const index = sent.push(recipients) - 1;
-      if (sent.length === deadlineAfter) deadline.abort();
-      return outcomeOfRequest(recipients, answers[index] ?? 'taken', index, dedupe);
-    });
+    const outcome = await sendInRequests(
+      message(),
+      { limit: 2, toRequired: false },
+      deadline.signal,
+      async (recipients) => {
+        const index = sent.push(recipients) - 1;
+        if (sent.length === deadlineAfter) deadline.abort();
+        return outcomeOfRequest(recipients, answers[index] ?? 'taken', index, dedupe);
+      },
+    );
 
     expect(sent).toEqual(
       [
@@ -249,10 +284,15 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
 
   it('an outage of the first request is the whole send’s: nothing else is tried', async () => {
     const sent: string[][] = [];
-    const outcome = await sendInRequests(message(), 2, new AbortController().signal, async (recipients) => {
-      sent.push(recipients);
-      return outcomeOfRequest(recipients, suspended, 0, false);
-    });
+    const outcome = await sendInRequests(
+      message(),
+      { limit: 2, toRequired: false },
+      new AbortController().signal,
+      async (recipients) => {
+        sent.push(recipients);
+        return outcomeOfRequest(recipients, suspended, 0, false);
+      },
+    );
     expect(sent).toHaveLength(1);
     expect(outcome).toEqual({
       kind: 'outage',
@@ -263,9 +303,61 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
     });
   });
 
+  describe('requests spaced by intervalMs (a provider’s rate limit)', () => {
+    /** A clock where each request takes 100 ms, and each pause what it is asked; the deadline at `deadlineAt`. */
+    async function paced(deadlineAt = Infinity) {
+      let now = 0;
+      const deadline = new AbortController();
+      const pauses: number[] = [];
+      const clock = {
+        now: () => now,
+        pause: async (ms: number) => {
+          pauses.push(ms);
+          now += Math.max(ms, 0);
+          if (now >= deadlineAt) deadline.abort();
+        },
+      };
+      const starts: number[] = [];
+      const outcome = await sendInRequests(
+        message(),
+        { limit: 2, toRequired: false, intervalMs: 500 },
+        deadline.signal,
+        async (recipients) => {
+          starts.push(now);
+          now += 100;
+          return outcomeOfRequest(recipients, 'taken', starts.length - 1, false);
+        },
+        clock,
+      );
+      return { outcome, pauses, starts };
+    }
+
+    it('each request starts intervalMs after the one before, none after the last', async () => {
+      const { pauses, starts } = await paced();
+      expect(starts).toEqual([0, 500, 1000]);
+      expect(pauses).toEqual([400, 400]);
+    });
+
+    it('the send deadline passing in a pause: the rest are not tried', async () => {
+      const { outcome, starts } = await paced(500);
+      expect(starts).toEqual([0]);
+      if (outcome.kind !== 'attempted') throw new Error('an attempt');
+      expect(outcome.recipients.map(({ status }) => status)).toEqual([
+        'accepted',
+        'accepted',
+        ...Array(4).fill('deferred'),
+      ]);
+    });
+  });
+
   it('an attempt within the limit is one request, its outcome as it is', async () => {
     const single = outcomeOfRequest(message().recipients, answer('unknown'), 0, true);
-    const outcome = await sendInRequests(message(), 50, new AbortController().signal, async () => single);
+    const outcome = await sendInRequests(
+      message(),
+      { limit: 50, toRequired: false },
+      new AbortController().signal,
+      async () => single,
+    );
     expect(outcome).toBe(single);
   });
 });

@@ -12,19 +12,68 @@ export interface SentRequest {
   outcome: SendOutcome;
 }
 
+/** How a provider's API takes the recipients of one request. */
+export interface RequestLimits {
+  /** The most recipients (To, Cc and Bcc together) one request takes. */
+  limit: number;
+  /**
+   * The API refuses a request without a To (Postmark and Resend; SES takes one with only Bcc). A request whose
+   * recipients are all Bcc then goes to one of them alone, as its To (see `requestAddressing`).
+   */
+  toRequired: boolean;
+  /**
+   * The least time from one request of a send to its next (Resend: 1000 / its rate limit). Without it a send of
+   * many requests would meet the provider's 429 after its first few, and go on only an attempt later.
+   * @default 0
+   */
+  intervalMs?: number;
+}
+
+/** The time a send's requests are spaced by: the real one, or a test's. */
+export interface RequestClock {
+  now(): number;
+  /** Waits `ms`, or less when `signal` aborts first. */
+  pause(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * The recipients of an attempt in the requests they go out in: at most `limit` in each, the mail's To and Cc first
  * and then its Bcc, each in the mail's order. A JSON API makes a request's To and Cc of its own recipients, so the To
  * and Cc recipients share the first request (and see each other, as they would in one) whenever they fit in it.
+ * Where the API requires a To, the Bcc recipients left over once the To and Cc are placed go one to a request: a mail
+ * to 1 To and 149 Bcc is one request of 50 and 100 of one.
  */
-export function requestEnvelopes(message: Pick<OutboundMessage, 'mail' | 'recipients'>, limit: number): string[][] {
+export function requestEnvelopes(
+  message: Pick<OutboundMessage, 'mail' | 'recipients'>,
+  { limit, toRequired }: RequestLimits,
+): string[][] {
   const { to, cc, bcc } = addressedTo(message.mail, message.recipients);
-  const ordered = [...to, ...cc, ...bcc].map(({ address }) => address.toLowerCase());
+  const lower = ({ address }: { address: string }) => address.toLowerCase();
+  const visible = new Set([...to, ...cc].map(lower));
+  const ordered = [...to, ...cc, ...bcc].map(lower);
   // A recipient the mail does not name (none should be) still goes in a request: each is reported once.
   const named = new Set(ordered);
   ordered.push(...message.recipients.filter((address) => !named.has(address)));
   const envelopes: string[][] = [];
-  for (let start = 0; start < ordered.length; start += limit) envelopes.push(ordered.slice(start, start + limit));
+  for (let start = 0; start < ordered.length; start += limit) {
+    const envelope = ordered.slice(start, start + limit);
+    if (toRequired && !envelope.some((address) => visible.has(address)))
+      envelopes.push(...envelope.map((address) => [address]));
+    else envelopes.push(envelope);
+  }
   return envelopes;
 }
 
@@ -90,20 +139,23 @@ export function mergeRequestOutcomes(sent: SentRequest[], untried: string[], unt
 }
 
 /**
- * Sends `message` to its recipients in requests of at most `limit` (`send` makes one request to the recipients it
- * is given, and reports every one of them), one after another while each is taken or refused for good, and merges
- * what came of them. A message within the limit is one request, its outcome as it is.
+ * Sends `message` to its recipients in the requests `requestEnvelopes` makes of them (`send` makes one request to
+ * the recipients it is given, and reports every one of them), one after another while each is taken or refused for
+ * good and at least `intervalMs` apart, and merges what came of them. A send of one request has that request's
+ * outcome as it is.
  */
 export async function sendInRequests(
   message: OutboundMessage,
-  limit: number,
+  limits: RequestLimits,
   signal: AbortSignal,
   send: (recipients: string[]) => Promise<SendOutcome>,
+  clock: RequestClock = { now: Date.now, pause },
 ): Promise<SendOutcome> {
-  const envelopes = requestEnvelopes(message, limit);
+  const envelopes = requestEnvelopes(message, limits);
   if (envelopes.length <= 1) return send(message.recipients);
   const sent: SentRequest[] = [];
   for (const [index, recipients] of envelopes.entries()) {
+    const startedAt = clock.now();
     const outcome = await send(recipients);
     sent.push({ recipients, outcome });
     const untried = envelopes.slice(index + 1).flat();
@@ -115,6 +167,7 @@ export async function sendInRequests(
         untried,
         `not tried in this attempt: ${of} was not taken (${stopReason(outcome)})`,
       );
+    await clock.pause(startedAt + (limits.intervalMs ?? 0) - clock.now(), signal);
     if (signal.aborted)
       return mergeRequestOutcomes(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
   }

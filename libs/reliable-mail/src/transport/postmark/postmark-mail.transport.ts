@@ -4,7 +4,7 @@ import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
 import { sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
-import { type AttachmentBytes, addressedTo, formatMailbox } from '../outbound-content.js';
+import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
 import { classifyPostmarkError, type PostmarkErrorFields } from './postmark-classification.js';
 
 /** How to send through Postmark. */
@@ -79,7 +79,7 @@ export class PostmarkMailTransport implements MailTransport {
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
     const read = await attachmentsOrOutcome(message, signal);
     if ('outcome' in read) return read.outcome;
-    return sendInRequests(message, POSTMARK_MAX_RECIPIENTS, signal, (recipients) =>
+    return sendInRequests(message, { limit: POSTMARK_MAX_RECIPIENTS, toRequired: true }, signal, (recipients) =>
       this.request(message, read.attachments, recipients, signal),
     );
   }
@@ -94,7 +94,7 @@ export class PostmarkMailTransport implements MailTransport {
     const record: RequestRecord = { networkCode: null };
     const client = await this.client(signal, record);
     const { mail } = message;
-    const { to, cc, bcc } = addressedTo(mail, recipients);
+    const { to, cc, bcc } = requestAddressing(mail, recipients);
     const list = (addresses: typeof to) => (addresses.length > 0 ? addresses.map(formatMailbox).join(', ') : undefined);
     try {
       const response = await client.sendEmail({

@@ -3,9 +3,9 @@ import type { CreateEmailOptions, Resend } from 'resend';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
-import { sendInRequests } from '../http/send-in-requests.js';
+import { type RequestLimits, sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
-import { type AttachmentBytes, addressedTo, formatMailbox } from '../outbound-content.js';
+import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
 import { classifyResendError } from './resend-classification.js';
 
 /** How to send through Resend. */
@@ -14,6 +14,12 @@ export interface ResendTransportOptions {
   apiKey: string;
   /** The API's base URL. @default the SDK's: `RESEND_BASE_URL`, or https://api.resend.com */
   baseUrl?: string;
+  /**
+   * Resend's rate limit for the team, which spaces the requests of a mail sent in several (a mail to more than 50,
+   * or to Bcc recipients beyond them, see the README's Transports). The lane's `ratePerSecond` paces mails.
+   * @default 5 (Resend's default limit)
+   */
+  requestsPerSecond?: number;
 }
 
 /**
@@ -22,19 +28,28 @@ export interface ResendTransportOptions {
  */
 const RESEND_MAX_RECIPIENTS = 50;
 
+/**
+ * "The default maximum rate limit is 5 requests per second per team" (https://resend.com/docs/api-reference/rate-limit;
+ * it was 2 before), shared by every API key of the team.
+ */
+const RESEND_DEFAULT_RATE = 5;
+
 /** Resend refuses a longer Idempotency-Key (400 invalid_idempotency_key). */
 const MAX_KEY_LENGTH = 256;
 
 function checkOptions(options: ResendTransportOptions): void {
   if (!options || typeof options !== 'object') throw new InvalidOptionsError('resend', 'must be an object');
   for (const key of Object.keys(options)) {
-    if (key !== 'apiKey' && key !== 'baseUrl')
+    if (key !== 'apiKey' && key !== 'baseUrl' && key !== 'requestsPerSecond')
       throw new InvalidOptionsError(`resend.${key}`, 'is not an option of ResendMailTransport');
   }
   if (typeof options.apiKey !== 'string' || options.apiKey.trim().length === 0)
     throw new InvalidOptionsError('resend.apiKey', 'must be a non-empty string');
   if (options.baseUrl !== undefined && !/^https?:\/\/\S+$/.test(String(options.baseUrl)))
     throw new InvalidOptionsError('resend.baseUrl', `must be an http(s) URL, got ${JSON.stringify(options.baseUrl)}`);
+  const rate = options.requestsPerSecond;
+  if (rate !== undefined && !(typeof rate === 'number' && Number.isFinite(rate) && rate > 0))
+    throw new InvalidOptionsError('resend.requestsPerSecond', `must be a positive number, got ${JSON.stringify(rate)}`);
 }
 
 /**
@@ -64,8 +79,15 @@ export class ResendMailTransport implements MailTransport {
   private client: Promise<Resend> | null = null;
   private defaultSender: string | null = null;
 
+  private readonly limits: RequestLimits;
+
   constructor(private readonly options: ResendTransportOptions) {
     checkOptions(options);
+    this.limits = {
+      limit: RESEND_MAX_RECIPIENTS,
+      toRequired: true,
+      intervalMs: 1000 / (options.requestsPerSecond ?? RESEND_DEFAULT_RATE),
+    };
   }
 
   async open(context: TransportContext): Promise<void> {
@@ -76,7 +98,7 @@ export class ResendMailTransport implements MailTransport {
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
     const read = await attachmentsOrOutcome(message, signal);
     if ('outcome' in read) return read.outcome;
-    return sendInRequests(message, RESEND_MAX_RECIPIENTS, signal, (recipients) =>
+    return sendInRequests(message, this.limits, signal, (recipients) =>
       this.request({ ...message, recipients }, read.attachments, signal),
     );
   }
@@ -92,7 +114,7 @@ export class ResendMailTransport implements MailTransport {
   ): Promise<SendOutcome> {
     const client = await this.connect();
     const { mail } = message;
-    const { to, cc, bcc } = addressedTo(mail, message.recipients);
+    const { to, cc, bcc } = requestAddressing(mail, message.recipients);
     const payload = {
       from: formatMailbox(mail.from),
       to: to.map(formatMailbox),

@@ -83,7 +83,7 @@ export class SesMailTransport implements MailTransport {
       releaseAttachmentStreams(message.mail);
     }
     // The same raw message in each request: its headers name the mail's To and Cc whoever the request goes to.
-    return sendInRequests(message, SES_MAX_RECIPIENTS, signal, (recipients) =>
+    return sendInRequests(message, { limit: SES_MAX_RECIPIENTS, toRequired: false }, signal, (recipients) =>
       this.request(connected, message, raw, recipients, signal),
     );
   }
