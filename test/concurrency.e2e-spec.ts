@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { MailOutboxService } from '@reliable-mail/nestjs';
+import { MailOutboxService, type SmtpTransportOptions } from '@reliable-mail/nestjs';
 import { spawnDispatcherProcess, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
@@ -122,5 +122,32 @@ describe('several dispatchers on one outbox', () => {
     });
     expect(app.events.sent.map((event) => event.id)).toEqual([first.id]);
     expect(smtp.received).toHaveLength(1);
+  });
+
+  it('shutdown during a send in several SMTP transactions: no further one, what went out is settled, the next instance sends the rest', async () => {
+    // Three transactions of two recipients, 0.7 s each: longer than the 1 s the shutdown waits.
+    const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 700 }) });
+    const base = testMailOptions(smtp.url, { dispatcher: { shutdownTimeoutMs: 1_000 } });
+    const options = {
+      ...base,
+      transport: { ...(base.transport as SmtpTransportOptions), maxRecipientsPerTransaction: 2 },
+    };
+    const app = await bed.startApp(options);
+    const to = ['ann', 'bob', 'eve', 'joe', 'kim', 'lou'].map((name) => `${name}@example.com`);
+    const { id, messageId } = await app.get(MailOutboxService).enqueue({ to, subject: 'Hi', text: 'x' });
+    await waitFor('the first transaction written', () => smtp.received.length === 1);
+    await app.close();
+
+    const reader = await bed.startApp({ ...options, dispatcher: { ...options.dispatcher, enabled: false } });
+    expect(await reader.get(MailOutboxService).get(id)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      acceptedRecipients: to.slice(0, 2),
+    });
+    const next = await bed.startApp(options);
+    await waitFor('the row sent', async () => (await next.get(MailOutboxService).get(id)).status === 'sent');
+    const copies = smtp.copiesByRecipient(messageId);
+    expect(copies.size).toBe(6);
+    expect([...copies.values()].every((count) => count === 1)).toBe(true);
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { MailValidationError, OutboxRetention } from '@reliable-mail/nestjs';
+import {
+  MailOutboxHealthIndicator,
+  MailOutboxService,
+  MailValidationError,
+  OutboxRetention,
+} from '@reliable-mail/nestjs';
 import pg from 'pg';
-import { waitFor } from './support/test-app.js';
+import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 const mail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks' };
 
@@ -44,7 +49,7 @@ describe('operating the outbox', () => {
     try {
       const { health } = await start({}, { health: { maxDispatcherIdleMs: 1_500 } });
       const atStart = await health.isHealthy();
-      expect(atStart.mail).toMatchObject({ status: 'up', dispatcher: { lastTickAt: expect.any(String) } });
+      expect(atStart.mail).toMatchObject({ status: 'up', dispatcher: { lastActiveAt: expect.any(String) } });
 
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const stuck = await health.isHealthy();
@@ -53,6 +58,29 @@ describe('operating the outbox', () => {
       await blocker.query('rollback');
       await blocker.end();
     }
+  });
+
+  it('health: a lane whose every slot waits on a slow server, within the send deadline, is a slow server, not a dead dispatcher', async () => {
+    // 1.8 s for each final dot: within the tests' 2 s socket timeout and 5 s send deadline.
+    const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 1_800 }) });
+    const app = await bed.startApp(
+      testMailOptions(smtp.url, {
+        lanes: { default: { concurrency: 2 } },
+        health: { maxDispatcherIdleMs: 500 },
+      }),
+    );
+    const outbox = app.get(MailOutboxService);
+    // Two sending and two claimed ahead: the loop has no room to claim, so it waits for a slot without ticking.
+    const recipients = ['ann', 'bob', 'eve', 'joe'].map((name) => `${name}@example.com`);
+    for (const to of recipients) await outbox.enqueue({ ...mail, to });
+    await waitFor('both slots waiting for the server', () => smtp.received.length === 2);
+
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const busy = await app.get(MailOutboxHealthIndicator).isHealthy();
+    expect(busy.mail.failing ?? []).not.toContain('dispatcher');
+    expect((busy.mail.dispatcher as { idleMs: number }).idleMs).toBeLessThan(500);
+
+    await waitFor('every mail sent', () => app.events.sent.length === 4, 20_000);
   });
 
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {

@@ -4,10 +4,12 @@ import {
   MailOutboxService,
   type MailTransport,
   MissingPeerDependencyError,
+  ResendMailTransport,
   type ReliableMailOptions,
   type TransportContext,
 } from '@reliable-mail/nestjs';
 import { POSTMARK_ERRORS, PostmarkTestApi } from './support/postmark-test-api.js';
+import { ResendTestApi } from './support/resend-test-api.js';
 import { postmarkTransport, sesTransport } from './support/provider-stand-ins.js';
 import { SesTestFront } from './support/ses-test-front.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
@@ -145,6 +147,32 @@ describe('what each provider transport does of its own', () => {
       bcc.slice(47).map((address) => ({ to: address, cc: undefined, bcc: undefined, count: 1 })),
     );
     expect((await app.get(MailOutboxService).get(id)).status).toBe('sent');
+  });
+
+  it('Resend: at shutdown a mail in many requests makes no further one; what went out is settled, and the next instance sends the rest', async () => {
+    const api = await started(new ResendTestApi());
+    // 5 requests a second: the 12 requests of this mail take 2.6 s, longer than the 1 s the shutdown waits.
+    const resend = () => ({ transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }) });
+    const app = await startApp({ ...resend(), dispatcher: { shutdownTimeoutMs: 1_000 } });
+    const bcc = Array.from({ length: 60 }, (_, index) => `reader${index}@example.com`);
+    const { id } = await app
+      .get(MailOutboxService)
+      .enqueue({ to: 'ann@example.com', bcc, subject: 'Minutes', text: 'x' });
+    await waitFor('three requests taken', () => api.messages.length >= 3);
+    await app.close();
+
+    const taken = api.messages.flatMap((message) => message.recipients);
+    const reader = await startApp({ ...resend(), dispatcher: { enabled: false } });
+    const row = await reader.get(MailOutboxService).get(id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect([...(row.acceptedRecipients ?? [])].sort()).toEqual([...taken].sort());
+    const stopped = row.attemptLog[0].recipients!.filter((recipient) => recipient.reply?.includes('the app shut down'));
+    expect(stopped).toHaveLength(61 - taken.length);
+
+    const next = await startApp(resend());
+    await waitFor('the row sent', async () => (await next.get(MailOutboxService).get(id)).status === 'sent');
+    const received = api.messages.flatMap((message) => message.recipients);
+    expect(received.sort()).toEqual(['ann@example.com', ...bcc].sort());
   });
 
   it('Postmark: a suppressed recipient is left out of the request, not only out of the envelope', async () => {

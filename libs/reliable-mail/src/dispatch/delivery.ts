@@ -3,7 +3,8 @@ import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
+import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
+import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
 import { skipSettlement } from './settlement-closing.js';
@@ -16,23 +17,6 @@ const LEASE_MARGIN_MS = 1_000;
  * outage's row is retried.
  */
 export type Pace = (result: AttemptResult) => Date;
-
-function everyRecipientDeferred(recipients: string[], reason: string): SendOutcome {
-  return {
-    kind: 'attempted',
-    recipients: recipients.map((address) => ({
-      address,
-      status: 'deferred',
-      replyCode: null,
-      enhancedStatus: null,
-      reply: reason,
-      perRecipient: false,
-    })),
-    reply: null,
-    providerMessageId: null,
-    slowDown: false,
-  };
-}
 
 /**
  * Delivers one claimed row: renders it and sends it to the recipients still waiting for it, under a hard deadline
@@ -50,7 +34,8 @@ export class Delivery {
     private readonly verp: Verp | null,
   ) {}
 
-  async deliver(row: ClaimedRow, pace: Pace): Promise<Settlement> {
+  /** Sends the row and decides its settlement; `stopping` aborts when the app begins to shut down. */
+  async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
     if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
     const started = performance.now();
     const timeoutMs = Math.max(0, Math.min(this.sendTimeoutMs, row.leaseEndsAt - started - LEASE_MARGIN_MS));
@@ -60,7 +45,7 @@ export class Delivery {
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
     let result: AttemptResult;
     try {
-      result = await this.attempt(row, deadline.signal, timeoutMs);
+      result = await this.attempt(row, deadline.signal, timeoutMs, stopping);
     } finally {
       clearTimeout(timer);
     }
@@ -78,7 +63,12 @@ export class Delivery {
     return settlement;
   }
 
-  private async attempt(row: ClaimedRow, signal: AbortSignal, timeoutMs: number): Promise<AttemptResult> {
+  private async attempt(
+    row: ClaimedRow,
+    signal: AbortSignal,
+    timeoutMs: number,
+    stopping: AbortSignal,
+  ): Promise<AttemptResult> {
     const recipients = envelopeOf(row);
     // Every recipient left was suppressed since the last attempt: nothing to send.
     if (recipients.length === 0)
@@ -102,6 +92,7 @@ export class Delivery {
           mail,
           recipients,
           envelopeSender: this.verp ? verpAddress(this.verp, row.id) : undefined,
+          stopping,
         },
         signal,
       );

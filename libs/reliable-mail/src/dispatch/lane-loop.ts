@@ -68,12 +68,16 @@ export class LaneLoop {
   /** The tick under way, if any: shutdown waits for its claim before handing rows back. */
   private running: Promise<void> | null = null;
   private stopping = false;
+  /** Aborted at stop: a send in several requests or transactions makes no further one (`OutboundMessage.stopping`). */
+  private readonly stopSignal = new AbortController();
   private rerunRequested = false;
   /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
   private backlogSeen = false;
+  /** When each send under way started (`performance.now()`). */
+  private readonly sendsStartedAt = new Map<ClaimedRow, number>();
   /** When the loop last finished a tick (a claim, or a failed one). */
-  lastTickAt: Date | null = null;
-  startedAt: Date | null = null;
+  private lastTickAt: Date | null = null;
+  private startedAt: Date | null = null;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -94,6 +98,7 @@ export class LaneLoop {
    */
   async stop(timeoutMs: number): Promise<number> {
     this.stopping = true;
+    this.stopSignal.abort();
     this.clearTimer();
     // Whatever the database does, shutdown takes no longer than timeoutMs: a claim or a hand-back that hangs on a
     // dead connection is left behind, and its rows come back after their lease.
@@ -229,6 +234,20 @@ export class LaneLoop {
     });
   }
 
+  /**
+   * When the loop last showed that it runs: its last tick (its start, before the first ends), or now while every
+   * slot holds a send still within its deadline. The loop then waits for a slot to free rather than tick, and sends
+   * to a server that stalls each take up to `sendTimeoutMs` (3 min by default): that is a slow server, which the
+   * backlog and lag report, not a dead loop. A send past its deadline and margin means the loop is stuck.
+   */
+  get activeAt(): Date | null {
+    const tickedAt = this.lastTickAt ?? this.startedAt;
+    if (tickedAt === null || this.sendsStartedAt.size < this.lane.concurrency) return tickedAt;
+    const oldest = Math.min(...this.sendsStartedAt.values());
+    const withinDeadline = performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SETTLE_MARGIN_MS;
+    return withinDeadline ? new Date() : tickedAt;
+  }
+
   /** Why the lane is paused, if it is (or was, while it probes with one message). */
   get pausedFor(): LanePause | null {
     return this.throttle.pausedFor;
@@ -237,7 +256,13 @@ export class LaneLoop {
   /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
   private async process(row: ClaimedRow): Promise<void> {
     if (!(await this.holdsLease(row))) return;
-    const settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result));
+    this.sendsStartedAt.set(row, performance.now());
+    let settlement;
+    try {
+      settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result), this.stopSignal.signal);
+    } finally {
+      this.sendsStartedAt.delete(row);
+    }
     this.track(this.finish(row, settlement), this.settling);
   }
 

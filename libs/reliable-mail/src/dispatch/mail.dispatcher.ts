@@ -44,14 +44,14 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   ) {}
 
   /**
-   * When the least recently active lane last finished a tick. A lane still in its first counts from its start, so
-   * that a health check right after start-up does not fail for it, while a first claim that hangs is still found
-   * once `health.maxDispatcherIdleMs` has passed. Null before the lanes start.
+   * When the least recently active lane last showed that it runs (`LaneLoop.activeAt`). A lane still in its first
+   * tick counts from its start, so that a health check right after start-up does not fail for it, while a first
+   * claim that hangs is still found once `health.maxDispatcherIdleMs` has passed. Null before the lanes start.
    */
-  get lastTickAt(): Date | null {
+  get lastActiveAt(): Date | null {
     let oldest: Date | null = null;
     for (const lane of this.lanes.values()) {
-      const activeAt = lane.lastTickAt ?? lane.startedAt;
+      const activeAt = lane.activeAt;
       if (!activeAt) return null;
       if (!oldest || activeAt < oldest) oldest = activeAt;
     }

@@ -49,8 +49,8 @@ export class MailOutboxHealthIndicator {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
     }
 
-    const lastTickAt = this.dispatcher.lastTickAt;
-    const idleMs = lastTickAt ? Date.now() - lastTickAt.getTime() : null;
+    const lastActiveAt = this.dispatcher.lastActiveAt;
+    const idleMs = lastActiveAt ? Date.now() - lastActiveAt.getTime() : null;
     if (this.dispatcher.enabled && (idleMs === null || idleMs > thresholds.maxDispatcherIdleMs))
       failing.push('dispatcher');
     if (figures.backlog > thresholds.maxBacklog) failing.push('backlog');
@@ -78,7 +78,7 @@ export class MailOutboxHealthIndicator {
       database: { reachable: true },
       dispatcher: {
         enabled: this.dispatcher.enabled,
-        lastTickAt: lastTickAt?.toISOString() ?? null,
+        lastActiveAt: lastActiveAt?.toISOString() ?? null,
         idleMs,
         maxIdleMs: thresholds.maxDispatcherIdleMs,
         ...(this.dispatcher.enabled ? { wakeUp: this.wakeUpData(), lanes } : {}),

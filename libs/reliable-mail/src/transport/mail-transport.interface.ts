@@ -53,6 +53,12 @@ export interface OutboundMessage {
    * some recipients were deferred sends the same message (and Message-ID) to those only.
    */
   recipients: string[];
+  /**
+   * Aborted when the app begins to shut down. A transport that sends a message in several requests or transactions
+   * makes no further one once it is, and reports the rest deferred, so that what went out is settled before the
+   * process exits rather than sent again after the lease. It never cuts a request or transaction under way.
+   */
+  stopping?: AbortSignal;
 }
 
 /**

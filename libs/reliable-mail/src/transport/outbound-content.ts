@@ -116,7 +116,7 @@ export function requestAddressing(
   if (to.length > 0) return { to, cc, bcc };
   if (cc.length > 0) return { to: cc, cc: [], bcc };
   if (bcc.length === 1) return { to: bcc, cc: [], bcc: [] };
-  // Several Bcc recipients and nobody else: not a request `requestEnvelopes` makes. Left as they are, the API
-  // refuses the request rather than show them each other.
-  return { to, cc, bcc };
+  // Not a request `requestEnvelopes` makes. Sent, it would be refused for good (no To); the throw has the attempt
+  // retried, and logged as the transport's fault.
+  throw new Error(`a request to ${bcc.length} Bcc recipients and no To or Cc: each must go alone`);
 }

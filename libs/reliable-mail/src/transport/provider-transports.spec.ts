@@ -29,12 +29,22 @@ function message(recipients: string[], idempotencyKey = 'order-confirmation:42')
 }
 
 describe('requestAddressing: the To, Cc and Bcc of a request to an API that requires a To', () => {
-  const mail = { ...message([]).mail, bcc: [{ address: 'eve@example.com' }, { address: 'joe@example.com' }] };
+  const mail = {
+    ...message([]).mail,
+    cc: [{ address: 'bob@example.com' }, { address: 'cy@example.com' }],
+    bcc: [{ address: 'eve@example.com' }, { address: 'joe@example.com' }],
+  };
   const names = (list: Array<{ address: string }>) => list.map(({ address }) => address);
   it.each([
     { recipients: ['ann@example.com', 'bob@example.com', 'eve@example.com'], to: ['Ann'], cc: ['bob'], bcc: ['eve'] },
     { recipients: ['bob@example.com', 'eve@example.com'], to: ['bob'], cc: [], bcc: ['eve'] },
     { recipients: ['joe@example.com'], to: ['joe'], cc: [], bcc: [] },
+    {
+      recipients: ['bob@example.com', 'cy@example.com', 'joe@example.com'],
+      to: ['bob', 'cy'],
+      cc: [],
+      bcc: ['joe'],
+    },
   ])('to $recipients: To $to, Cc $cc, Bcc $bcc', ({ recipients, to, cc, bcc }) => {
     const domain = (list: string[]) => list.map((name) => `${name}@example.com`);
     const addressing = requestAddressing(mail, recipients);
@@ -43,6 +53,10 @@ describe('requestAddressing: the To, Cc and Bcc of a request to an API that requ
       cc: domain(cc),
       bcc: domain(bcc),
     });
+  });
+
+  it('throws for several Bcc recipients and nobody else, rather than show them each other or send without a To', () => {
+    expect(() => requestAddressing(mail, ['eve@example.com', 'joe@example.com'])).toThrow(/each must go alone/);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { OutboundMessage, RecipientStatus, SendOutcome } from '../mail-transport.interface.js';
 import { acceptedOutcome, type ProviderVerdict, outcomeOf, verdictsOn } from './provider-outcome.js';
+import { RequestPacer } from './request-pacer.js';
 import { requestEnvelopes, sendInRequests } from './send-in-requests.js';
 
 const address = (name: string) => `${name}@example.com`;
@@ -303,49 +304,64 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
     });
   });
 
-  describe('requests spaced by intervalMs (a provider’s rate limit)', () => {
-    /** A clock where each request takes 100 ms, and each pause what it is asked; the deadline at `deadlineAt`. */
-    async function paced(deadlineAt = Infinity) {
+  describe('paced, and stopped between requests', () => {
+    /** Each request takes 100 ms and each pause what it is asked, on a clock of the test's. */
+    function setup({ deadlineAt = Infinity, stopAfter = Infinity } = {}) {
       let now = 0;
       const deadline = new AbortController();
+      const stopping = new AbortController();
       const pauses: number[] = [];
-      const clock = {
+      const pacer = new RequestPacer(10, {
         now: () => now,
-        pause: async (ms: number) => {
+        pause: async (ms) => {
           pauses.push(ms);
           now += Math.max(ms, 0);
           if (now >= deadlineAt) deadline.abort();
         },
-      };
+      });
       const starts: number[] = [];
-      const outcome = await sendInRequests(
-        message(),
-        { limit: 2, toRequired: false, intervalMs: 500 },
-        deadline.signal,
-        async (recipients) => {
-          starts.push(now);
-          now += 100;
-          return outcomeOfRequest(recipients, 'taken', starts.length - 1, false);
-        },
-        clock,
-      );
-      return { outcome, pauses, starts };
+      const run = () =>
+        sendInRequests(
+          { ...message(), stopping: stopping.signal },
+          { limit: 2, toRequired: false, pacer },
+          deadline.signal,
+          async (recipients) => {
+            starts.push(now);
+            now += 100;
+            if (starts.length === stopAfter) stopping.abort();
+            return outcomeOfRequest(recipients, 'taken', starts.length - 1, false);
+          },
+        );
+      return { run, pauses, starts };
     }
+    const statuses = (outcome: SendOutcome) =>
+      outcome.kind === 'attempted' ? outcome.recipients.map(({ status, reply }) => `${status} ${reply}`) : [];
 
-    it('each request starts intervalMs after the one before, none after the last', async () => {
-      const { pauses, starts } = await paced();
-      expect(starts).toEqual([0, 500, 1000]);
-      expect(pauses).toEqual([400, 400]);
+    it('each request takes its slot of the pacer: 10 a second, a tenth apart and a tenth more', async () => {
+      const { run, pauses, starts } = setup();
+      await run();
+      expect(starts).toEqual([0, 110, 220]);
+      expect(pauses).toEqual([0, 10, 10]);
     });
 
-    it('the send deadline passing in a pause: the rest are not tried', async () => {
-      const { outcome, starts } = await paced(500);
+    it('the send deadline passing while a request waits for its slot: the rest are not tried', async () => {
+      const { run, starts } = setup({ deadlineAt: 110 });
+      const outcome = await run();
       expect(starts).toEqual([0]);
-      if (outcome.kind !== 'attempted') throw new Error('an attempt');
-      expect(outcome.recipients.map(({ status }) => status)).toEqual([
-        'accepted',
-        'accepted',
-        ...Array(4).fill('deferred'),
+      expect(statuses(outcome)).toEqual([
+        'accepted 200 id-1',
+        'accepted 200 id-1',
+        ...Array(4).fill('deferred not tried in this attempt: the send deadline passed after request 1 of 3'),
+      ]);
+    });
+
+    it('the app shutting down during a request: the next is not made, and what went out is reported', async () => {
+      const { run, starts } = setup({ stopAfter: 2 });
+      const outcome = await run();
+      expect(starts).toEqual([0, 110]);
+      expect(statuses(outcome).slice(3)).toEqual([
+        'accepted 200 id-2',
+        ...Array(2).fill('deferred not tried in this attempt: the app shut down after request 2 of 3'),
       ]);
     });
   });

@@ -1,5 +1,7 @@
 import type { OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
+import { everyRecipientDeferred } from '../deferred-outcome.js';
 import { addressedTo } from '../outbound-content.js';
+import type { RequestPacer } from './request-pacer.js';
 
 // A provider API takes a message to at most so many recipients in one request (SES, Postmark and Resend: 50), and
 // refuses a larger request outright. An attempt to more goes out in several requests, one after another, each with
@@ -21,32 +23,8 @@ export interface RequestLimits {
    * recipients are all Bcc then goes to one of them alone, as its To (see `requestAddressing`).
    */
   toRequired: boolean;
-  /**
-   * The least time from one request of a send to its next (Resend: 1000 / its rate limit). Without it a send of
-   * many requests would meet the provider's 429 after its first few, and go on only an attempt later.
-   * @default 0
-   */
-  intervalMs?: number;
-}
-
-/** The time a send's requests are spaced by: the real one, or a test's. */
-export interface RequestClock {
-  now(): number;
-  /** Waits `ms`, or less when `signal` aborts first. */
-  pause(ms: number, signal: AbortSignal): Promise<void>;
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+  /** Spaces the transport's requests by the provider's rate limit (Resend). */
+  pacer?: RequestPacer;
 }
 
 /**
@@ -139,27 +117,45 @@ export function mergeRequestOutcomes(sent: SentRequest[], untried: string[], unt
 }
 
 /**
+ * An attempt that made no request: the send deadline passed, or the app began to shut down, while it waited for the
+ * rate limit's slot.
+ */
+function noRequestMade(recipients: string[], why: string): SendOutcome {
+  // More is asked of the provider than its rate limit allows: the lane slows down.
+  return everyRecipientDeferred(
+    recipients,
+    `not tried in this attempt: ${why} while it waited for the provider's rate limit`,
+    {
+      slowDown: true,
+    },
+  );
+}
+
+/**
  * Sends `message` to its recipients in the requests `requestEnvelopes` makes of them (`send` makes one request to
- * the recipients it is given, and reports every one of them), one after another while each is taken or refused for
- * good and at least `intervalMs` apart, and merges what came of them. A send of one request has that request's
- * outcome as it is.
+ * the recipients it is given, and reports every one of them), each in its slot of the `pacer`, one after another
+ * while each is taken or refused for good and the send's deadline and the app's shutdown (`message.stopping`) allow,
+ * and merges what came of them. A send of one request has that request's outcome as it is.
  */
 export async function sendInRequests(
   message: OutboundMessage,
   limits: RequestLimits,
   signal: AbortSignal,
   send: (recipients: string[]) => Promise<SendOutcome>,
-  clock: RequestClock = { now: Date.now, pause },
 ): Promise<SendOutcome> {
   const envelopes = requestEnvelopes(message, limits);
-  if (envelopes.length <= 1) return send(message.recipients);
+  const waitOver = message.stopping ? AbortSignal.any([signal, message.stopping]) : signal;
   const sent: SentRequest[] = [];
   for (const [index, recipients] of envelopes.entries()) {
-    const startedAt = clock.now();
+    if (limits.pacer && !(await limits.pacer.take(waitOver))) {
+      if (index === 0)
+        return noRequestMade(message.recipients, signal.aborted ? 'the send deadline passed' : 'the app shut down');
+      break;
+    }
     const outcome = await send(recipients);
     sent.push({ recipients, outcome });
     const untried = envelopes.slice(index + 1).flat();
-    if (untried.length === 0) break;
+    if (untried.length === 0) return mergeRequestOutcomes(sent, [], '');
     const of = `request ${index + 1} of ${envelopes.length}`;
     if (!goesOn(outcome))
       return mergeRequestOutcomes(
@@ -167,9 +163,9 @@ export async function sendInRequests(
         untried,
         `not tried in this attempt: ${of} was not taken (${stopReason(outcome)})`,
       );
-    await clock.pause(startedAt + (limits.intervalMs ?? 0) - clock.now(), signal);
-    if (signal.aborted)
-      return mergeRequestOutcomes(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
+    if (waitOver.aborted) break;
   }
-  return mergeRequestOutcomes(sent, [], '');
+  const of = `request ${sent.length} of ${envelopes.length}`;
+  const why = signal.aborted ? `the send deadline passed after ${of}` : `the app shut down after ${of}`;
+  return mergeRequestOutcomes(sent, envelopes.slice(sent.length).flat(), `not tried in this attempt: ${why}`);
 }

@@ -3,6 +3,7 @@ import type { CreateEmailOptions, Resend } from 'resend';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import { RequestPacer } from '../http/request-pacer.js';
 import { type RequestLimits, sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
 import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
@@ -15,9 +16,10 @@ export interface ResendTransportOptions {
   /** The API's base URL. @default the SDK's: `RESEND_BASE_URL`, or https://api.resend.com */
   baseUrl?: string;
   /**
-   * Resend's rate limit for the team, which spaces the requests of a mail sent in several (a mail to more than 50,
-   * or to Bcc recipients beyond them, see the README's Transports). The lane's `ratePerSecond` paces mails.
-   * @default 5 (Resend's default limit)
+   * The requests a second this process may make to Resend (every request of every send, a tenth below it): the
+   * team's rate limit, less what other processes with its keys use. A mail may take many requests (see the README's
+   * Transports), so a lane's `ratePerSecond`, which counts mails, cannot keep to it alone.
+   * @default 5 (Resend's default limit for a team)
    */
   requestsPerSecond?: number;
 }
@@ -86,7 +88,7 @@ export class ResendMailTransport implements MailTransport {
     this.limits = {
       limit: RESEND_MAX_RECIPIENTS,
       toRequired: true,
-      intervalMs: 1000 / (options.requestsPerSecond ?? RESEND_DEFAULT_RATE),
+      pacer: new RequestPacer(options.requestsPerSecond ?? RESEND_DEFAULT_RATE),
     };
   }
 

@@ -45,9 +45,16 @@ export class SmtpConversation {
     body: Buffer,
     chunkSize: number,
     signal: AbortSignal,
+    stopping?: AbortSignal,
   ): Promise<boolean> {
     const waiting = [...this.recipients];
     while (waiting.length > 0) {
+      if (stopping?.aborted && waiting.length < this.recipients.length) {
+        // The app shuts down: what went out is settled now rather than sent again after the lease.
+        const untried = parseReply('not tried in this attempt: the app shut down');
+        for (const address of waiting) this.set(address, 'deferred', untried);
+        return false;
+      }
       const chunk = waiting.splice(0, chunkSize);
       const result = await session.transact(from, chunk, body, signal);
       const next = result.ok ? this.accepted(chunk, result.info) : this.failed(chunk, result);

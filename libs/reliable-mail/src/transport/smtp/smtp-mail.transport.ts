@@ -54,6 +54,7 @@ export class SmtpMailTransport implements MailTransport {
         body,
         this.options.maxRecipientsPerTransaction,
         signal,
+        message.stopping,
       );
     } finally {
       this.pool.release(session, reusable);
