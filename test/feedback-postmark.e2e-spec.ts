@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
+import { PostmarkTestApi } from './support/postmark-test-api.js';
+import { postmarkTransport } from './support/provider-stand-ins.js';
 import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
@@ -44,6 +46,36 @@ describe('Postmark feedback (basic auth and a secret header)', () => {
       { script: { onData: () => ({ code: 250, text: `2.0.0 Ok: queued as ${postmarkId}` }) } },
     );
   }
+
+  it('a bounce for a mail sent in many requests is linked by the id of the request its recipient was in', async () => {
+    const api = await new PostmarkTestApi().start();
+    try {
+      const { app, post, outbox, admin } = await startWebhookApp(
+        bed,
+        { postmark: { basicAuth: credentials, header: secretHeader } },
+        { overrides: { transport: postmarkTransport(api) } },
+      );
+      // Ann and 49 Bcc recipients in the first request, then one request for each of the other 11.
+      const bcc = Array.from({ length: 60 }, (_, index) => `reader${index}@example.org`);
+      const mail = await outbox.enqueue({ to: 'ann@example.org', bcc, subject: 'Minutes', text: 'x' });
+      await waitFor('the sent event', () => app.events.sent.length === 1);
+      const request = api.messages.find((message) => message.recipients.includes('reader55@example.org'))!;
+      expect(request.id).not.toBe((await outbox.get(mail.id)).providerMessageId);
+
+      const answer = await post('postmark', bounce('77', request.id, 'reader55@example.org'), authorized);
+      expect(await answer.json()).toEqual({ stored: 1, duplicates: 0, unlinked: 0, ignored: null });
+      expect((await outbox.get(mail.id)).feedback).toEqual([
+        expect.objectContaining({ kind: 'bounced', recipient: 'reader55@example.org', providerMessageId: request.id }),
+      ]);
+      expect(await admin.listSuppressions()).toEqual([
+        expect.objectContaining({ address: 'reader55@example.org', outboxId: mail.id }),
+      ]);
+      await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+      expect(app.events.bounced[0]).toMatchObject({ id: mail.id, messageId: mail.messageId });
+    } finally {
+      await api.close();
+    }
+  });
 
   it('a hard bounce with an ID past 2^53: linked, suppressed, EmailBouncedEvent once; posted twice, stored once', async () => {
     const postmarkId = randomUUID();

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { SETTLE, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { RECORD_FEEDBACK } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, ormConfig, testMailOptions } from './support/test-app.js';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
@@ -130,6 +131,36 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:1', 16)), async () => undefined);
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
+    expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
+  });
+
+  it('feedback finds its row by the id of any request the mail went in, through an index', async () => {
+    const report = {
+      id: randomUUID(),
+      source: 'postmark',
+      recipient: 'ann@example.com',
+      kind: 'bounced',
+      bounce_type: 'hard',
+      provider_event_id: 'event-1',
+      provider_message_id: 'request-5000',
+      row_id: null,
+      message_id: null,
+      status: null,
+      diagnostic: null,
+      reported_at: new Date().toISOString(),
+      payload: {},
+      suppression_reason: null,
+      trusted: true,
+      event_name: null,
+      event_payload: null,
+    };
+    const plan = await plans(RECORD_FEEDBACK.text, [JSON.stringify([report]), 30_000], () =>
+      client.query(
+        `update mail_outbox set provider_message_ids = array['request-' || ctid::text, 'other-' || ctid::text]
+         where random() < 0.5; analyze mail_outbox`,
+      ),
+    );
+    expect(plan).toMatch(/mail_outbox_provider_message_ids_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 

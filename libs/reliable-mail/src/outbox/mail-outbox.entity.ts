@@ -2,6 +2,7 @@ import { defineEntity, p } from '@mikro-orm/core';
 import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-outbox.js';
 import { OUTBOX_SCHEMA_V2 } from '../migrations/Migration20261201000000_recipient-state.js';
 import { OUTBOX_SCHEMA_V3 } from '../migrations/Migration20261203000000_feedback.js';
+import { OUTBOX_SCHEMA_V4 } from '../migrations/Migration20261204000000_request-message-ids.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { BounceType, FeedbackKind } from './feedback.types.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
@@ -24,6 +25,7 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_problem_index', expression: indexes.problem },
     { name: 'mail_outbox_provider_message_id_index', expression: OUTBOX_SCHEMA_V3.indexes.providerMessageId },
     { name: 'mail_outbox_sent_index', expression: OUTBOX_SCHEMA_V3.indexes.sent },
+    { name: 'mail_outbox_provider_message_ids_index', expression: OUTBOX_SCHEMA_V4.indexes.providerMessageIds },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -49,6 +51,7 @@ export const MailOutbox = defineEntity({
     lastEnhancedStatus: p.text().nullable(),
     providerReply: p.text().nullable(),
     providerMessageId: p.text().nullable(),
+    providerMessageIds: p.array().nullable(),
     providerRequestId: p.text().nullable(),
     providerAcceptedAt: timestamp().nullable(),
     requeuedAt: timestamp().nullable(),

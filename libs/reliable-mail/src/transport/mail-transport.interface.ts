@@ -84,6 +84,11 @@ export interface RecipientOutcome {
    * then does a hard bounce (5.1.1) put the address on the suppression list.
    */
   perRecipient: boolean;
+  /**
+   * The provider's id of the request that took the message for this recipient. A mail may go in several requests,
+   * each with an id of its own, and a webhook names the one its recipient was in.
+   */
+  providerMessageId?: string | null;
 }
 
 /** What one send came to. A transport never throws for what the server or the network did: it reports it here. */

@@ -34,10 +34,10 @@ export interface FeedbackInput {
  * Stores feedback, links it to its row, suppresses and records events, in one statement: so a webhook is answered
  * only after all of it committed, and a repeat (a provider delivers at least once) changes nothing. A row is found
  * by the id the report names (its VERP address, or its Message-ID, which is `<id@domain>`), else by the provider's
- * message id. Feedback for no known row is stored unlinked and records no event. The suppression list takes hard
+ * message id: the row's, or that of any request the mail went in. Feedback for no known row is stored unlinked and records no event. The suppression list takes hard
  * bounces and complaints with the source the list knows them by, keeping an operator's entry.
  */
-const RECORD_FEEDBACK: Statement = {
+export const RECORD_FEEDBACK: Statement = {
   name: 'reliable_mail_record_feedback',
   text: `with input as (
     select * from jsonb_to_recordset($1::jsonb) as x(
@@ -54,6 +54,9 @@ const RECORD_FEEDBACK: Statement = {
       union all
       (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
        where r.provider_message_id = i.provider_message_id)
+      union all
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+       where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
   ), stored as (

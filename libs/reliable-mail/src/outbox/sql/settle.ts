@@ -21,7 +21,7 @@ export const SETTLE: Statement = {
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
       last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
-      provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
+      provider_message_ids text[], provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
       bounced jsonb, event_name text, event_payload jsonb)
   ), settled as (
     update mail_outbox o
@@ -34,6 +34,8 @@ export const SETTLE: Statement = {
         last_enhanced_status = i.enhanced_status,
         provider_reply = case when i.status = 'sent' then i.reply else o.provider_reply end,
         provider_message_id = coalesce(i.provider_message_id, o.provider_message_id),
+        provider_message_ids = case when i.provider_message_ids is null then o.provider_message_ids
+                                    else array(select distinct unnest(o.provider_message_ids || i.provider_message_ids)) end,
         provider_request_id = coalesce(i.provider_request_id, o.provider_request_id),
         provider_accepted_at = coalesce(i.provider_accepted_at, o.provider_accepted_at),
         accepted_recipients = coalesce(i.accepted, o.accepted_recipients),
@@ -83,6 +85,14 @@ export function settleValues(settlements: Settlement[], eventLeaseMs: number): u
   ];
 }
 
+/** The provider's ids of the requests that took the message in this attempt; null when none says (SMTP). */
+function requestMessageIds(s: Settlement): string[] | null {
+  const ids = new Set<string>();
+  for (const recipient of s.attemptRecipients ?? [])
+    if (recipient.status === 'accepted' && recipient.providerMessageId) ids.add(recipient.providerMessageId);
+  return ids.size > 0 ? [...ids] : null;
+}
+
 function settleInput(s: Settlement) {
   return {
     id: s.id,
@@ -96,6 +106,7 @@ function settleInput(s: Settlement) {
     enhanced_status: s.enhancedStatus,
     reply: s.reply,
     provider_message_id: s.providerMessageId,
+    provider_message_ids: requestMessageIds(s),
     provider_request_id: s.providerRequestId,
     provider_accepted_at: s.providerAcceptedAt?.toISOString() ?? null,
     deduplicated_by_key: s.deduplicatedByKey,

@@ -133,6 +133,7 @@ export function acceptedOutcome(
       enhancedStatus: null,
       reply: accepted.reply,
       perRecipient: recipients.length === 1,
+      providerMessageId: accepted.providerMessageId,
     })),
     reply: accepted.reply,
     providerMessageId: accepted.providerMessageId,
