@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { CERT_URL, SnsTestServer } from './support/sns-test-server.js';
+import { describe, expect, it } from '@jest/globals';
+import { CERT_URL, useSnsTestServer } from './support/sns-test-server.js';
 import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
@@ -61,23 +61,15 @@ function sesNotification(type: 'Bounce' | 'Complaint' | 'Delivery', mail: { mess
 
 describe('Amazon SES feedback through SNS', () => {
   const bed = useTestBed();
-  let sns: SnsTestServer;
+  const sns = useSnsTestServer();
 
-  beforeAll(async () => {
-    sns = await SnsTestServer.start();
-  });
-
-  afterAll(async () => {
-    await sns?.close();
-  });
-
-  const start = (script = {}) => startWebhookApp(bed, { ses: { topicArns: [TOPIC], agent: sns.agent } }, { script });
+  const start = (script = {}) => startWebhookApp(bed, { ses: { topicArns: [TOPIC], agent: sns().agent } }, { script });
   const snsHeaders = { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': 'Notification' };
 
   it('a bounce linked by the Message-ID: stored, suppressed, EmailBouncedEvent once; the same message twice stores one row', async () => {
     const { app, post, sendMail, outbox, admin } = await start();
     const mail = await sendMail('gone@example.org');
-    const body = JSON.stringify(sns.notification(TOPIC, sesNotification('Bounce', mail, 'ses-0001')));
+    const body = JSON.stringify(sns().notification(TOPIC, sesNotification('Bounce', mail, 'ses-0001')));
 
     const first = await post('ses', body, snsHeaders);
     expect(first.status).toBe(200);
@@ -104,14 +96,14 @@ describe('Amazon SES feedback through SNS', () => {
       expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true }),
     ]);
     // The certificate was fetched once, then taken from the cache.
-    expect(sns.requests.filter((path) => path.endsWith('.pem'))).toHaveLength(1);
+    expect(sns().requests.filter((path) => path.endsWith('.pem'))).toHaveLength(1);
   });
 
   it('a complaint (signature version 2) linked by SES’s message id: suppressed as a complaint, EmailComplainedEvent', async () => {
     const { app, post, sendMail, admin } = await start({ onData: () => ({ code: 250, text: 'Ok 0100018d-ses-0002' }) });
     const mail = await sendMail('gone@example.org');
     const notification = sesNotification('Complaint', { messageId: '<foreign@example.com>' }, '0100018d-ses-0002');
-    const signed = sns.sign({ ...sns.notification(TOPIC, notification), SignatureVersion: '2' }, '2');
+    const signed = sns().sign({ ...sns().notification(TOPIC, notification), SignatureVersion: '2' }, '2');
 
     expect((await post('ses', JSON.stringify(signed), snsHeaders)).status).toBe(200);
     expect(await admin.listSuppressions()).toEqual([
@@ -124,7 +116,7 @@ describe('Amazon SES feedback through SNS', () => {
   it('a delivery: EmailDeliveredEvent, no suppression', async () => {
     const { app, post, sendMail, admin } = await start();
     const mail = await sendMail('gone@example.org');
-    const body = JSON.stringify(sns.notification(TOPIC, sesNotification('Delivery', mail, 'ses-0003')));
+    const body = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0003')));
     expect((await post('ses', body, snsHeaders)).status).toBe(200);
     await waitFor('EmailDeliveredEvent', () => app.events.delivered.length === 1);
     expect(app.events.delivered[0]).toMatchObject({
@@ -137,28 +129,32 @@ describe('Amazon SES feedback through SNS', () => {
 
   it('confirms a subscription to an allowed topic by visiting its SubscribeURL', async () => {
     const { post } = await start();
-    const confirmation = sns.subscriptionConfirmation(TOPIC);
+    const confirmation = sns().subscriptionConfirmation(TOPIC);
     const response = await post('ses', JSON.stringify(confirmation), {
       ...snsHeaders,
       'x-amz-sns-message-type': 'SubscriptionConfirmation',
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ stored: 0, ignored: `subscribed to ${TOPIC}` });
-    expect(sns.requests).toContain(
+    expect(sns().requests).toContain(
       new URL(confirmation.SubscribeURL).pathname + new URL(confirmation.SubscribeURL).search,
     );
   });
 
   it('refuses a SubscribeURL off the SNS hosts without visiting it (400)', async () => {
     const { post } = await start();
-    const before = sns.requests.length;
+    const before = sns().requests.length;
     const response = await post(
       'ses',
-      JSON.stringify(sns.subscriptionConfirmation(TOPIC, 'evil.example.com')),
+      JSON.stringify(sns().subscriptionConfirmation(TOPIC, 'evil.example.com')),
       snsHeaders,
     );
     expect(response.status).toBe(400);
-    expect(sns.requests.slice(before).some((path) => path.includes('ConfirmSubscription'))).toBe(false);
+    expect(
+      sns()
+        .requests.slice(before)
+        .some((path) => path.includes('ConfirmSubscription')),
+    ).toBe(false);
   });
 
   it.each([
@@ -170,13 +166,13 @@ describe('Amazon SES feedback through SNS', () => {
     {
       name: 'a certificate from a host outside the pinned AWS pattern',
       spoil: (body: Record<string, string>) =>
-        sns.sign({ ...body, SigningCertURL: CERT_URL.replace('amazonaws.com', 'amazonaws.com.evil.example') }),
+        sns().sign({ ...body, SigningCertURL: CERT_URL.replace('amazonaws.com', 'amazonaws.com.evil.example') }),
       fetches: 0,
     },
     {
       name: 'a topic not among topicArns',
       spoil: (body: Record<string, string>) =>
-        sns.sign({ ...body, TopicArn: 'arn:aws:sns:us-east-1:999999999999:other' }),
+        sns().sign({ ...body, TopicArn: 'arn:aws:sns:us-east-1:999999999999:other' }),
       fetches: 0,
     },
     {
@@ -187,22 +183,22 @@ describe('Amazon SES feedback through SNS', () => {
   ])('$name: 401 and nothing written', async ({ spoil, fetches }) => {
     const { post, sendMail, admin } = await start();
     const mail = await sendMail('gone@example.org');
-    const before = sns.requests.length;
-    const body = spoil(sns.notification(TOPIC, sesNotification('Bounce', mail, 'ses-0004')));
+    const before = sns().requests.length;
+    const body = spoil(sns().notification(TOPIC, sesNotification('Bounce', mail, 'ses-0004')));
     expect((await post('ses', JSON.stringify(body), snsHeaders)).status).toBe(401);
     expect(await feedbackRows(bed)).toEqual([]);
     expect(await admin.listSuppressions()).toEqual([]);
-    expect(sns.requests.length - before).toBe(fetches);
+    expect(sns().requests.length - before).toBe(fetches);
   });
 
   it.each([
     ['a body that is not JSON', () => 'Type=Notification'],
-    ['a Message that is not JSON', () => JSON.stringify(sns.notification(TOPIC, 'not json'))],
+    ['a Message that is not JSON', () => JSON.stringify(sns().notification(TOPIC, 'not json'))],
     [
       'a bounce without recipients',
       () =>
         JSON.stringify(
-          sns.notification(TOPIC, {
+          sns().notification(TOPIC, {
             notificationType: 'Bounce',
             mail: { messageId: 'x' },
             bounce: { bounceType: 'Permanent', timestamp: '2026-12-03T10:00:00Z' },

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { createSign, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -112,4 +113,16 @@ export class SnsTestServer {
     this.agent.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** The SNS test server of a test file, started before its tests and closed after them. */
+export function useSnsTestServer(): () => SnsTestServer {
+  let sns: SnsTestServer | undefined;
+  beforeAll(async () => {
+    sns = await SnsTestServer.start();
+  });
+  afterAll(async () => {
+    await sns?.close();
+  });
+  return () => sns!;
 }

@@ -5,6 +5,7 @@ import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { ConsoleLogger, type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import {
@@ -140,13 +141,15 @@ export interface TestAppOptions {
   scheduler?: boolean;
   /** Modules besides reliable-mail's, such as `ReliableMailWebhooksModule.forRoot(…)`. */
   imports?: DynamicModule[];
+  /** The HTTP adapter: Nest's default (Express), or Fastify. @default 'express' */
+  http?: 'express' | 'fastify';
 }
 
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  { scheduler = true, imports = [] }: TestAppOptions = {},
+  { scheduler = true, imports = [], http = 'express' }: TestAppOptions = {},
 ): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -160,7 +163,11 @@ export async function createTestApp(
     providers: [EventRecorder, ...extraProviders],
   }).compile();
   // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
-  const app = moduleRef.createNestApplication({ logger: testLogger, rawBody: true });
+  const appOptions = { logger: testLogger, rawBody: true };
+  const app =
+    http === 'fastify'
+      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), appOptions)
+      : moduleRef.createNestApplication(appOptions);
   try {
     await app.init();
   } catch (error) {

@@ -7,7 +7,7 @@ import {
   type WebhookSourcesOptions,
 } from '@reliable-mail/nestjs';
 import type { SmtpScript } from './smtp-test-server.js';
-import { testMailOptions, waitFor } from './test-app.js';
+import { type TestAppOptions, testMailOptions, waitFor } from './test-app.js';
 import type { TestBed } from './test-bed.js';
 
 /**
@@ -21,11 +21,18 @@ export async function startWebhookApp(
     script = {},
     overrides = {},
     maxBodyBytes,
-  }: { script?: SmtpScript; overrides?: Partial<ReliableMailOptions>; maxBodyBytes?: number } = {},
+    http,
+  }: {
+    script?: SmtpScript;
+    overrides?: Partial<ReliableMailOptions>;
+    maxBodyBytes?: number;
+    http?: TestAppOptions['http'];
+  } = {},
 ) {
   const server = await bed.startSmtp(script);
   const app = await bed.startApp(testMailOptions(server.url, overrides), [], {
     imports: [ReliableMailWebhooksModule.forRoot({ path: 'webhooks/mail', sources, maxBodyBytes })],
+    http,
   });
   await app.listen(0, '127.0.0.1');
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/webhooks/mail`;
