@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { OnEvent } from '@nestjs/event-emitter';
 import {
+  EMAIL_SENT_EVENT,
   MailOutboxHealthIndicator,
   MailOutboxService,
   MailValidationError,
@@ -81,6 +84,29 @@ describe('operating the outbox', () => {
     expect((busy.mail.dispatcher as { idleMs: number }).idleMs).toBeLessThan(500);
 
     await waitFor('every mail sent', () => app.events.sent.length === 4, 20_000);
+  });
+
+  it('health: an event whose listener hangs stays unconfirmed, and past maxEventAgeMs the indicator names it', async () => {
+    const smtp = await bed.startSmtp();
+    const app = await bed.startApp(
+      testMailOptions(smtp.url, {
+        events: { listenerTimeoutMs: 200 },
+        health: { maxEventAgeMs: 1_000 },
+      }),
+      [HangingListener],
+    );
+    const health = app.get(MailOutboxHealthIndicator);
+    await app.get(MailOutboxService).enqueue(mail);
+    await waitFor('the listener to hear the event', () => app.get(HangingListener).heard > 0);
+    expect((await health.isHealthy()).mail).toMatchObject({
+      status: 'up',
+      events: { oldestUnconfirmedName: EMAIL_SENT_EVENT, maxAgeMs: 1_000 },
+    });
+
+    await waitFor('the indicator to fail', async () => (await health.isHealthy()).mail.status === 'down');
+    const stuck = (await health.isHealthy()).mail;
+    expect(stuck).toMatchObject({ failing: ['events'], events: { oldestUnconfirmedName: EMAIL_SENT_EVENT } });
+    expect((stuck.events as { oldestUnconfirmedAgeMs: number }).oldestUnconfirmedAgeMs).toBeGreaterThan(1_000);
   });
 
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {
@@ -298,3 +324,15 @@ describe('operating the outbox', () => {
     });
   });
 });
+
+/** A listener that never finishes: its event is never confirmed. */
+@Injectable()
+class HangingListener {
+  heard = 0;
+
+  @OnEvent(EMAIL_SENT_EVENT)
+  onSent(): Promise<void> {
+    this.heard += 1;
+    return new Promise(() => undefined);
+  }
+}

@@ -3,6 +3,7 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 
+import { oldestUnconfirmedEvent } from '../outbox/sql/events.js';
 import { feedbackFigures, healthFigures, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
@@ -11,7 +12,7 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
 
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
- * and its lag stay under their thresholds, dead letters stay few, complaints and hard bounces stay under the rates
+ * and its lag stay under their thresholds, dead letters stay few, events reach their listeners, complaints and hard bounces stay under the rates
  * that get sending accounts suspended, and (optionally) the SMTP server answers. An SMTP outage shows here as a
  * growing backlog, never as lost mail.
  */
@@ -36,14 +37,16 @@ export class MailOutboxHealthIndicator {
     let figures;
     let undeclared: Record<string, number>;
     let feedback;
+    let oldestEvent;
     try {
-      [figures, undeclared, feedback] = await Promise.all([
+      [figures, undeclared, feedback, oldestEvent] = await Promise.all([
         healthFigures(this.database, thresholds.deadLetterWindowMs),
         undeclaredLanes(
           this.database,
           this.options.lanes.map((lane) => lane.name),
         ),
         feedbackFigures(this.database, thresholds.feedbackWindowMs),
+        oldestUnconfirmedEvent(this.database),
       ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
@@ -56,6 +59,7 @@ export class MailOutboxHealthIndicator {
     if (figures.backlog > thresholds.maxBacklog) failing.push('backlog');
     if (figures.lagMs > thresholds.maxLagMs) failing.push('lag');
     if (figures.deadLetters > thresholds.maxDeadLetters) failing.push('deadLetters');
+    if (oldestEvent && oldestEvent.ageMs > thresholds.maxEventAgeMs) failing.push('events');
     const lanes = this.laneData();
     // A lane whose server refuses every session sends nothing: that is down, whatever the backlog says yet.
     if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
@@ -90,6 +94,11 @@ export class MailOutboxHealthIndicator {
         maxLagMs: thresholds.maxLagMs,
       },
       ...(Object.keys(undeclared).length > 0 ? { undeclaredLanes: undeclared } : {}),
+      events: {
+        oldestUnconfirmedAgeMs: oldestEvent?.ageMs ?? 0,
+        oldestUnconfirmedName: oldestEvent?.name ?? null,
+        maxAgeMs: thresholds.maxEventAgeMs,
+      },
       deadLetters: {
         count: figures.deadLetters,
         windowMs: thresholds.deadLetterWindowMs,

@@ -193,6 +193,12 @@ export interface HealthOptions {
    */
   maxDispatcherIdleMs?: number;
   /**
+   * An event recorded this long ago and still not heard makes the indicator fail: a listener that keeps throwing or
+   * hanging gets it again every `dispatcher.eventLeaseMs`, and an event no running instance listens for waits.
+   * @default 600000 (10 minutes)
+   */
+  maxEventAgeMs?: number;
+  /**
    * Also ask each lane's SMTP server or provider (`verify`) on every check.
    * @default `false`
    */

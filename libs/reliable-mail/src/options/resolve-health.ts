@@ -8,6 +8,7 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   deadLetterWindowMs: 3_600_000,
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
+  maxEventAgeMs: 600_000,
   verifySmtp: false,
   feedbackWindowMs: 86_400_000,
   maxComplaintRate: 0.001,
@@ -23,6 +24,7 @@ export function resolveHealth(options: HealthOptions | undefined): Required<Heal
     'maxLagMs',
     'deadLetterWindowMs',
     'maxDispatcherIdleMs',
+    'maxEventAgeMs',
     'feedbackWindowMs',
   ] as const) {
     requirePositiveInteger(`health.${key}`, health[key]);

@@ -29,6 +29,7 @@ const defaultHealth = {
   deadLetterWindowMs: 3_600_000,
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
+  maxEventAgeMs: 600_000,
   verifySmtp: false,
   feedbackWindowMs: 86_400_000,
   maxComplaintRate: 0.001,

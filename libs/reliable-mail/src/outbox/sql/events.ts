@@ -46,3 +46,24 @@ export async function claimUnconfirmedEvents(
 export async function confirmEvents(db: SqlClient, ids: string[]): Promise<void> {
   if (ids.length > 0) await db.query(CONFIRM, [ids]);
 }
+
+/**
+ * The oldest event not yet confirmed, found through the primary key (ids grow with recording) whatever the table
+ * holds. An event is deleted once heard, so one that stays is one whose listeners keep failing or hanging, or that
+ * no running instance listens for.
+ */
+const OLDEST_UNCONFIRMED: Statement = {
+  name: 'reliable_mail_oldest_unconfirmed_event',
+  text: `select name, (extract(epoch from now() - created_at) * 1000)::bigint as age_ms
+         from mail_outbox_event order by id limit 1`,
+};
+
+export interface OldestUnconfirmedEvent {
+  name: string;
+  ageMs: number;
+}
+
+export async function oldestUnconfirmedEvent(db: SqlClient): Promise<OldestUnconfirmedEvent | null> {
+  const [row] = await db.query<{ name: string; age_ms: string }>(OLDEST_UNCONFIRMED, []);
+  return row ? { name: row.name, ageMs: Number(row.age_ms) } : null;
+}
