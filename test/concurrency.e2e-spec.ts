@@ -141,7 +141,7 @@ describe('several dispatchers on one outbox', () => {
     const reader = await bed.startApp({ ...options, dispatcher: { ...options.dispatcher, enabled: false } });
     expect(await reader.get(MailOutboxService).get(id)).toMatchObject({
       status: 'pending',
-      attempts: 1,
+      attempts: 0,
       acceptedRecipients: to.slice(0, 2),
     });
     const next = await bed.startApp(options);

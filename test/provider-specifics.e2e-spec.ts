@@ -164,7 +164,7 @@ describe('what each provider transport does of its own', () => {
     const taken = api.messages.flatMap((message) => message.recipients);
     const reader = await startApp({ ...resend(), dispatcher: { enabled: false } });
     const row = await reader.get(MailOutboxService).get(id);
-    expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(row).toMatchObject({ status: 'pending', attempts: 0 });
     expect([...(row.acceptedRecipients ?? [])].sort()).toEqual([...taken].sort());
     const stopped = row.attemptLog[0].recipients!.filter((recipient) => recipient.reply?.includes('the app shut down'));
     expect(stopped).toHaveLength(61 - taken.length);

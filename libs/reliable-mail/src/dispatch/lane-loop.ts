@@ -77,6 +77,8 @@ export class LaneLoop {
   private readonly sendsStartedAt = new Map<ClaimedRow, number>();
   /** When the loop last finished a tick (a claim, or a failed one). */
   private lastTickAt: Date | null = null;
+  /** When a send last ended: a freed slot's next row may wait for a lease renewal before the loop ticks again. */
+  private lastSendEndedAt: Date | null = null;
   private startedAt: Date | null = null;
 
   constructor(
@@ -235,13 +237,13 @@ export class LaneLoop {
   }
 
   /**
-   * When the loop last showed that it runs: its last tick (its start, before the first ends), or now while every
-   * slot holds a send still within its deadline. The loop then waits for a slot to free rather than tick, and sends
+   * When the loop last showed that it runs: its last tick (its start, before the first ends) or the end of its last
+   * send, or now while every slot holds a send still within its deadline. The loop then waits for a slot to free rather than tick, and sends
    * to a server that stalls each take up to `sendTimeoutMs` (3 min by default): that is a slow server, which the
    * backlog and lag report, not a dead loop. A send past its deadline and margin means the loop is stuck.
    */
   get activeAt(): Date | null {
-    const tickedAt = this.lastTickAt ?? this.startedAt;
+    const tickedAt = latest(this.lastTickAt ?? this.startedAt, this.lastSendEndedAt);
     if (tickedAt === null || this.sendsStartedAt.size < this.lane.concurrency) return tickedAt;
     const oldest = Math.min(...this.sendsStartedAt.values());
     const withinDeadline = performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SETTLE_MARGIN_MS;
@@ -262,6 +264,7 @@ export class LaneLoop {
       settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result), this.stopSignal.signal);
     } finally {
       this.sendsStartedAt.delete(row);
+      this.lastSendEndedAt = new Date();
     }
     this.track(this.finish(row, settlement), this.settling);
   }
@@ -324,4 +327,8 @@ export class LaneLoop {
     // Emitted apart from the lane: a slow or stuck listener never holds a send slot or a settle.
     if (outcome.event) this.deps.publisher.publish(outcome.event);
   }
+}
+
+function latest(a: Date | null, b: Date | null): Date | null {
+  return a === null || (b !== null && b > a) ? b : a;
 }

@@ -343,6 +343,26 @@ describe('settlementFor an attempt', () => {
     });
   });
 
+  it('an attempt stopped at shutdown on its last attempt: what went out recorded, the rest at once, not charged', () => {
+    const stopped = 'not tried in this attempt: the app shut down after request 1 of 2';
+    const result = {
+      ...attempted(
+        [recipient('ann@example.com', 'accepted', ok), recipient('bob@example.com', 'deferred', stopped)],
+        ok,
+      ),
+      stoppedAtShutdown: true,
+    };
+    // The row's third attempt of three: deferred recipients would otherwise be given up on.
+    const settlement = settle(claimedRow({ attempts: 3 }), result);
+    expect(settlement).toMatchObject({
+      status: 'pending',
+      refundAttempt: 1,
+      nextAttemptAt: now,
+      acceptedRecipients: ['ann@example.com'],
+      eventName: null,
+    });
+  });
+
   it('suppressed recipients are reported as rejected once the row is sent', () => {
     const result = attempted([recipient('ann@example.com', 'accepted', ok)], ok);
     const settlement = settle(claimedRow({ suppressed: ['bob@example.com'] }), result);

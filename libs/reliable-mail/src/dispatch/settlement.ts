@@ -145,6 +145,24 @@ export function settlementFor(
 
   const common = recordedWith(problem);
   const reason = problem?.reply ?? 'deferred';
+  if (result.stoppedAtShutdown) {
+    // The app shut down between two transactions or requests: what went out is recorded, the rest were not tried.
+    // Not charged, and no failed event: the next claim sends to them at once, wherever it runs.
+    return {
+      ...base(row, durationMs),
+      ...common,
+      status: 'pending',
+      refundAttempt: 1,
+      nextAttemptAt: now,
+      lastError: reason,
+      outcome,
+      acceptedRecipients: accepted,
+      rejectedRecipients: refused,
+      sentAt: null,
+      eventName: null,
+      eventPayload: {},
+    };
+  }
   const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
   const retry = decideRetry(row, true, policy, now, random);
   const expires = retry.retry && row.expiresAt !== null && retry.nextAttemptAt >= row.expiresAt;

@@ -114,7 +114,7 @@ export class MailEventPublisher {
     if (this.stopped) return 0;
     // Only events something here listens for: with `record: 'all'` an instance without listeners records events
     // for the others, and must not take them.
-    const names = Object.keys(EVENT_CLASSES).filter((name) => this.hasListeners(name));
+    const names = this.listenedNames();
     const room = this.options.events.maxQueued - this.held.size;
     if (names.length === 0 || room <= 0) return 0;
     const events = await claimUnconfirmedEvents(this.database, {
@@ -129,6 +129,11 @@ export class MailEventPublisher {
       for (const event of events) this.publish(event);
     }
     return events.length;
+  }
+
+  /** The names of reliable-mail's events that something in this process listens for. */
+  listenedNames(): string[] {
+    return Object.keys(EVENT_CLASSES).filter((name) => this.hasListeners(name));
   }
 
   private hasListeners(name: string): boolean {

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
+import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 
 import { oldestUnconfirmedEvent } from '../outbox/sql/events.js';
@@ -22,6 +23,7 @@ export class MailOutboxHealthIndicator {
     private readonly health: HealthIndicatorService,
     private readonly database: OutboxDatabase,
     private readonly dispatcher: MailDispatcher,
+    private readonly publisher: MailEventPublisher,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {}
@@ -46,7 +48,7 @@ export class MailOutboxHealthIndicator {
           this.options.lanes.map((lane) => lane.name),
         ),
         feedbackFigures(this.database, thresholds.feedbackWindowMs),
-        oldestUnconfirmedEvent(this.database),
+        oldestUnconfirmedEvent(this.database, this.publisher.listenedNames()),
       ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });

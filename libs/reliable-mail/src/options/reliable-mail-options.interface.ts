@@ -193,8 +193,8 @@ export interface HealthOptions {
    */
   maxDispatcherIdleMs?: number;
   /**
-   * An event recorded this long ago and still not heard makes the indicator fail: a listener that keeps throwing or
-   * hanging gets it again every `dispatcher.eventLeaseMs`, and an event no running instance listens for waits.
+   * An event of a name this instance listens for, recorded this long ago and still not heard, makes the indicator
+   * fail: a listener that keeps throwing or hanging gets it again every `dispatcher.eventLeaseMs`.
    * @default 600000 (10 minutes)
    */
   maxEventAgeMs?: number;

@@ -112,6 +112,11 @@ export type SendOutcome =
       deduplicatedByKey?: boolean;
       /** The server asks to slow down (421 4.7.x, rate limits, HTTP 429): the lane pauses. */
       slowDown: boolean;
+      /**
+       * The app began to shut down between two requests or transactions (`OutboundMessage.stopping`), and the
+       * recipients not reached yet are reported deferred: the attempt is not charged, and they go at the next claim.
+       */
+      stoppedAtShutdown?: boolean;
     }
   | {
       /**

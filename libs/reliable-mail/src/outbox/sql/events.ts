@@ -48,14 +48,14 @@ export async function confirmEvents(db: SqlClient, ids: string[]): Promise<void>
 }
 
 /**
- * The oldest event not yet confirmed, found through the primary key (ids grow with recording) whatever the table
- * holds. An event is deleted once heard, so one that stays is one whose listeners keep failing or hanging, or that
- * no running instance listens for.
+ * The oldest event of the names in $1 not yet confirmed, in the order of recording (the primary key). An event is
+ * deleted once heard, so one of a name this process listens for that stays is one whose listeners keep failing or
+ * hanging. Events of other names are passed over: an instance with `record: 'all'` keeps them for listeners elsewhere.
  */
 const OLDEST_UNCONFIRMED: Statement = {
   name: 'reliable_mail_oldest_unconfirmed_event',
   text: `select name, (extract(epoch from now() - created_at) * 1000)::bigint as age_ms
-         from mail_outbox_event order by id limit 1`,
+         from mail_outbox_event where name = any($1::text[]) order by id limit 1`,
 };
 
 export interface OldestUnconfirmedEvent {
@@ -63,7 +63,8 @@ export interface OldestUnconfirmedEvent {
   ageMs: number;
 }
 
-export async function oldestUnconfirmedEvent(db: SqlClient): Promise<OldestUnconfirmedEvent | null> {
-  const [row] = await db.query<{ name: string; age_ms: string }>(OLDEST_UNCONFIRMED, []);
+export async function oldestUnconfirmedEvent(db: SqlClient, names: string[]): Promise<OldestUnconfirmedEvent | null> {
+  if (names.length === 0) return null;
+  const [row] = await db.query<{ name: string; age_ms: string }>(OLDEST_UNCONFIRMED, [names]);
   return row ? { name: row.name, ageMs: Number(row.age_ms) } : null;
 }

@@ -27,10 +27,11 @@ const realClock: PacerClock = { now: () => performance.now(), pause };
 const SECOND_WITH_MARGIN_MS = 1_100;
 
 /**
- * Spaces every request a transport makes in this process at least `1000 / requestsPerSecond` ms apart (plus a
- * tenth): Resend limits a team to so many requests a second and answers 429 beyond. Each request takes the next free
- * slot, so two mails sent in many requests each share the rate instead of doubling it. Other processes sending with
- * the team's key are not counted: their 429s slow the lane down like any other.
+ * Spaces every request of one transport object at least `1000 / requestsPerSecond` ms apart (plus a tenth): Resend
+ * limits a team to so many requests a second and answers 429 beyond. Each request takes the next free slot, so two
+ * mails sent in many requests share the rate instead of doubling it. A slot whose send gave up (its deadline) is not
+ * given back: the rate is never exceeded, only left unused for a moment. Other processes sending with the team's
+ * key are not counted: their 429s slow the lane down like any other.
  */
 export class RequestPacer {
   private nextSlotAt = -Infinity;

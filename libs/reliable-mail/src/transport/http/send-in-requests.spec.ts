@@ -306,10 +306,11 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
 
   describe('paced, and stopped between requests', () => {
     /** Each request takes 100 ms and each pause what it is asked, on a clock of the test's. */
-    function setup({ deadlineAt = Infinity, stopAfter = Infinity } = {}) {
+    function setup({ deadlineAt = Infinity, stopAfter = Infinity, stopAtStart = false } = {}) {
       let now = 0;
       const deadline = new AbortController();
       const stopping = new AbortController();
+      if (stopAtStart) stopping.abort();
       const pauses: number[] = [];
       const pacer = new RequestPacer(10, {
         now: () => now,
@@ -363,6 +364,14 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
         'accepted 200 id-2',
         ...Array(2).fill('deferred not tried in this attempt: the app shut down after request 2 of 3'),
       ]);
+      expect(outcome).toMatchObject({ stoppedAtShutdown: true });
+    });
+
+    it('the app shutting down before the first request: it still waits for its slot and goes', async () => {
+      const { run, starts } = setup({ stopAtStart: true });
+      const outcome = await run();
+      expect(starts).toEqual([0]);
+      expect(outcome).toMatchObject({ stoppedAtShutdown: true });
     });
   });
 

@@ -116,18 +116,13 @@ export function mergeRequestOutcomes(sent: SentRequest[], untried: string[], unt
   };
 }
 
-/**
- * An attempt that made no request: the send deadline passed, or the app began to shut down, while it waited for the
- * rate limit's slot.
- */
-function noRequestMade(recipients: string[], why: string): SendOutcome {
+/** An attempt that made no request: the send deadline passed while it waited for the rate limit's slot. */
+function noRequestMade(recipients: string[]): SendOutcome {
   // More is asked of the provider than its rate limit allows: the lane slows down.
   return everyRecipientDeferred(
     recipients,
-    `not tried in this attempt: ${why} while it waited for the provider's rate limit`,
-    {
-      slowDown: true,
-    },
+    "not tried in this attempt: the send deadline passed while it waited for the provider's rate limit",
+    { slowDown: true },
   );
 }
 
@@ -144,15 +139,22 @@ export async function sendInRequests(
   send: (recipients: string[]) => Promise<SendOutcome>,
 ): Promise<SendOutcome> {
   const envelopes = requestEnvelopes(message, limits);
-  const waitOver = message.stopping ? AbortSignal.any([signal, message.stopping]) : signal;
+  // Shutdown stops a send between its requests, never before the first: a send that has started makes at least one
+  // request, within its deadline, so that the row is not charged for nothing.
+  const between = message.stopping ? AbortSignal.any([signal, message.stopping]) : signal;
   const sent: SentRequest[] = [];
   for (const [index, recipients] of envelopes.entries()) {
-    if (limits.pacer && !(await limits.pacer.take(waitOver))) {
-      if (index === 0)
-        return noRequestMade(message.recipients, signal.aborted ? 'the send deadline passed' : 'the app shut down');
+    if (limits.pacer && !(await limits.pacer.take(index === 0 ? signal : between))) {
+      if (index === 0) return noRequestMade(message.recipients);
       break;
     }
-    const outcome = await send(recipients);
+    let outcome: SendOutcome;
+    try {
+      outcome = await send(recipients);
+    } catch (error) {
+      // A transport's own fault, in this request only: the requests before it stay as they were taken.
+      outcome = everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
+    }
     sent.push({ recipients, outcome });
     const untried = envelopes.slice(index + 1).flat();
     if (untried.length === 0) return mergeRequestOutcomes(sent, [], '');
@@ -163,9 +165,12 @@ export async function sendInRequests(
         untried,
         `not tried in this attempt: ${of} was not taken (${stopReason(outcome)})`,
       );
-    if (waitOver.aborted) break;
+    if (between.aborted) break;
   }
+  const untried = envelopes.slice(sent.length).flat();
   const of = `request ${sent.length} of ${envelopes.length}`;
-  const why = signal.aborted ? `the send deadline passed after ${of}` : `the app shut down after ${of}`;
-  return mergeRequestOutcomes(sent, envelopes.slice(sent.length).flat(), `not tried in this attempt: ${why}`);
+  if (signal.aborted)
+    return mergeRequestOutcomes(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
+  const merged = mergeRequestOutcomes(sent, untried, `not tried in this attempt: the app shut down after ${of}`);
+  return merged.kind === 'attempted' ? { ...merged, stoppedAtShutdown: true } : merged;
 }

@@ -16,9 +16,10 @@ export interface ResendTransportOptions {
   /** The API's base URL. @default the SDK's: `RESEND_BASE_URL`, or https://api.resend.com */
   baseUrl?: string;
   /**
-   * The requests a second this process may make to Resend (every request of every send, a tenth below it): the
-   * team's rate limit, less what other processes with its keys use. A mail may take many requests (see the README's
-   * Transports), so a lane's `ratePerSecond`, which counts mails, cannot keep to it alone.
+   * The requests a second this transport object may make to Resend (every request of every send, a tenth below
+   * it): the team's rate limit, less what other processes and transport objects with its keys use. Lanes that share
+   * one object share its rate. A mail may take many requests (see the README's Transports), so a lane's
+   * `ratePerSecond`, which counts mails, cannot keep to it alone.
    * @default 5 (Resend's default limit for a team)
    */
   requestsPerSecond?: number;

@@ -28,6 +28,7 @@ export class SmtpConversation {
   private acceptedAt: Date | null = null;
   private slowDown = false;
   private outage: SmtpReply | null = null;
+  private stoppedAtShutdown = false;
 
   constructor(
     private readonly recipients: string[],
@@ -53,6 +54,7 @@ export class SmtpConversation {
         // The app shuts down: what went out is settled now rather than sent again after the lease.
         const untried = parseReply('not tried in this attempt: the app shut down');
         for (const address of waiting) this.set(address, 'deferred', untried);
+        this.stoppedAtShutdown = true;
         return false;
       }
       const chunk = waiting.splice(0, chunkSize);
@@ -79,6 +81,7 @@ export class SmtpConversation {
       providerMessageId: this.accepting === null ? null : providerMessageIdOf(this.accepting),
       acceptedAt: this.acceptedAt,
       slowDown: this.slowDown,
+      ...(this.stoppedAtShutdown ? { stoppedAtShutdown: true } : {}),
     };
   }
 
