@@ -7,7 +7,7 @@ import { normalizeAddress } from '../outbox/validation/addresses.js';
 import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';
-import { matchingIds } from '../outbox/sql/filter.js';
+import { countMatching, matchingIds } from '../outbox/sql/filter.js';
 import { CLOSED_STATUSES, purgeRows } from '../outbox/sql/purge.js';
 import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { checkFilter } from './outbox-filter.js';
@@ -78,7 +78,7 @@ export class MailOutboxAdmin {
    */
   async purge(filter: OutboxFilter, { dryRun = false }: { dryRun?: boolean } = {}): Promise<number> {
     checkFilter(filter, 'purge');
-    if (dryRun) return (await matchingIds(this.db, filter, CLOSED_STATUSES)).length;
+    if (dryRun) return countMatching(this.db, filter, CLOSED_STATUSES);
     const count = await purgeRows(this.db, filter);
     this.logger.log({ msg: 'purged', count, filter });
     return count;

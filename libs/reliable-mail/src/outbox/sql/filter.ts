@@ -43,3 +43,17 @@ export async function matchingIds(
   );
   return rows.map((row) => row.id);
 }
+
+/** How many rows in `statuses` match the filter: what purge would delete, for its dry run, without their ids. */
+export async function countMatching(
+  db: SqlClient,
+  filter: OutboxFilter,
+  statuses: readonly OutboxStatus[],
+): Promise<number> {
+  const where = whereOf(filter, 2);
+  const [row] = await db.query<{ count: number }>(
+    { text: `select count(*)::int as count from mail_outbox o where o.status = any($1::text[]) and ${where.sql}` },
+    [statuses, ...where.values],
+  );
+  return row.count;
+}
