@@ -137,6 +137,12 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
 
     const row = await outbox.get(id);
     expect(outcomes(row)).toEqual(['unknown', 'sent']);
+    if (name !== 'ses') {
+      // Postmark and Resend take the attachment as base64 in JSON.
+      const body = JSON.parse(provider.requests.find((request) => request.method === 'POST')!.body);
+      const [attachment] = body.attachments ?? body.Attachments;
+      expect(attachment.content ?? attachment.Content).toBe(Buffer.from('mug x 2').toString('base64'));
+    }
     // Cut at the 1 s deadline, not at the SDK's or the stand-in's own timeouts (minutes).
     expect(row.attemptLog[0].durationMs).toBeLessThan(10_000);
     expect(await provider.delivered()).toEqual([messageId]);
@@ -233,6 +239,7 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     const row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', attempts: 1 });
     expect(new Set(outcomes(row).slice(0, -1))).toEqual(new Set(['outage']));
+    expect(app.events.failed.length).toBeGreaterThan(0);
     expect(app.events.failed.every((event) => event.cause === 'outage' && event.attempt === 0)).toBe(true);
     expect(await provider.delivered()).toEqual([messageId]);
   });

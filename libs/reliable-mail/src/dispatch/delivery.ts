@@ -5,6 +5,7 @@ import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
 import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
+import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
 import { skipSettlement } from './settlement-closing.js';
@@ -114,7 +115,7 @@ export class Delivery {
       const onAbort = () => {
         reject(new Error('the send deadline passed while the mail was being rendered'));
         void rendering.then(
-          (late) => MailRenderer.release(late),
+          (late) => releaseAttachmentStreams(late),
           () => undefined,
         );
       };

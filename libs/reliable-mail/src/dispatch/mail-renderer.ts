@@ -41,11 +41,6 @@ export class MailRenderer {
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'attachmentResolver'>,
   ) {}
 
-  /** Closes the attachment streams of a rendered mail that will not be sent. */
-  static release(mail: RenderedMail): void {
-    for (const { content } of mail.attachments) if (isReadable(content)) content.destroy();
-  }
-
   /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */
   async render(messageId: string, payload: MailPayload, signal: AbortSignal): Promise<RenderedMail> {
     const { from, to, cc, bcc, replyTo, headers } = payload;

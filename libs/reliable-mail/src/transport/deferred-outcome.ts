@@ -1,4 +1,9 @@
-import type { SendOutcome } from './mail-transport.interface.js';
+import type { RecipientOutcome, SendOutcome } from './mail-transport.interface.js';
+
+/** A recipient not reached, to be tried again: with `reply` saying why, and the reply code when one came. */
+export function deferredRecipient(address: string, reply: string, replyCode: number | null = null): RecipientOutcome {
+  return { address, status: 'deferred', replyCode, enhancedStatus: null, reply, perRecipient: false };
+}
 
 /** An attempt that reached no server: every recipient deferred with `reason`, to be tried again. */
 export function everyRecipientDeferred(
@@ -8,14 +13,7 @@ export function everyRecipientDeferred(
 ): SendOutcome {
   return {
     kind: 'attempted',
-    recipients: recipients.map((address) => ({
-      address,
-      status: 'deferred',
-      replyCode: null,
-      enhancedStatus: null,
-      reply: reason,
-      perRecipient: false,
-    })),
+    recipients: recipients.map((address) => deferredRecipient(address, reason)),
     reply: null,
     providerMessageId: null,
     slowDown,

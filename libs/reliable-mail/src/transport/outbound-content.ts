@@ -72,9 +72,7 @@ export function attachmentBytes(mail: RenderedMail, signal: AbortSignal): Promis
 
 /** A stream a resolver opened for an attachment is this attempt's: a failed or cut build may leave it unread. */
 export function releaseAttachmentStreams(mail: RenderedMail): void {
-  for (const { content } of mail.attachments) {
-    if (content instanceof Readable && !content.destroyed) content.destroy();
-  }
+  for (const { content } of mail.attachments) if (!Buffer.isBuffer(content) && !content.destroyed) content.destroy();
 }
 
 /** An address as an RFC 5322 mailbox: `"Ann Example" <ann@example.com>`, or the bare address. */

@@ -82,7 +82,7 @@ export async function attachmentsOrOutcome(
   }
 }
 
-export interface RequestFacts {
+interface RequestFacts {
   providerRequestId: string | null;
   deduplicatedByKey: boolean;
 }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 /** The time a pacer keeps: the real one, or a test's. */
 export interface PacerClock {
   now(): number;
@@ -7,15 +9,8 @@ export interface PacerClock {
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+  // An abort ends the wait early; it is not an error here.
+  return sleep(ms, undefined, { signal }).catch(() => undefined);
 }
 
 const realClock: PacerClock = { now: () => performance.now(), pause };

@@ -306,7 +306,7 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
 
   describe('paced, and stopped between requests', () => {
     /** Each request takes 100 ms and each pause what it is asked, on a clock of the test's. */
-    function setup({ deadlineAt = Infinity, stopAfter = Infinity, stopAtStart = false } = {}) {
+    function setup({ deadlineAt = Infinity, stopAfter = Infinity, stopAtStart = false, throwAt = 0 } = {}) {
       let now = 0;
       const deadline = new AbortController();
       const stopping = new AbortController();
@@ -330,6 +330,7 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
             starts.push(now);
             now += 100;
             if (starts.length === stopAfter) stopping.abort();
+            if (starts.length === throwAt) throw new Error('boom');
             return outcomeOfRequest(recipients, 'taken', starts.length - 1, false);
           },
         );
@@ -337,6 +338,33 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
     }
     const statuses = (outcome: SendOutcome) =>
       outcome.kind === 'attempted' ? outcome.recipients.map(({ status, reply }) => `${status} ${reply}`) : [];
+
+    it('the send deadline passing before the first slot: no request, every recipient deferred, the lane slows down', async () => {
+      const { run, starts } = setup({ deadlineAt: 0 });
+      const outcome = await run();
+      expect(starts).toEqual([]);
+      expect(outcome).toMatchObject({ slowDown: true });
+      expect(new Set(statuses(outcome))).toEqual(
+        new Set([
+          "deferred not tried in this attempt: the send deadline passed while it waited for the provider's rate limit",
+        ]),
+      );
+    });
+
+    it('a transport that throws in the second request: its recipients deferred, the first request still taken', async () => {
+      const { run, starts } = setup({ throwAt: 2 });
+      const outcome = await run();
+      expect(starts).toEqual([0, 110]);
+      expect(statuses(outcome)).toEqual([
+        'accepted 200 id-1',
+        'accepted 200 id-1',
+        ...Array(2).fill('deferred the transport failed: Error: boom'),
+        ...Array(2).fill(
+          'deferred not tried in this attempt: request 2 of 3 was not taken (deferred: the transport failed: Error: boom)',
+        ),
+      ]);
+      expect(outcome).toMatchObject({ providerMessageId: 'id-1' });
+    });
 
     it('each request takes its slot of the pacer: 10 a second, a tenth apart and a tenth more', async () => {
       const { run, pauses, starts } = setup();

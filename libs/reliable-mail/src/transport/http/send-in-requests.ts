@@ -1,5 +1,5 @@
 import type { OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
-import { everyRecipientDeferred } from '../deferred-outcome.js';
+import { deferredRecipient, everyRecipientDeferred } from '../deferred-outcome.js';
 import { addressedTo } from '../outbound-content.js';
 import type { RequestPacer } from './request-pacer.js';
 
@@ -9,7 +9,7 @@ import type { RequestPacer } from './request-pacer.js';
 // outcomes of those requests make the attempt's one `SendOutcome`.
 
 /** One request of a send: its recipients and what came of it. */
-export interface SentRequest {
+interface SentRequest {
   recipients: string[];
   outcome: SendOutcome;
 }
@@ -83,26 +83,18 @@ function stopReason(outcome: SendOutcome): string {
  * deferred. The reply, the provider's ids and the accept time are the first accepting request's (the request id,
  * when none accepted, the last request's); `slowDown` if any asked; `deduplicatedByKey` if every request was.
  */
-export function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedReply: string): SendOutcome {
+function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedReply: string): SendOutcome {
   const [first] = sent;
   if (first.outcome.kind === 'outage' || (sent.length === 1 && untried.length === 0)) return first.outcome;
-  const deferred = (address: string, reply: string, replyCode: number | null = null): RecipientOutcome => ({
-    address,
-    status: 'deferred',
-    replyCode,
-    enhancedStatus: null,
-    reply,
-    perRecipient: false,
-  });
   const recipients: RecipientOutcome[] = [];
   const attempted: Array<Extract<SendOutcome, { kind: 'attempted' }>> = [];
   for (const { recipients: envelope, outcome } of sent) {
     if (outcome.kind === 'attempted') {
       attempted.push(outcome);
       recipients.push(...outcome.recipients);
-    } else recipients.push(...envelope.map((address) => deferred(address, outcome.reply, outcome.replyCode)));
+    } else recipients.push(...envelope.map((address) => deferredRecipient(address, outcome.reply, outcome.replyCode)));
   }
-  recipients.push(...untried.map((address) => deferred(address, untriedReply)));
+  recipients.push(...untried.map((address) => deferredRecipient(address, untriedReply)));
   const accepting = attempted.find((outcome) => outcome.recipients.some(({ status }) => status === 'accepted'));
   return {
     kind: 'attempted',
@@ -141,12 +133,18 @@ export async function sendInRequests(
   const envelopes = requestEnvelopes(message, limits);
   // Shutdown stops a send between its requests, never before the first: a send that has started makes at least one
   // request, within its deadline, so that the row is not charged for nothing.
-  const between = message.stopping ? AbortSignal.any([signal, message.stopping]) : signal;
+  const stopping = message.stopping;
+  let between: AbortSignal | undefined;
   const sent: SentRequest[] = [];
   for (const [index, recipients] of envelopes.entries()) {
-    if (limits.pacer && !(await limits.pacer.take(index === 0 ? signal : between))) {
-      if (index === 0) return noRequestMade(message.recipients);
-      break;
+    if (index > 0 && (signal.aborted || stopping?.aborted)) break;
+    if (limits.pacer) {
+      // The wait for a later request's slot ends at the deadline or at shutdown.
+      const waitOver = index === 0 || !stopping ? signal : (between ??= AbortSignal.any([signal, stopping]));
+      if (!(await limits.pacer.take(waitOver))) {
+        if (index === 0) return noRequestMade(message.recipients);
+        break;
+      }
     }
     let outcome: SendOutcome;
     try {
@@ -156,16 +154,11 @@ export async function sendInRequests(
       outcome = everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
     }
     sent.push({ recipients, outcome });
-    const untried = envelopes.slice(index + 1).flat();
-    if (untried.length === 0) return mergeRequestOutcomes(sent, [], '');
-    const of = `request ${index + 1} of ${envelopes.length}`;
-    if (!goesOn(outcome))
-      return mergeRequestOutcomes(
-        sent,
-        untried,
-        `not tried in this attempt: ${of} was not taken (${stopReason(outcome)})`,
-      );
-    if (between.aborted) break;
+    if (index === envelopes.length - 1) return mergeRequestOutcomes(sent, [], '');
+    if (!goesOn(outcome)) {
+      const why = `request ${index + 1} of ${envelopes.length} was not taken (${stopReason(outcome)})`;
+      return mergeRequestOutcomes(sent, envelopes.slice(index + 1).flat(), `not tried in this attempt: ${why}`);
+    }
   }
   const untried = envelopes.slice(sent.length).flat();
   const of = `request ${sent.length} of ${envelopes.length}`;

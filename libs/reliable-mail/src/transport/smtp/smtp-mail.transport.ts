@@ -1,7 +1,8 @@
-import type { MailTransport, OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
+import type { MailTransport, OutboundMessage, SendOutcome } from '../mail-transport.interface.js';
+import { everyRecipientDeferred } from '../deferred-outcome.js';
 import { composeMime, releaseAttachmentStreams } from '../outbound-content.js';
 import { SmtpConversation } from './smtp-conversation.js';
-import { replyOfError, type SmtpError, type SmtpReply } from './smtp-reply.js';
+import { replyOfError, type SmtpError } from './smtp-reply.js';
 import type { SmtpSession } from './smtp-session.js';
 import { SmtpSessionPool } from './smtp-session-pool.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
@@ -30,7 +31,7 @@ export class SmtpMailTransport implements MailTransport {
     try {
       body = await composeMime(message.messageId, message.mail, signal);
     } catch (error) {
-      return everyRecipient(message.recipients, 'deferred', replyOfError(error as SmtpError));
+      return everyRecipientDeferred(message.recipients, replyOfError(error as SmtpError).reply);
     } finally {
       releaseAttachmentStreams(message.mail);
     }
@@ -72,14 +73,4 @@ export class SmtpMailTransport implements MailTransport {
   async close(): Promise<void> {
     this.pool.close();
   }
-}
-
-function everyRecipient(recipients: string[], status: RecipientOutcome['status'], reply: SmtpReply): SendOutcome {
-  return {
-    kind: 'attempted',
-    recipients: recipients.map((address) => ({ address, status, ...reply, perRecipient: false })),
-    reply: null,
-    providerMessageId: null,
-    slowDown: false,
-  };
 }
