@@ -14,6 +14,7 @@ export async function pausedLaneHealth(health: MailOutboxHealthIndicator, lane: 
     const { mail } = await health.isHealthy('mail');
     return { status: mail, lane: (mail.dispatcher as { lanes: Record<string, LaneHealth> }).lanes[lane] };
   };
-  await waitFor(`lane ${lane} to pause`, async () => (await check()).lane?.paused ?? false);
-  return check();
+  let seen: Awaited<ReturnType<typeof check>> | undefined;
+  await waitFor(`lane ${lane} to pause`, async () => (seen = await check()).lane?.paused ?? false);
+  return seen!;
 }
