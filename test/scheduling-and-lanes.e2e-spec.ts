@@ -121,7 +121,13 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       await waitFor('the send to start', async () => (await statusOf(em, id)) === 'sending');
       await expect(outbox.cancel(id)).resolves.toEqual({ id, status: 'sending' });
       await waitFor('the attempt to settle', () => app.events.failed.length === 1);
-      expect(app.events.failed[0]).toMatchObject({ id, status: 'cancelled', nextAttemptAt: null });
+      expect(app.events.failed[0]).toMatchObject({
+        id,
+        status: 'cancelled',
+        cause: 'cancelled',
+        deferred: [],
+        nextAttemptAt: null,
+      });
       await new Promise((resolve) => setTimeout(resolve, 200));
       const row = await outbox.get(id);
       expect(row).toMatchObject({ status: 'cancelled', attempts: 1 });

@@ -1,18 +1,9 @@
 import { MailValidationError } from '../errors.js';
-import type { OutboxStatus } from '../outbox/mail.types.js';
+import { OUTBOX_STATUSES, type OutboxStatus } from '../outbox/mail.types.js';
 import type { OutboxFilter } from '../outbox/operations.types.js';
+import { isUuid } from '../shared/uuid.js';
 
-const STATUSES = new Set<OutboxStatus>([
-  'pending',
-  'sending',
-  'sent',
-  'failed',
-  'dead',
-  'cancelled',
-  'expired',
-  'suppressed',
-]);
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const STATUSES = new Set<OutboxStatus>(OUTBOX_STATUSES);
 
 const nonEmptyString = (value: unknown) => typeof value === 'string' && value.trim().length > 0;
 const validDate = (value: unknown) => value instanceof Date && !Number.isNaN(value.getTime());
@@ -20,7 +11,7 @@ const validDate = (value: unknown) => value instanceof Date && !Number.isNaN(val
 /** What each field of a filter must be: an empty or null value would otherwise narrow nothing. */
 const FIELDS: Record<keyof OutboxFilter, { valid: (value: unknown) => boolean; expected: string }> = {
   ids: {
-    valid: (value) => Array.isArray(value) && value.length > 0 && value.every((id) => UUID_PATTERN.test(String(id))),
+    valid: (value) => Array.isArray(value) && value.length > 0 && value.every((id) => isUuid(String(id))),
     expected: 'a non-empty array of row ids',
   },
   status: {

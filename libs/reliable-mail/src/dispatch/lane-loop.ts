@@ -67,7 +67,6 @@ export class LaneLoop {
   private readonly timerName: string;
   /** The tick under way, if any: shutdown waits for its claim before handing rows back. */
   private running: Promise<void> | null = null;
-  private stopping = false;
   /** Aborted at stop: a send in several requests or transactions makes no further one (`OutboundMessage.stopping`). */
   private readonly stopSignal = new AbortController();
   private rerunRequested = false;
@@ -75,11 +74,11 @@ export class LaneLoop {
   private backlogSeen = false;
   /** When each send under way started (`performance.now()`). */
   private readonly sendsStartedAt = new Map<ClaimedRow, number>();
-  /** When the loop last finished a tick (a claim, or a failed one). */
-  private lastTickAt: Date | null = null;
-  /** When a send last ended: a freed slot's next row may wait for a lease renewal before the loop ticks again. */
-  private lastSendEndedAt: Date | null = null;
-  private startedAt: Date | null = null;
+  /**
+   * When the loop last showed that it runs: its start, the end of a tick (a claim, or a failed one), or the end of a
+   * send (a freed slot's next row may wait for a lease renewal before the loop ticks again).
+   */
+  private lastSignOfLife: Date | null = null;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -89,8 +88,12 @@ export class LaneLoop {
     this.timerName = `${DISPATCHER_TIMEOUT_NAME}:${lane.name}`;
   }
 
+  private get stopping(): boolean {
+    return this.stopSignal.signal.aborted;
+  }
+
   start(): void {
-    this.startedAt = new Date();
+    this.lastSignOfLife = new Date();
     this.schedule(0);
   }
 
@@ -99,7 +102,6 @@ export class LaneLoop {
    * in flight and their settles; returns how many did not finish.
    */
   async stop(timeoutMs: number): Promise<number> {
-    this.stopping = true;
     this.stopSignal.abort();
     this.clearTimer();
     // Whatever the database does, shutdown takes no longer than timeoutMs: a claim or a hand-back that hangs on a
@@ -207,7 +209,7 @@ export class LaneLoop {
         error: String(error),
       });
     } finally {
-      this.lastTickAt = new Date();
+      this.lastSignOfLife = new Date();
     }
     if (this.stopping) return;
     if (this.rerunRequested && next !== -1) next = Math.min(next, this.throttle.waitMs(Date.now()));
@@ -237,17 +239,17 @@ export class LaneLoop {
   }
 
   /**
-   * When the loop last showed that it runs: its last tick (its start, before the first ends) or the end of its last
-   * send, or now while every slot holds a send still within its deadline. The loop then waits for a slot to free rather than tick, and sends
-   * to a server that stalls each take up to `sendTimeoutMs` (3 min by default): that is a slow server, which the
-   * backlog and lag report, not a dead loop. A send past its deadline and margin means the loop is stuck.
+   * When the loop last showed that it runs (null before its start), or now while every slot holds a send still within
+   * its deadline. The loop then waits for a slot to free rather than tick, and sends to a server that stalls each take
+   * up to `sendTimeoutMs` (3 min by default): that is a slow server, which the backlog and lag report, not a dead loop.
+   * A send past its deadline and margin means the loop is stuck.
    */
   get activeAt(): Date | null {
-    const tickedAt = latest(this.lastTickAt ?? this.startedAt, this.lastSendEndedAt);
-    if (tickedAt === null || this.sendsStartedAt.size < this.lane.concurrency) return tickedAt;
+    const lastSeen = this.lastSignOfLife;
+    if (lastSeen === null || this.sendsStartedAt.size < this.lane.concurrency) return lastSeen;
     const oldest = Math.min(...this.sendsStartedAt.values());
     const withinDeadline = performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SETTLE_MARGIN_MS;
-    return withinDeadline ? new Date() : tickedAt;
+    return withinDeadline ? new Date() : lastSeen;
   }
 
   /** Why the lane is paused, if it is (or was, while it probes with one message). */
@@ -264,7 +266,7 @@ export class LaneLoop {
       settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result), this.stopSignal.signal);
     } finally {
       this.sendsStartedAt.delete(row);
-      this.lastSendEndedAt = new Date();
+      this.lastSignOfLife = new Date();
     }
     this.track(this.finish(row, settlement), this.settling);
   }
@@ -327,8 +329,4 @@ export class LaneLoop {
     // Emitted apart from the lane: a slow or stuck listener never holds a send slot or a settle.
     if (outcome.event) this.deps.publisher.publish(outcome.event);
   }
-}
-
-function latest(a: Date | null, b: Date | null): Date | null {
-  return a === null || (b !== null && b > a) ? b : a;
 }

@@ -13,6 +13,12 @@ describe('LaneThrottle: a rate limit', () => {
     expect(new LaneThrottle(rate, t0).take(wanted, t0)).toBe(expected);
   });
 
+  it('a rate below one grants one once a second has passed, never zero for good', () => {
+    const throttle = new LaneThrottle(0.5, t0);
+    expect(throttle.take(5, t0)).toBe(0);
+    expect(throttle.take(5, t0 + 1_000)).toBe(1);
+  });
+
   it('refills at the rate, never past one second worth, and takes back what a claim did not use', () => {
     const throttle = new LaneThrottle(10, t0);
     expect(throttle.take(10, t0)).toBe(10);

@@ -145,39 +145,34 @@ export function settlementFor(
 
   const common = recordedWith(problem);
   const reason = problem?.reply ?? 'deferred';
+  /** The row waits for its next attempt: what this one reached is recorded, the rest wait. */
+  const pending = (
+    refundAttempt: 0 | 1,
+    nextAttemptAt: Date,
+    event: Pick<Settlement, 'eventName' | 'eventPayload'>,
+  ): Settlement => ({
+    ...base(row, durationMs),
+    ...common,
+    status: 'pending',
+    refundAttempt,
+    nextAttemptAt,
+    lastError: reason,
+    outcome,
+    acceptedRecipients: accepted,
+    rejectedRecipients: refused,
+    sentAt: null,
+    ...event,
+  });
   if (result.stoppedAtShutdown) {
     // The app shut down between two transactions or requests: what went out is recorded, the rest were not tried.
     // Not charged, and no failed event: the next claim sends to them at once, wherever it runs.
-    return {
-      ...base(row, durationMs),
-      ...common,
-      status: 'pending',
-      refundAttempt: 1,
-      nextAttemptAt: now,
-      lastError: reason,
-      outcome,
-      acceptedRecipients: accepted,
-      rejectedRecipients: refused,
-      sentAt: null,
-      eventName: null,
-      eventPayload: {},
-    };
+    return pending(1, now, { eventName: null, eventPayload: {} });
   }
   const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
   const retry = decideRetry(row, true, policy, now, random);
   const expires = retry.retry && row.expiresAt !== null && retry.nextAttemptAt >= row.expiresAt;
   if (retry.retry && !expires) {
-    return {
-      ...base(row, durationMs),
-      ...common,
-      status: 'pending',
-      refundAttempt: 0,
-      nextAttemptAt: retry.nextAttemptAt,
-      lastError: reason,
-      outcome,
-      acceptedRecipients: accepted,
-      rejectedRecipients: refused,
-      sentAt: null,
+    return pending(0, retry.nextAttemptAt, {
       eventName: EMAIL_FAILED_EVENT,
       eventPayload: failedEvent(row, {
         status: 'pending',
@@ -190,12 +185,12 @@ export function settlementFor(
         nextAttemptAt: retry.nextAttemptAt,
         outcomeUnknown: outcome === 'unknown',
       }),
-    };
+    });
   }
 
   // Out of attempts, time or expiry: the recipients still waiting are given up on.
   const why = expires
-    ? `expired: no attempt possible before ${row.expiresAt!.toISOString()}`
+    ? expiredWhy(row)
     : `dead-lettered: ${!retry.retry && retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'}`;
   const givenUp = waiting.map((recipient) => ({ ...asRejected(recipient), reply: `${recipient.reply} (${why})` }));
   return closed(row, now, durationMs, {
@@ -208,6 +203,11 @@ export function settlementFor(
     accepted,
     outcomeUnknown: outcome === 'unknown',
   });
+}
+
+/** Why a row whose next attempt would come after its expiry is closed. */
+function expiredWhy(row: ClaimedRow): string {
+  return `expired: no attempt possible before ${row.expiresAt!.toISOString()}`;
 }
 
 /** A lane outage: nothing about the message was learned, so the attempt does not count; only age can end it. */
@@ -225,9 +225,7 @@ function outageSettlement(
   const nextAttemptAt = new Date(Math.max(outageEndsAt.getTime(), now.getTime()));
   const expires = row.expiresAt !== null && nextAttemptAt >= row.expiresAt;
   if (!retry.retry || expires) {
-    const why = expires
-      ? `expired: no attempt possible before ${row.expiresAt!.toISOString()}`
-      : 'dead-lettered: too old';
+    const why = expires ? expiredWhy(row) : 'dead-lettered: too old';
     return closed(row, now, durationMs, {
       ...reply,
       status: row.acceptedRecipients.length > 0 ? 'sent' : expires ? 'expired' : 'dead',

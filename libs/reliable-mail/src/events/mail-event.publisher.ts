@@ -54,6 +54,8 @@ export class MailEventPublisher {
   private readonly held = new Set<string>();
   /** Set once shutdown has let the last emissions finish: what comes later waits in the table. */
   private stopped = false;
+  /** A drain is due on a later turn: one for every event published meanwhile. */
+  private drainScheduled = false;
 
   constructor(
     private readonly database: OutboxDatabase,
@@ -89,7 +91,12 @@ export class MailEventPublisher {
     }
     this.held.add(event.id);
     this.queue.push(event);
-    setImmediate(() => this.drain());
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      this.drain();
+    });
   }
 
   /**

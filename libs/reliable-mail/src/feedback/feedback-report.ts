@@ -1,5 +1,6 @@
 import { FeedbackPayloadError } from '../errors.js';
 import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
+import { UUID_SOURCE } from '../shared/uuid.js';
 
 // What every source's parser makes of a report, and the helpers they share to read it.
 
@@ -33,7 +34,7 @@ export interface FeedbackReport {
 
 export const ignoredReport = (reason: string): FeedbackReport => ({ items: [], ignored: reason });
 
-const ROW_MESSAGE_ID = /^<([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@[^<>@\s]+>$/i;
+const ROW_MESSAGE_ID = new RegExp(`^<(${UUID_SOURCE})@[^<>@\\s]+>$`, 'i');
 const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
 const ANGLE_ADDRESS = /<([^<>\s]+@[^<>\s]+)>/;
 

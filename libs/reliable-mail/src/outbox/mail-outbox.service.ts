@@ -21,9 +21,9 @@ import { listRows } from './sql/list.js';
 import { transactionOf } from '../database/sql-client.js';
 import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier } from './wake-up.notifier.js';
+import { isUuid } from '../shared/uuid.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Options shared by every mail of one `enqueueMany` call. */
 export type EnqueueManyOptions = Omit<EnqueueOptions, 'idempotencyKey'>;
@@ -103,7 +103,7 @@ export class MailOutboxService {
    * and is then not retried. Cancelling a final mail (sent, failed, dead, expired, suppressed) throws.
    */
   async cancel(id: string): Promise<{ id: string; status: OutboxStatus }> {
-    const status = UUID_PATTERN.test(id) ? await cancelRow(transactionOf(this.em), id) : null;
+    const status = isUuid(id) ? await cancelRow(transactionOf(this.em), id) : null;
     if (status === null) throw new OutboxRowNotFoundError(id);
     if (status !== 'cancelled' && status !== 'sending') throw new OutboxRowNotCancellableError(id, status);
     return { id, status };
@@ -111,7 +111,7 @@ export class MailOutboxService {
 
   /** The row and every attempt made to send it. */
   async get(id: string): Promise<OutboxRowWithAttempts> {
-    const [row] = UUID_PATTERN.test(id) ? await listRows(transactionOf(this.em), { ids: [id] }, 1) : [];
+    const [row] = isUuid(id) ? await listRows(transactionOf(this.em), { ids: [id] }, 1) : [];
     if (!row) throw new OutboxRowNotFoundError(id);
     return row;
   }

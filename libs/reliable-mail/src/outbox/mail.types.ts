@@ -94,7 +94,19 @@ export interface EnqueueOptions {
   ttlMs?: number;
 }
 
-export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'dead' | 'cancelled' | 'expired' | 'suppressed';
+/** Every status a row can be in. */
+export const OUTBOX_STATUSES = [
+  'pending',
+  'sending',
+  'sent',
+  'failed',
+  'dead',
+  'cancelled',
+  'expired',
+  'suppressed',
+] as const;
+
+export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
 export interface EnqueueResult {
   id: string;

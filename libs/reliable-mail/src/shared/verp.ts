@@ -1,14 +1,14 @@
 // Variable envelope return paths: every mail's SMTP envelope sender names its outbox row, so a DSN (a bounce
 // email, sent to that address) says which row it is about even when it quotes nothing of the original message.
 
+import { isUuid } from './uuid.js';
+
 export interface Verp {
   /** The domain whose mailbox receives the DSNs. */
   domain: string;
   /** What comes before `+<row id>`. */
   localPart: string;
 }
-
-const ROW_ID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
 /** The envelope sender of one row's mail: `<localPart>+<row id>@<domain>`. */
 export function verpAddress({ localPart, domain }: Verp, rowId: string): string {
@@ -22,5 +22,6 @@ export function rowIdOfVerpAddress({ localPart, domain }: Verp, address: string)
   const prefix = `${localPart.toLowerCase()}+`;
   const local = address.slice(0, at).toLowerCase();
   if (!local.startsWith(prefix)) return null;
-  return new RegExp(`^${ROW_ID}$`).exec(local.slice(prefix.length))?.[1] ?? null;
+  const rowId = local.slice(prefix.length);
+  return isUuid(rowId) ? rowId : null;
 }

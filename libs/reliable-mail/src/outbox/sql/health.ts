@@ -84,8 +84,8 @@ export async function undeclaredLanes(db: SqlClient, declared: string[]): Promis
 
 /**
  * Bounces and complaints received in the last $1 ms, against the mails sent in it: what mailbox providers and
- * ESPs judge a sender by. Read from partial indexes only (sent rows; bounce and complaint feedback), so a probe
- * costs the same whether the window holds deliveries by the million or none.
+ * ESPs judge a sender by. Read from partial indexes only: the sent rows' entries in the window, and the bounce and
+ * complaint feedback, never the delivery reports, which may be as many as the mails.
  */
 const FEEDBACK_FIGURES: Statement = {
   name: 'reliable_mail_feedback_figures',
