@@ -18,7 +18,7 @@ import {
 } from '@reliable-mail/nestjs';
 import pg from 'pg';
 import { Webhook } from 'svix';
-import { databaseUrl, FROM, MESSAGE_ID_DOMAIN, settings } from './common.js';
+import { databaseUrl, FROM, MESSAGE_ID_DOMAIN, percentile, settings, sleep } from './common.js';
 import { ormConfig } from './reliable-mail-config.js';
 
 const POSTS = Number(process.env.BENCH_WEBHOOK_POSTS ?? 1_000);
@@ -101,14 +101,12 @@ async function postAll(url: string, events: ReturnType<typeof signedEvents>) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const percentile = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))];
   return {
     posts: events.length,
     seconds,
     perSecond: events.length / seconds,
-    p50: percentile(0.5),
-    p95: percentile(0.95),
+    p50: percentile(latencies, 50)!,
+    p95: percentile(latencies, 95)!,
     stored: results.reduce((sum, stored) => sum + stored, 0),
   };
 }
@@ -139,7 +137,7 @@ async function main(): Promise<void> {
     const again = await postAll(route, events);
     const counter = app.get(EventCounter);
     const deadline = Date.now() + 30_000;
-    while (counter.heard < POSTS + 20 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (counter.heard < POSTS + 20 && Date.now() < deadline) await sleep(20);
     await app.close();
 
     const check = new pg.Client({ connectionString: url });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { EmailComplainedEvent, EmailDeliveredEvent } from '@reliable-mail/nestjs';
 import { CERT_URL, useSnsTestServer } from './support/sns-test-server.js';
 import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
@@ -110,6 +111,7 @@ describe('Amazon SES feedback through SNS', () => {
       expect.objectContaining({ address: 'gone@example.org', source: 'complaint', reason: 'ses complaint: abuse' }),
     ]);
     await waitFor('EmailComplainedEvent', () => app.events.complained.length === 1);
+    expect(app.events.complained[0]).toBeInstanceOf(EmailComplainedEvent);
     expect(app.events.complained[0]).toMatchObject({ id: mail.id, diagnostic: 'abuse', suppressed: true });
   });
 
@@ -119,6 +121,7 @@ describe('Amazon SES feedback through SNS', () => {
     const body = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0003')));
     expect((await post('ses', body, snsHeaders)).status).toBe(200);
     await waitFor('EmailDeliveredEvent', () => app.events.delivered.length === 1);
+    expect(app.events.delivered[0]).toBeInstanceOf(EmailDeliveredEvent);
     expect(app.events.delivered[0]).toMatchObject({
       id: mail.id,
       status: '2.6.0',

@@ -14,9 +14,4 @@ export class EmailBouncedEvent extends MailFeedbackEvent {
   constructor(props: EmailBouncedEvent) {
     super(props);
   }
-
-  /** Rebuilds the event from the JSON it was stored as. */
-  static fromJSON(json: Record<string, unknown>, eventId: string): EmailBouncedEvent {
-    return new EmailBouncedEvent(MailFeedbackEvent.revive(json, eventId));
-  }
 }

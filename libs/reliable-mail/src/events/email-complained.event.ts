@@ -14,9 +14,4 @@ export class EmailComplainedEvent extends MailFeedbackEvent {
   constructor(props: EmailComplainedEvent) {
     super(props);
   }
-
-  /** Rebuilds the event from the JSON it was stored as. */
-  static fromJSON(json: Record<string, unknown>, eventId: string): EmailComplainedEvent {
-    return new EmailComplainedEvent(MailFeedbackEvent.revive(json, eventId));
-  }
 }

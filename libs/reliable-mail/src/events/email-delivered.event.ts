@@ -8,9 +8,4 @@ export class EmailDeliveredEvent extends MailFeedbackEvent {
   constructor(props: EmailDeliveredEvent) {
     super(props);
   }
-
-  /** Rebuilds the event from the JSON it was stored as. */
-  static fromJSON(json: Record<string, unknown>, eventId: string): EmailDeliveredEvent {
-    return new EmailDeliveredEvent(MailFeedbackEvent.revive(json, eventId));
-  }
 }

@@ -32,8 +32,12 @@ export abstract class MailFeedbackEvent {
     Object.assign(this, props);
   }
 
-  /** The fields as they were stored, with the event's id and its date revived. */
-  protected static revive<T>(json: Record<string, unknown>, eventId: string): T {
-    return { ...json, eventId, reportedAt: new Date(json.reportedAt as string) } as T;
+  /** Rebuilds the event from the JSON it was stored as: its fields, the event's id, and its date revived. */
+  static fromJSON<T extends MailFeedbackEvent>(
+    this: new (props: T) => T,
+    json: Record<string, unknown>,
+    eventId: string,
+  ): T {
+    return new this({ ...json, eventId, reportedAt: new Date(json.reportedAt as string) } as T);
   }
 }

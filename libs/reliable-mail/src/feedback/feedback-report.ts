@@ -34,6 +34,9 @@ export interface FeedbackReport {
 
 export const ignoredReport = (reason: string): FeedbackReport => ({ items: [], ignored: reason });
 
+/** A report of these items, none ignored. */
+export const feedbackReport = (items: FeedbackItem[]): FeedbackReport => ({ items, ignored: null });
+
 const ROW_MESSAGE_ID = new RegExp(`^<(${UUID_SOURCE})@[^<>@\\s]+>$`, 'i');
 const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
 const ANGLE_ADDRESS = /<([^<>\s]+@[^<>\s]+)>/;

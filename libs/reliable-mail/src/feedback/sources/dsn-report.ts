@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { HeaderValue, ParsedMail } from 'mailparser';
 import { FeedbackPayloadError } from '../../errors.js';
 import { rowIdOfVerpAddress, type Verp } from '../../shared/verp.js';
-import { addressIn, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
+import { addressIn, feedbackReport, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
 import { loadSdk } from '../../transport/http/load-sdk.js';
 import { dsnFeedbackOf, headerBlockOf, headerFields, parseDeliveryStatus } from './delivery-status.js';
 
@@ -61,7 +61,7 @@ export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promis
     date: parsed.date ?? null,
   });
   return items.length > 0
-    ? { items, ignored: null }
+    ? feedbackReport(items)
     : ignoredReport('the DSN reports only relayed or expanded recipients');
 }
 

@@ -3,8 +3,8 @@ import { FeedbackSignatureError } from '../../errors.js';
 import type { BounceType } from '../../outbox/feedback.types.js';
 import {
   dateAt,
-  type FeedbackItem,
   type FeedbackReport,
+  feedbackReport,
   ignoredReport,
   objectAt,
   optionalStringAt,
@@ -78,17 +78,19 @@ export function postmarkFeedbackOf(record: unknown): FeedbackReport {
   const common = { providerMessageId, rowId: null, messageId: null, payload: body };
   if (recordType === 'Delivery') {
     const diagnostic = optionalStringAt(body.Details, 'Details');
-    return feedback({
-      ...common,
-      recipient: recipientAt(body.Recipient, 'Recipient'),
-      kind: 'delivered',
-      bounceType: null,
-      providerEventId: `Delivery:${providerMessageId}`,
-      status: statusIn(diagnostic),
-      diagnostic,
-      reportedAt: dateAt(body.DeliveredAt, 'DeliveredAt'),
-      suppress: false,
-    });
+    return feedbackReport([
+      {
+        ...common,
+        recipient: recipientAt(body.Recipient, 'Recipient'),
+        kind: 'delivered',
+        bounceType: null,
+        providerEventId: `Delivery:${providerMessageId}`,
+        status: statusIn(diagnostic),
+        diagnostic,
+        reportedAt: dateAt(body.DeliveredAt, 'DeliveredAt'),
+        suppress: false,
+      },
+    ]);
   }
   if (recordType !== 'Bounce' && recordType !== 'SpamComplaint') {
     return ignoredReport(`Postmark ${recordType} records carry no delivery feedback`);
@@ -98,19 +100,17 @@ export function postmarkFeedbackOf(record: unknown): FeedbackReport {
   const complained = recordType === 'SpamComplaint' || type === 'SpamComplaint';
   const bounceType: BounceType | null = complained ? null : HARD_BOUNCE_TYPES.has(type) ? 'hard' : 'soft';
   const details = optionalStringAt(body.Details, 'Details');
-  return feedback({
-    ...common,
-    recipient: recipientAt(body.Email, 'Email'),
-    kind: complained ? 'complained' : 'bounced',
-    bounceType,
-    providerEventId: stringAt(body.ID, 'ID'),
-    status: statusIn(details),
-    diagnostic: details ?? optionalStringAt(body.Description, 'Description'),
-    reportedAt: dateAt(body.BouncedAt, 'BouncedAt'),
-    suppress: complained || bounceType === 'hard',
-  });
-}
-
-function feedback(item: FeedbackItem): FeedbackReport {
-  return { items: [item], ignored: null };
+  return feedbackReport([
+    {
+      ...common,
+      recipient: recipientAt(body.Email, 'Email'),
+      kind: complained ? 'complained' : 'bounced',
+      bounceType,
+      providerEventId: stringAt(body.ID, 'ID'),
+      status: statusIn(details),
+      diagnostic: details ?? optionalStringAt(body.Description, 'Description'),
+      reportedAt: dateAt(body.BouncedAt, 'BouncedAt'),
+      suppress: complained || bounceType === 'hard',
+    },
+  ]);
 }

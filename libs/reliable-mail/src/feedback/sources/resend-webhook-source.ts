@@ -4,6 +4,7 @@ import {
   arrayAt,
   dateAt,
   type FeedbackReport,
+  feedbackReport,
   ignoredReport,
   objectAt,
   optionalStringAt,
@@ -77,8 +78,8 @@ export function resendFeedbackOf(event: unknown, eventId: string): FeedbackRepor
   const reportedAt = dateAt(body.created_at, 'created_at');
   const providerMessageId = stringAt(data.email_id, 'data.email_id');
   const suppress = (bounceType === 'hard' || kind === 'complained') && recipients.length === 1;
-  return {
-    items: recipients.map((recipient) => ({
+  return feedbackReport(
+    recipients.map((recipient) => ({
       recipient,
       kind,
       bounceType,
@@ -92,6 +93,5 @@ export function resendFeedbackOf(event: unknown, eventId: string): FeedbackRepor
       payload: body,
       suppress,
     })),
-    ignored: null,
-  };
+  );
 }

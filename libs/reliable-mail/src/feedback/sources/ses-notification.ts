@@ -3,8 +3,8 @@ import type { BounceType } from '../../outbox/feedback.types.js';
 import {
   arrayAt,
   dateAt,
-  type FeedbackItem,
   type FeedbackReport,
+  feedbackReport,
   ignoredReport,
   objectAt,
   optionalStringAt,
@@ -40,7 +40,7 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
       const bounce = objectAt(body.bounce, 'bounce');
       const bounceType = BOUNCE_TYPES[stringAt(bounce.bounceType, 'bounce.bounceType')] ?? 'soft';
       const reportedAt = dateAt(bounce.timestamp, 'bounce.timestamp');
-      return report(
+      return feedbackReport(
         arrayAt(bounce.bouncedRecipients, 'bounce.bouncedRecipients').map((entry, index) => {
           const recipient = objectAt(entry, `bounce.bouncedRecipients[${index}]`);
           const diagnostic = optionalStringAt(recipient.diagnosticCode, 'diagnosticCode');
@@ -60,7 +60,7 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
     case 'Complaint': {
       const complaint = objectAt(body.complaint, 'complaint');
       const reportedAt = dateAt(complaint.timestamp, 'complaint.timestamp');
-      return report(
+      return feedbackReport(
         arrayAt(complaint.complainedRecipients, 'complaint.complainedRecipients').map((entry, index) => ({
           ...common,
           recipient: recipientAt(
@@ -80,7 +80,7 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
       const delivery = objectAt(body.delivery, 'delivery');
       const diagnostic = optionalStringAt(delivery.smtpResponse, 'delivery.smtpResponse');
       const reportedAt = dateAt(delivery.timestamp, 'delivery.timestamp');
-      return report(
+      return feedbackReport(
         arrayAt(delivery.recipients, 'delivery.recipients').map((address, index) => ({
           ...common,
           recipient: recipientAt(address, `delivery.recipients[${index}]`),
@@ -96,7 +96,7 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
     case 'DeliveryDelay': {
       const delay = objectAt(body.deliveryDelay, 'deliveryDelay');
       const reportedAt = dateAt(delay.timestamp, 'deliveryDelay.timestamp');
-      return report(
+      return feedbackReport(
         arrayAt(delay.delayedRecipients, 'deliveryDelay.delayedRecipients').map((entry, index) => {
           const recipient = objectAt(entry, `deliveryDelay.delayedRecipients[${index}]`);
           const diagnostic = optionalStringAt(recipient.diagnosticCode, 'diagnosticCode');
@@ -116,10 +116,6 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
     default:
       return ignoredReport(`SES ${type} notifications carry no delivery feedback`);
   }
-}
-
-function report(items: FeedbackItem[]): FeedbackReport {
-  return { items, ignored: null };
 }
 
 /** The original Message-ID: SES gives it in the common headers, and in the headers unless they were truncated. */

@@ -67,11 +67,14 @@ export const RECORD_FEEDBACK: Statement = {
     from linked
     on conflict (source, provider_event_id, recipient) do nothing
     returning id
+  ), kept as (
+    -- The reports this statement stored: a provider's repeat of one stores, suppresses and records nothing.
+    select l.* from linked l join stored s on s.id = l.id
   ), suppressed as (
     insert into mail_suppression (address, reason, source, outbox_id)
     select distinct on (l.recipient) l.recipient, l.suppression_reason,
            case when l.kind = 'complained' then 'complaint' else 'bounce' end, l.outbox_id
-    from linked l join stored s on s.id = l.id
+    from kept l
     where l.suppresses
     on conflict (address) do nothing
   ), events as (
@@ -82,13 +85,13 @@ export const RECORD_FEEDBACK: Statement = {
              || case when l.kind in ('bounced', 'complained') then jsonb_build_object('suppressed', l.suppresses)
                      else '{}'::jsonb end,
            now() + $2::float8 * interval '1 millisecond'
-    from linked l join stored s on s.id = l.id
+    from kept l
     where l.outbox_id is not null and l.event_name is not null
     returning id, name, payload
   )
   select l.id, l.kind, l.bounce_type, l.outbox_id is not null as linked, null::bigint as event_id,
          null::text as name, null::jsonb as payload
-  from linked l join stored s on s.id = l.id
+  from kept l
   union all
   select null, null, null, null, id, name, payload from events`,
 };
