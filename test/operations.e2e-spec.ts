@@ -108,6 +108,24 @@ describe('operating the outbox', () => {
     expect((stuck.events as { oldestUnconfirmedAgeMs: number }).oldestUnconfirmedAgeMs).toBeGreaterThan(2_000);
   });
 
+  it('shutdown lets a hung listener go after dispatcher.shutdownTimeoutMs; its event stays recorded for redelivery', async () => {
+    const smtp = await bed.startSmtp();
+    const app = await bed.startApp(
+      testMailOptions(smtp.url, { events: { listenerTimeoutMs: 60_000 }, dispatcher: { shutdownTimeoutMs: 1_000 } }),
+      [HangingListener],
+    );
+    const { id } = await app.get(MailOutboxService).enqueue(mail);
+    await waitFor('the listener to hear the event', () => app.get(HangingListener).heard > 0);
+
+    const closing = Date.now();
+    await app.close();
+    // The shutdown timeout, and at most the 5 s reliable-mail's connections get to close: not the listener's minute.
+    expect(Date.now() - closing).toBeLessThan(1_000 + 5_000);
+    expect(await bed.execute(`select name from mail_outbox_event where outbox_id = $1`, [id])).toEqual([
+      { name: EMAIL_SENT_EVENT },
+    ]);
+  });
+
   it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {
     const { outbox, health, app } = await start(
       { onData: () => ({ code: 451, text: '4.3.0 Try again later' }) },
