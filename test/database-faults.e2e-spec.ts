@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { MailOutboxHealthIndicator, MailOutboxService, type OutgoingMail } from '@reliable-mail/nestjs';
+import {
+  MailOutboxHealthIndicator,
+  MailOutboxService,
+  type OutgoingMail,
+  type SmtpTransportOptions,
+} from '@reliable-mail/nestjs';
 import pg from 'pg';
 import { OutboxDatabase, POOL_CLOSE_TIMEOUT_MS } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
@@ -187,6 +192,38 @@ describe('reliable-mail when the database misbehaves', () => {
     const copies = server.copiesByMessageId();
     expect(enqueued.map((row) => copies.get(row.messageId))).toEqual(Array(16).fill(1));
     expect(await attemptOutcomes(cluster.url)).toEqual(['sent']);
+  }, 90_000);
+
+  it('a row claimed ahead whose lease cannot be renewed (the database is down) is still sent within its lease, once', async () => {
+    const cluster = await privateCluster();
+    const server = await smtpServer();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    server.script = { onData: () => ({ acceptWhen: released }) };
+    // One slot: the second row waits, claimed ahead, while the first is held (5 s, within its 8 s send deadline).
+    // Waiting more than half a send timeout (4 s) makes it renew its lease before its own send.
+    const options = testMailOptions(server.url, {
+      lanes: { default: { concurrency: 1 } },
+      dispatcher: { leaseMs: 40_000, sendTimeoutMs: 8_000 },
+    });
+    // The tests' 2 s socket timeout would cut the held conversation first.
+    const transport = { ...(options.transport as SmtpTransportOptions), socketTimeout: 10_000 };
+    const application = later(await createTestApp(cluster.url, { ...options, transport }));
+    const enqueued = await application.get(MailOutboxService).enqueueMany([{ mail: mail(0) }, { mail: mail(1) }]);
+    await waitFor('the first message held by the server', () => server.received.length === 1, 15_000);
+
+    await cluster.stop('fast');
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    release();
+    // The renewal fails, and some 34 s of lease are left for an 8 s send: the second row goes while the database is
+    // down.
+    await waitFor('the second message sent during the outage', () => server.received.length === 2, 10_000);
+    expect(server.received[1].messageId).toBe(enqueued[1].messageId);
+    await cluster.start();
+
+    await waitFor('both rows sent', () => countByStatus(cluster.url, 'sent').then((sent) => sent === 2), 30_000);
+    const copies = server.copiesByMessageId();
+    expect(enqueued.map((row) => copies.get(row.messageId))).toEqual([1, 1]);
   }, 90_000);
 
   it("an enqueue's transaction killed by pg_terminate_backend leaves no open transaction behind in the notifier", async () => {
