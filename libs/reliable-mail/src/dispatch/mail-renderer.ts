@@ -8,8 +8,10 @@ import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import type { RenderedContent } from '../templates/mail-template.js';
 
-const MAX_REASON_LENGTH = 1_000;
 import { LINE_BREAK_OR_NUL } from '../shared/characters.js';
+import { cutText } from '../database/storable.js';
+
+const MAX_REASON_LENGTH = 1_000;
 
 /**
  * A stored mail that cannot be turned into a message: its template is gone or throws, its rendering is unusable,
@@ -19,8 +21,7 @@ import { LINE_BREAK_OR_NUL } from '../shared/characters.js';
 export class MailRenderError extends ReliableMailError {}
 
 function messageOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.length > MAX_REASON_LENGTH ? `${message.slice(0, MAX_REASON_LENGTH)}…` : message;
+  return cutText(error instanceof Error ? error.message : String(error), MAX_REASON_LENGTH);
 }
 
 function isReadable(value: unknown): value is Readable {

@@ -1,4 +1,4 @@
-import { jsonWithoutNul } from '../../database/json-parameter.js';
+import { storableJson } from '../../database/storable.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
 import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
@@ -118,7 +118,7 @@ export async function recordFeedback(
   inputs: FeedbackInput[],
   eventLeaseMs: number,
 ): Promise<RecordedFeedback> {
-  const rows = await db.query<RecordedRow>(RECORD_FEEDBACK, [jsonWithoutNul(inputs), eventLeaseMs]);
+  const rows = await db.query<RecordedRow>(RECORD_FEEDBACK, [storableJson(inputs), eventLeaseMs]);
   const recorded: RecordedFeedback = { stored: [], events: [] };
   for (const row of rows) {
     if (row.event_id !== null)

@@ -1,5 +1,5 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
-import { jsonWithoutNul } from '../../database/json-parameter.js';
+import { storableJson } from '../../database/storable.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
@@ -77,7 +77,7 @@ export const SETTLE: Statement = {
 /** The settle's parameters in statement order. */
 export function settleValues(settlements: Settlement[], eventLeaseMs: number): unknown[] {
   return [
-    jsonWithoutNul(settlements.map(settleInput)),
+    storableJson(settlements.map(settleInput)),
     eventLeaseMs,
     settlements.map((s) => s.id),
     settlements.flatMap((s) => (s.attemptId ? [s.attemptId] : [])),

@@ -1,6 +1,7 @@
 import { MailValidationError } from '../../errors.js';
 import type { OutgoingMail } from '../mail.types.js';
-import { LINE_BREAK_OR_NUL, unstorableIn } from '../../shared/characters.js';
+import { unstorableIn } from '../../database/storable.js';
+import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
 
 const HEADER_NAME_PATTERN = /^[!-9;-~]+$/;
 const RESERVED_HEADERS = new Set([

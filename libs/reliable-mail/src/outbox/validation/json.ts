@@ -1,6 +1,7 @@
 import { MailValidationError } from '../../errors.js';
 import type { JsonValue } from '../mail.types.js';
-import { fieldPath, unstorableIn } from '../../shared/characters.js';
+import { unstorableIn } from '../../database/storable.js';
+import { fieldPath } from '../../shared/characters.js';
 
 /**
  * The parameters as they will be stored: plain JSON, with a Date as its ISO string (what JSON makes of it).

@@ -1,0 +1,95 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
+import { cutText, isStorableDate, storableJson, storableText, unstorableIn } from './storable.js';
+
+/** Any string of UTF-16 code units: lone surrogates and NUL included. */
+const anyText = fc.string({ unit: 'binary', maxLength: 300 });
+
+describe('the values on their way to PostgreSQL', () => {
+  it.each([
+    ['plain', 'plain'],
+    ['a\0b', 'ab'],
+    ['half \uD83D of a character', 'half \uFFFD of a character'],
+    ['a whole \uD83D\uDE00', 'a whole \uD83D\uDE00'],
+    ['\uDE00 first', '\uFFFD first'],
+  ])('%j is stored as %j', (value, stored) => {
+    expect(storableText(value)).toBe(stored);
+    expect(unstorableIn(stored)).toBeNull();
+  });
+
+  it('cuts on a character boundary, never between the halves of one', () => {
+    // 999 ASCII characters, then an emoji whose halves sit at code units 999 and 1000.
+    const text = `${'x'.repeat(998)}\uD83D\uDE00 and more`;
+    const cut = cutText(text, 1_000);
+    expect(cut).toBe(`${'x'.repeat(998)}…`);
+    expect(unstorableIn(cut)).toBeNull();
+    expect(cutText('short', 1_000)).toBe('short');
+  });
+
+  it('takes the dates PostgreSQL reads back from toISOString, and no others', () => {
+    expect(isStorableDate(new Date('0001-01-01T00:00:00.000Z'))).toBe(true);
+    expect(isStorableDate(new Date('9999-12-31T23:59:59.999Z'))).toBe(true);
+    expect(isStorableDate(new Date('0000-12-31T23:59:59.999Z'))).toBe(false);
+    expect(isStorableDate(new Date('+010000-01-01T00:00:00.000Z'))).toBe(false);
+    expect(isStorableDate(new Date(Number.NaN))).toBe(false);
+    expect(isStorableDate('2026-01-01')).toBe(false);
+  });
+
+  it('writes out-of-range dates in JSON as null and keeps the rest', () => {
+    const json = storableJson({
+      at: new Date('+200000-01-01T00:00:00.000Z'),
+      yearZero: new Date('0000-06-01T00:00:00.000Z'),
+      ok: new Date(0),
+      text: '\uD800',
+    });
+    expect(JSON.parse(json)).toEqual({ at: null, yearZero: null, ok: '1970-01-01T00:00:00.000Z', text: '\uFFFD' });
+  });
+
+  it('property: any text, made storable, is storable, and storable text is left as it is', () => {
+    fc.assert(
+      fc.property(anyText, (value) => {
+        const stored = storableText(value);
+        expect(unstorableIn(stored)).toBeNull();
+        if (unstorableIn(value) === null) expect(stored).toBe(value);
+      }),
+      propertyRuns('storableText'),
+    );
+  });
+
+  it('property: a cut is never longer than asked and never leaves half a character', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), fc.integer({ min: 2, max: 250 }), (value, max) => {
+        const cut = cutText(value, max);
+        if (value.length <= max) expect(cut).toBe(value);
+        else expect(cut.length).toBeLessThanOrEqual(max);
+        expect(unstorableIn(cut)).toBeNull();
+      }),
+      propertyRuns('cutText'),
+    );
+  });
+
+  it('property: the JSON of any value holds nothing jsonb refuses', () => {
+    const anyJson = fc.jsonValue().map((value) => value as unknown);
+    const withHostileLeaves = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        anyText,
+        fc.date({ noInvalidDate: false }),
+        anyJson,
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(anyText, tie('value'), { maxKeys: 4 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(withHostileLeaves, (value) => {
+        const json = storableJson(value);
+        if (json === undefined) return;
+        expect(json).not.toMatch(/\\u(0000|d[89a-f][0-9a-f]{2})/i);
+        expect(json).not.toMatch(/"([+-]\d{6}|0000)-\d\d-\d\dT/);
+        expect(unstorableIn(json)).toBeNull();
+      }),
+      propertyRuns('storableJson'),
+    );
+  });
+});

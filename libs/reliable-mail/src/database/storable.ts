@@ -1,0 +1,74 @@
+// The one boundary every value crosses on its way to PostgreSQL. Text and jsonb refuse NUL and a lone UTF-16
+// surrogate (half of a character, which a `slice` or a decoder can leave), and a timestamp outside the years 1–9999
+// in the ISO form JavaScript writes (`+010000-…`, `-000001-…`) is an error. One such value fails the whole statement,
+// and with it every row of a batch: what the library writes itself is made storable here, and what a caller gives
+// is refused before any SQL runs (`unstorableIn`, `isStorableDate`).
+
+/** A UTF-16 surrogate without its pair: no character at all. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * What in a string PostgreSQL cannot store (NUL, a lone surrogate), named for an error; null when it can. Caught at
+ * enqueue, it is a validation error, not a database error that would abort the caller's transaction.
+ */
+export function unstorableIn(value: string): string | null {
+  if (value.includes('\0')) return 'a NUL character';
+  if (LONE_SURROGATE.test(value)) return 'a lone UTF-16 surrogate (half of a character)';
+  return null;
+}
+
+/** `value` as PostgreSQL can store it: NUL removed, a lone surrogate replaced by U+FFFD. */
+export function storableText(value: string): string {
+  return value.includes('\0') ? value.replaceAll('\0', '').toWellFormed() : value.toWellFormed();
+}
+
+/**
+ * `value` cut to at most `maxLength` UTF-16 code units, an ellipsis included, on a character's boundary: a cut
+ * between the two halves of a character would leave one half, which PostgreSQL refuses.
+ */
+export function cutText(value: string, maxLength: number): string {
+  if (value.length <= maxLength) return value;
+  let end = maxLength - 1;
+  const last = value.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${value.slice(0, end)}…`;
+}
+
+/** The first and last instants PostgreSQL reads back from `Date.prototype.toISOString()`: years 1 to 9999. */
+export const EARLIEST_STORABLE_DATE = new Date('0001-01-01T00:00:00.000Z');
+export const LATEST_STORABLE_DATE = new Date('9999-12-31T23:59:59.999Z');
+
+/** A valid Date within the years PostgreSQL stores as JavaScript writes them. */
+export function isStorableDate(value: unknown): value is Date {
+  if (!(value instanceof Date)) return false;
+  const time = value.getTime();
+  return time >= EARLIEST_STORABLE_DATE.getTime() && time <= LATEST_STORABLE_DATE.getTime();
+}
+
+/** `value` when it can be stored, else null (an invalid or out-of-range date a peer sent). */
+export const storableDateOrNull = (value: Date | null | undefined): Date | null =>
+  isStorableDate(value) ? value : null;
+
+/** What `JSON.stringify` writes for a lone surrogate (`\ud800`) or NUL (`\u0000`). */
+const UNSTORABLE_ESCAPE = /\\u(0000|d[89a-f][0-9a-f]{2})/i;
+/** A Date's JSON for a year beyond 9999 or before 1 (`+010000-01-01T00:00:00.000Z`): no column or cast takes it. */
+const UNSTORABLE_DATE = /^([+-]\d{6}|0000)-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+const UNSTORABLE_DATE_IN_JSON = /"([+-]\d{6}|0000)-\d\d-\d\dT/;
+
+/**
+ * The JSON of `value` as a jsonb parameter takes it: every string and key made storable, and a Date outside the
+ * storable years written as null. The walk that does so is slow, so it runs only when the plain JSON shows such an
+ * escape or date.
+ */
+export function storableJson(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined || (!UNSTORABLE_ESCAPE.test(json) && !UNSTORABLE_DATE_IN_JSON.test(json))) return json;
+  return JSON.stringify(storableTree(JSON.parse(json) as unknown));
+}
+
+function storableTree(value: unknown): unknown {
+  if (typeof value === 'string') return UNSTORABLE_DATE.test(value) ? null : storableText(value);
+  if (Array.isArray(value)) return value.map(storableTree);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [storableText(key), storableTree(item)]));
+}
