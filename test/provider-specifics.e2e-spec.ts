@@ -121,6 +121,42 @@ describe('what each provider transport does of its own', () => {
     expect(api.messages).toEqual([expect.objectContaining({ messageId, to: 'ann@example.com', cc: undefined })]);
   });
 
+  it('Postmark: one inactive recipient among three (a 200 naming it): it refused, not suppressed, the other two accepted', async () => {
+    const api = await started(new PostmarkTestApi());
+    api.inactive.add('carl@example.com');
+    const app = await startApp({ transport: postmarkTransport(api) });
+    const outbox = app.get(MailOutboxService);
+    const { id, messageId } = await outbox.enqueue({
+      to: ['ann@example.com', 'bob@example.com'],
+      cc: 'Carl@example.com',
+      subject: 'Your order',
+      text: 'x',
+    });
+    await waitFor('the sent event', () => app.events.sent.length === 1);
+
+    expect(app.events.sent[0].accepted).toEqual(['ann@example.com', 'bob@example.com']);
+    expect(app.events.sent[0].rejected).toEqual([
+      {
+        address: 'carl@example.com',
+        replyCode: 200,
+        reply: expect.stringMatching(/will not deliver to these inactive addresses: carl@example\.com/),
+      },
+    ]);
+    const row = await outbox.get(id);
+    expect(row).toMatchObject({ status: 'sent', attempts: 1 });
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['sent']);
+    expect(row.attemptLog[0].recipients!.map(({ address, status }) => `${address} ${status}`)).toEqual([
+      'ann@example.com accepted',
+      'bob@example.com accepted',
+      'carl@example.com refused',
+    ]);
+    // Postmark keeps its own list of inactive addresses: the refusal is for this mail, not a suppression.
+    expect(await bed.execute('select address from mail_suppression')).toEqual([]);
+    expect(api.messages).toEqual([
+      expect.objectContaining({ messageId, recipients: ['ann@example.com', 'bob@example.com'] }),
+    ]);
+  });
+
   it('Postmark: a mail to more than 50 goes out with its To and Cc together in the first request, each Bcc recipient left over in a request of its own, as its To', async () => {
     const api = await started(new PostmarkTestApi());
     const app = await startApp({ transport: postmarkTransport(api) });

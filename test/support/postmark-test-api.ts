@@ -10,7 +10,7 @@ export interface PostmarkMessage {
   to: string | undefined;
   cc: string | undefined;
   bcc: string | undefined;
-  /** The addresses of To, Cc and Bcc, lower case. */
+  /** The addresses of To, Cc and Bcc that Postmark delivers to (not the inactive ones), lower case. */
   recipients: string[];
   subject: string;
   body: Record<string, unknown>;
@@ -43,13 +43,17 @@ export const POSTMARK_ERRORS = {
  * A local stand-in for Postmark's API (POST /email, GET /server), as its documentation and the SDK describe it:
  * `X-Postmark-Server-Token`, `{ To, SubmittedAt, MessageID, ErrorCode: 0, Message: 'OK' }` on success and
  * `{ ErrorCode, Message }` on an error. `script` sets the next answers; `drop` takes the message first, then drops
- * the connection (a lost answer), `stall` never answers.
+ * the connection (a lost answer), `stall` never answers. Addresses in `inactive` are Postmark's inactive recipients:
+ * a request to some of them is taken for the others and answered 200 "Message OK, but will not deliver to these
+ * inactive addresses: …"; one to nobody else is refused, 422 with ErrorCode 406.
  */
 export class PostmarkTestApi {
   readonly script = new ReplyScript();
   readonly messages: PostmarkMessage[] = [];
   /** The recipients (To, Cc and Bcc) of each POST /email, whatever it was answered. */
   readonly requestedRecipients: string[][] = [];
+  /** Inactive recipients (a hard bounce, a spam complaint, a manual suppression), lower case. */
+  readonly inactive = new Set<string>();
   private readonly server = new ScriptedHttpServer((request) => this.handle(request));
 
   async start(): Promise<this> {
@@ -85,6 +89,9 @@ export class PostmarkTestApi {
       return error(422, 300, `Invalid email request: ${recipients.length} recipients, the maximum is 50`);
     const scripted = this.script.take();
     if (scripted !== undefined && scripted !== 'drop') return scripted;
+    const inactive = recipients.filter((address) => this.inactive.has(address));
+    if (inactive.length === recipients.length && inactive.length > 0)
+      return POSTMARK_ERRORS.inactiveRecipients(inactive);
     const headers = (body.Headers as Array<{ Name: string; Value: string }> | undefined) ?? [];
     const message: PostmarkMessage = {
       id: randomUUID(),
@@ -93,7 +100,7 @@ export class PostmarkTestApi {
       to: body.To as string | undefined,
       cc: body.Cc as string | undefined,
       bcc: body.Bcc as string | undefined,
-      recipients,
+      recipients: recipients.filter((address) => !this.inactive.has(address)),
       subject: body.Subject as string,
       body,
     };
@@ -106,7 +113,11 @@ export class PostmarkTestApi {
         SubmittedAt: new Date().toISOString(),
         MessageID: message.id,
         ErrorCode: 0,
-        Message: 'OK',
+        // The wording Postmark answers (ActiveCampaign/postmark.js#87), which postmark.js parses.
+        Message:
+          inactive.length === 0
+            ? 'OK'
+            : `Message OK, but will not deliver to these inactive addresses: ${inactive.join(', ')}`,
       },
     };
   }

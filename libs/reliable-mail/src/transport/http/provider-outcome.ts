@@ -119,22 +119,37 @@ export function outcomeOf(recipients: string[], verdict: ProviderVerdict, reques
   };
 }
 
-/** The outcome of a request the provider took for every recipient. */
+/** Recipients a provider's 200 names as ones it will not deliver to (Postmark's inactive addresses). */
+interface RefusedInAnswer {
+  recipients: string[];
+  reply: string;
+}
+
+/**
+ * The outcome of a request the provider took: for every recipient, but those it named in its answer as ones it will
+ * not deliver to, refused by name (for this mail, and not suppressed: the provider keeps its own list).
+ */
 export function acceptedOutcome(
   recipients: string[],
   accepted: { reply: string; providerMessageId: string | null; acceptedAt: Date } & RequestFacts,
+  refused: RefusedInAnswer = { recipients: [], reply: '' },
 ): SendOutcome {
+  const refusedByName = new Set(refused.recipients);
   return {
     kind: 'attempted',
-    recipients: recipients.map((address) => ({
-      address,
-      status: 'accepted',
-      replyCode: 200,
-      enhancedStatus: null,
-      reply: accepted.reply,
-      perRecipient: recipients.length === 1,
-      providerMessageId: accepted.providerMessageId,
-    })),
+    recipients: recipients.map((address) =>
+      refusedByName.has(address)
+        ? { address, status: 'refused', replyCode: 200, enhancedStatus: null, reply: refused.reply, perRecipient: true }
+        : {
+            address,
+            status: 'accepted',
+            replyCode: 200,
+            enhancedStatus: null,
+            reply: accepted.reply,
+            perRecipient: recipients.length === 1,
+            providerMessageId: accepted.providerMessageId,
+          },
+    ),
     reply: accepted.reply,
     providerMessageId: accepted.providerMessageId,
     providerRequestId: accepted.providerRequestId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { classifyPostmarkError, type PostmarkErrorFields } from './postmark-classification.js';
+import { classifyPostmarkError, inactiveInAnswer, type PostmarkErrorFields } from './postmark-classification.js';
 
 const context = { recipients: ['ann@example.com', 'bob@example.com'], fromDefaultSender: true };
 
@@ -101,5 +101,31 @@ describe('classifyPostmarkError: what a Postmark /email error means', () => {
   it('a sender signature refused for a mail with a sender of its own refuses that mail only', () => {
     const error = { name: 'ApiInputError', message: 'Sender signature not found', code: 400, statusCode: 422 };
     expect(classifyPostmarkError(error, { ...context, fromDefaultSender: false })).toMatchObject({ status: 'refused' });
+  });
+});
+
+describe('inactiveInAnswer: the recipients a 200 says Postmark will not deliver to', () => {
+  const recipients = ['ann@example.com', 'bob@example.com', 'carl@example.com'];
+  it.each([
+    { name: 'a plain OK names nobody', message: 'OK', inactive: [] },
+    { name: 'no message names nobody', message: undefined, inactive: [] },
+    {
+      name: 'one inactive address, as Postmark words it',
+      message: 'Message OK, but will not deliver to these inactive addresses: Bob@Example.com',
+      inactive: ['bob@example.com'],
+    },
+    {
+      name: 'several, comma-separated, with a closing dot and sentence',
+      message:
+        'Message OK, but will not deliver to these inactive addresses: carl@example.com, ann@example.com. Inactive recipients are ones that have generated a hard bounce.',
+      inactive: ['ann@example.com', 'carl@example.com'],
+    },
+    {
+      name: 'an address that is not a recipient of the request is ignored, and so is a longer one that contains one',
+      message: 'Message OK, but will not deliver to these inactive addresses: zed@example.com, xbob@example.com',
+      inactive: [],
+    },
+  ])('$name', ({ message, inactive }) => {
+    expect(inactiveInAnswer(message, recipients)).toEqual(inactive);
   });
 });

@@ -51,3 +51,16 @@ export function classifyPostmarkError(
   if (status >= 500) return verdict('deferred');
   return verdict('refused');
 }
+
+/**
+ * The recipients of a request that Postmark took but will not deliver to: when some of them, not all, are inactive
+ * (a hard bounce, a spam complaint, a manual suppression), Postmark answers 200 "Message OK, but will not deliver to
+ * these inactive addresses: …" (the pattern postmark.js parses), and 422 with ErrorCode 406 only when every one is.
+ * Those it names are refused by name as in the 422; the others took the message.
+ */
+export function inactiveInAnswer(message: string | undefined, recipients: string[]): string[] {
+  const named = /inactive addresses:(.*)$/is.exec(message ?? '')?.[1];
+  if (named === undefined) return [];
+  const addresses = new Set(named.split(/[\s,;<>"]+/).map((token) => token.replace(/\.$/, '').toLowerCase()));
+  return recipients.filter((address) => addresses.has(address));
+}

@@ -1,7 +1,7 @@
 import type { Message, ServerClient } from 'postmark';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
-import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import { acceptedOutcome, attachmentsOrOutcome, outcomeOf, replyOf } from '../http/provider-outcome.js';
 import { sendInRequests } from '../http/send-in-requests.js';
 import type {
   MailAddress,
@@ -11,7 +11,7 @@ import type {
   TransportContext,
 } from '../mail-transport.interface.js';
 import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
-import { classifyPostmarkError, type PostmarkErrorFields } from './postmark-classification.js';
+import { classifyPostmarkError, inactiveInAnswer, type PostmarkErrorFields } from './postmark-classification.js';
 
 /** How to send through Postmark. */
 export interface PostmarkTransportOptions {
@@ -105,13 +105,18 @@ export class PostmarkMailTransport implements MailTransport {
     try {
       const response = await client.sendEmail({ ...shared, To: list(to), Cc: list(cc), Bcc: list(bcc) });
       const submittedAt = new Date(response.SubmittedAt);
-      return acceptedOutcome(recipients, {
-        reply: `200 ${response.Message}: ${response.MessageID}`,
-        providerMessageId: response.MessageID,
-        providerRequestId: null,
-        acceptedAt: Number.isNaN(submittedAt.getTime()) ? new Date() : submittedAt,
-        deduplicatedByKey: false,
-      });
+      const inactive = inactiveInAnswer(response.Message, recipients);
+      return acceptedOutcome(
+        recipients,
+        {
+          reply: `200 ${response.Message}: ${response.MessageID}`,
+          providerMessageId: response.MessageID,
+          providerRequestId: null,
+          acceptedAt: Number.isNaN(submittedAt.getTime()) ? new Date() : submittedAt,
+          deduplicatedByKey: false,
+        },
+        { recipients: inactive, reply: replyOf(200, 'inactive recipient', response.Message) },
+      );
     } catch (error) {
       const verdict = classifyPostmarkError(error as PostmarkErrorFields, {
         recipients,
