@@ -9,7 +9,7 @@ import {
   type TransportContext,
 } from '@reliable-mail/nestjs';
 import { POSTMARK_ERRORS, PostmarkTestApi } from './support/postmark-test-api.js';
-import { ResendTestApi } from './support/resend-test-api.js';
+import { RESEND_ERRORS, ResendTestApi } from './support/resend-test-api.js';
 import { postmarkTransport, sesTransport } from './support/provider-stand-ins.js';
 import { SesTestFront } from './support/ses-test-front.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
@@ -209,6 +209,44 @@ describe('what each provider transport does of its own', () => {
     await waitFor('the row sent', async () => (await next.get(MailOutboxService).get(id)).status === 'sent');
     const received = api.messages.flatMap((message) => message.recipients);
     expect(received.sort()).toEqual(['ann@example.com', ...bcc].sort());
+  });
+
+  it('Resend: a 429 with Retry-After: 3 while 20 mails are queued: no request for 3 s, then every mail once', async () => {
+    const api = await started(new ResendTestApi());
+    api.script.next(RESEND_ERRORS.rateLimitedFor(3));
+    // 5 requests a second: the 8 sends of the lane wait for their slots when the first is answered 429.
+    const app = await startApp({ transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }) });
+    const rows = await app.get(MailOutboxService).enqueueMany(
+      Array.from({ length: 20 }, (_, index) => ({
+        mail: { to: `user${index}@example.com`, subject: 'Hi', text: 'x' },
+      })),
+    );
+    await waitFor('20 sent events', () => app.events.sent.length === 20, 60_000);
+
+    const [throttled, ...after] = api.requests.filter((request) => request.method === 'POST');
+    // The hold starts when the answer arrives, after the stand-in logged its request; a timer may fire a millisecond
+    // early. Without the hold, the requests already waiting for their slots went within 1 s.
+    const gap = after[0].receivedAt - throttled.receivedAt;
+    expect(gap).toBeGreaterThanOrEqual(2_990);
+    expect(gap).toBeLessThan(10_000);
+    expect(after).toHaveLength(20);
+    expect(api.messages.map((message) => message.messageId).sort()).toEqual(rows.map((row) => row.messageId).sort());
+  });
+
+  it('Postmark: a 429 with Retry-After: 3 pauses the lane 3 s, not its first second', async () => {
+    const api = await started(new PostmarkTestApi());
+    api.script.next(POSTMARK_ERRORS.rateLimitedFor(3));
+    const app = await startApp({ transport: postmarkTransport(api), lanes: { default: { concurrency: 1 } } });
+    await app.get(MailOutboxService).enqueueMany(
+      Array.from({ length: 3 }, (_, index) => ({
+        mail: { to: `user${index}@example.com`, subject: 'Hi', text: 'x' },
+      })),
+    );
+    await waitFor('3 sent events', () => app.events.sent.length === 3, 30_000);
+
+    const [throttled, next] = api.requests.filter((request) => request.method === 'POST');
+    expect(next.receivedAt - throttled.receivedAt).toBeGreaterThanOrEqual(2_990);
+    expect(api.messages).toHaveLength(3);
   });
 
   it('Postmark: a suppressed recipient is left out of the request, not only out of the envelope', async () => {

@@ -27,6 +27,12 @@ export const POSTMARK_MAX_RECIPIENTS = 50;
 /** Postmark's documented error answers, for scripting. */
 export const POSTMARK_ERRORS = {
   rateLimited: { status: 429, body: { ErrorCode: 0, Message: 'Rate limit exceeded' } } as HttpReply,
+  /** A 429 with a Retry-After (Postmark documents none): for a test that one is read when it comes. */
+  rateLimitedFor: (seconds: number): HttpReply => ({
+    status: 429,
+    headers: { 'retry-after': String(seconds) },
+    body: { ErrorCode: 0, Message: 'Rate limit exceeded' },
+  }),
   serverError: { status: 500, body: { ErrorCode: 0, Message: 'Internal server error' } } as HttpReply,
   invalidRequest: error(422, 300, 'Invalid email request: the To field holds an invalid address'),
   inactiveRecipients: (addresses: string[]) =>

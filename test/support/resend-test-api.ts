@@ -28,6 +28,12 @@ export const RESEND_ERRORS = {
     headers: { 'retry-after': '1' },
     body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests' },
   } as HttpReply,
+  /** A 429 that asks to wait `seconds` before the next request. */
+  rateLimitedFor: (seconds: number): HttpReply => ({
+    status: 429,
+    headers: { 'retry-after': String(seconds) },
+    body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests' },
+  }),
   serverError: error(500, 'internal_server_error', 'An unexpected error occurred'),
   validation: error(422, 'validation_error', 'Invalid `to` field'),
   /** The sending domain is not verified, which refuses every mail from it. */

@@ -7,6 +7,8 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: string;
+  /** When the request had been read whole (`Date.now()`). */
+  receivedAt: number;
   /** Closes when the client gives up on the request (its connection closed). */
   closed: Promise<void>;
 }
@@ -62,6 +64,7 @@ export class ScriptedHttpServer {
       path: request.url ?? '/',
       headers: request.headers,
       body: Buffer.concat(chunks).toString('utf8'),
+      receivedAt: Date.now(),
       closed: new Promise((resolve) => response.on('close', () => resolve())),
     };
     this.requests.push(received);

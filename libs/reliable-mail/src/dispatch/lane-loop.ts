@@ -36,11 +36,14 @@ export interface LaneLoopDependencies {
   logger: Logger;
 }
 
-/** What an attempt says about the lane's server; null when it says nothing (a refusal, an unrenderable mail). */
+/**
+ * What an attempt says about the lane's server; null when it says nothing (a refusal, an unrenderable mail). A
+ * Retry-After is a request to slow down, whatever the answer that carried it.
+ */
 function signalOf(result: AttemptResult): SendSignal | null {
   if (result.kind === 'outage') return 'outage';
   if (result.kind === 'unrenderable') return null;
-  if (result.slowDown) return 'slow-down';
+  if (result.slowDown || (result.retryAfterMs ?? 0) > 0) return 'slow-down';
   if (result.recipients.some((recipient) => recipient.status === 'accepted')) return 'ok';
   const connectionLost = result.recipients.some(
     (recipient) => recipient.replyCode === null && recipient.status !== 'refused',
@@ -299,12 +302,15 @@ export class LaneLoop {
     }
   }
 
-  /** Records what an attempt said about the server; returns when the lane sends again. */
+  /**
+   * Records what an attempt said about the server (and how long it asked the lane to wait); returns when the lane
+   * sends again.
+   */
   private pace(result: AttemptResult): Date {
     const signal = signalOf(result);
     if (signal) {
       const wasPaused = this.throttle.isPaused(Date.now());
-      this.throttle.record(signal, Date.now());
+      this.throttle.record(signal, Date.now(), result.kind === 'unrenderable' ? 0 : result.retryAfterMs);
       if (!wasPaused && this.throttle.isPaused(Date.now())) {
         const pause = this.throttle.pausedFor!;
         this.deps.logger.warn({

@@ -77,4 +77,37 @@ describe('LaneThrottle: back-pressure', () => {
     throttle.record('connection-failure', t0);
     expect(throttle.pausedFor).toMatchObject({ reason: 'connection-failure', repeats: 1 });
   });
+
+  it.each([
+    { name: 'a Retry-After longer than the pause: the pause lasts it', retryAfterMs: 3_000, repeats: 0, length: 3_000 },
+    { name: 'a Retry-After shorter than the pause: the pause as it is', retryAfterMs: 500, repeats: 0, length: 1_000 },
+    {
+      name: 'a third pause in a row (4 s) and a Retry-After of 3 s: 4 s',
+      retryAfterMs: 3_000,
+      repeats: 2,
+      length: 4_000,
+    },
+    { name: 'a Retry-After of a day: an hour', retryAfterMs: 86_400_000, repeats: 0, length: 3_600_000 },
+    { name: 'no Retry-After (0): the pause as it is', retryAfterMs: 0, repeats: 0, length: 1_000 },
+  ])('$name', ({ retryAfterMs, repeats, length }) => {
+    const throttle = new LaneThrottle(null, t0);
+    let now = t0;
+    for (let pause = 0; pause < repeats; pause++) {
+      throttle.record('slow-down', now);
+      now = throttle.pausedFor!.until.getTime();
+    }
+    throttle.record('slow-down', now, retryAfterMs);
+    expect(throttle.pausedFor).toEqual({ until: new Date(now + length), reason: 'slow-down', repeats: repeats + 1 });
+    expect(throttle.take(8, now + length - 1)).toBe(0);
+    expect(throttle.take(8, now + length)).toBe(1);
+  });
+
+  it('a send under way when the lane paused, asked to wait longer, makes the pause that long; a shorter ask does not shorten it', () => {
+    const throttle = new LaneThrottle(null, t0);
+    throttle.record('slow-down', t0);
+    throttle.record('slow-down', t0 + 100, 3_000);
+    expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 3_100), reason: 'slow-down', repeats: 1 });
+    throttle.record('outage', t0 + 200, 500);
+    expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 3_100), reason: 'slow-down', repeats: 1 });
+  });
 });

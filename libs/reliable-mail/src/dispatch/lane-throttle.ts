@@ -1,3 +1,5 @@
+import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
+
 /**
  * What one send tells the lane about its server: it took mail (`ok`), it asked to slow down, the connection failed
  * mid-conversation, or it refused the session altogether (an outage: connection refused, a 5yz greeting, a
@@ -20,8 +22,8 @@ export interface LanePause {
 /**
  * A lane's pace: a token bucket for its rate limit, and back-pressure. A "slow down" reply, an outage or a run of
  * connection failures pauses the whole lane, for twice as long at each repetition (capped), so that the server's
- * trouble is paid for by one message rather than by the attempts of every message in the backlog. After a pause
- * the lane sends one message at a time until one goes through.
+ * trouble is paid for by one message rather than by the attempts of every message in the backlog, and at least as
+ * long as the server asked (a Retry-After). After a pause the lane sends one message at a time until one goes through.
  */
 export class LaneThrottle {
   private tokens: number;
@@ -73,7 +75,11 @@ export class LaneThrottle {
     return this.pause && { ...this.pause };
   }
 
-  record(signal: SendSignal, now: number): void {
+  /**
+   * Records what a send said about the server; `retryAfterMs`, how long it asked the lane to wait (a Retry-After,
+   * honoured up to `LONGEST_RETRY_AFTER_MS`), makes the pause at least that long.
+   */
+  record(signal: SendSignal, now: number, retryAfterMs = 0): void {
     if (signal === 'ok') {
       this.pause = null;
       this.connectionFailures = 0;
@@ -81,11 +87,16 @@ export class LaneThrottle {
     }
     if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return;
     this.connectionFailures = 0;
-    // Sends that were already under way when the lane paused report in as well: they do not lengthen it.
-    if (this.isPaused(now)) return;
+    const askedUntil = now + Math.min(Math.max(0, retryAfterMs), LONGEST_RETRY_AFTER_MS);
+    // Sends that were already under way when the lane paused report in as well: they do not lengthen it, unless one
+    // was asked to wait longer than the pause lasts.
+    if (this.isPaused(now)) {
+      if (askedUntil > this.pause!.until.getTime()) this.pause = { ...this.pause!, until: new Date(askedUntil) };
+      return;
+    }
     const repeats = (this.pause?.repeats ?? 0) + 1;
     const length = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (repeats - 1));
-    this.pause = { until: new Date(now + length), reason: signal, repeats };
+    this.pause = { until: new Date(Math.max(now + length, askedUntil)), reason: signal, repeats };
   }
 
   private refill(now: number): void {

@@ -113,6 +113,11 @@ export type SendOutcome =
       /** The server asks to slow down (421 4.7.x, rate limits, HTTP 429): the lane pauses. */
       slowDown: boolean;
       /**
+       * How long the provider asked to wait before the next request (an HTTP `Retry-After`), in ms: the lane pauses at
+       * least that long, and a provider transport holds back every request it has not made yet.
+       */
+      retryAfterMs?: number;
+      /**
        * The app began to shut down between two requests or transactions (`OutboundMessage.stopping`), and the
        * recipients not reached yet are reported deferred: the attempt is not charged, and they go at the next claim.
        */
@@ -129,6 +134,8 @@ export type SendOutcome =
       enhancedStatus: string | null;
       reply: string;
       providerRequestId?: string | null;
+      /** As for `attempted`: the lane's pause lasts at least this long. */
+      retryAfterMs?: number;
     };
 
 /** What the module tells a transport at start-up. */

@@ -46,6 +46,15 @@ describe('outcomeOf', () => {
       providerRequestId: 'req-1',
     });
   });
+
+  it.each([
+    { status: 'deferred' as const, retryAfterMs: 3_000 },
+    { status: 'outage' as const, retryAfterMs: 3_000 },
+    { status: 'refused' as const, retryAfterMs: undefined },
+  ])('an answer with a Retry-After of 3 s, $status: retryAfterMs $retryAfterMs', ({ status, retryAfterMs }) => {
+    const outcome = outcomeOf(['ann@example.com'], verdict(status), { ...request, retryAfterMs: 3_000 });
+    expect(outcome.retryAfterMs).toBe(retryAfterMs);
+  });
 });
 
 describe('addressedTo: the request names only this attempt’s envelope', () => {

@@ -85,10 +85,16 @@ export async function attachmentsOrOutcome(
 interface RequestFacts {
   providerRequestId: string | null;
   deduplicatedByKey: boolean;
+  /** The answer's Retry-After (see `retryAfterMs`), if it had one. */
+  retryAfterMs?: number;
 }
 
 /** The outcome of a request the provider refused or did not answer. */
 export function outcomeOf(recipients: string[], verdict: ProviderVerdict, request: RequestFacts): SendOutcome {
+  // A Retry-After counts on an answer that asks to be asked again (a 429, a 503, an account paused for now); on a
+  // refusal there is nothing to retry.
+  const retryAfter =
+    request.retryAfterMs !== undefined && verdict.status !== 'refused' ? { retryAfterMs: request.retryAfterMs } : {};
   if (verdict.status === 'outage') {
     return {
       kind: 'outage',
@@ -96,6 +102,7 @@ export function outcomeOf(recipients: string[], verdict: ProviderVerdict, reques
       enhancedStatus: null,
       reply: verdict.reply,
       providerRequestId: request.providerRequestId,
+      ...retryAfter,
     };
   }
   const refused = new Set(verdict.refusedRecipients.map((address) => address.toLowerCase()));
@@ -116,6 +123,7 @@ export function outcomeOf(recipients: string[], verdict: ProviderVerdict, reques
     acceptedAt: null,
     deduplicatedByKey: request.deduplicatedByKey,
     slowDown: verdict.slowDown,
+    ...retryAfter,
   };
 }
 

@@ -55,3 +55,108 @@ describe('RequestPacer', () => {
     expect(await second).toBe(false);
   });
 });
+
+describe('RequestPacer: a hold (a provider’s Retry-After)', () => {
+  /** A clock of the test's whose pauses each end when the test moves the time past them, in order. */
+  function steppedClock() {
+    const waiting: Array<{ at: number; wake: () => void }> = [];
+    const clock = {
+      time: 0,
+      now: () => clock.time,
+      pause: (ms: number) =>
+        ms <= 0
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => waiting.push({ at: clock.time + ms, wake: resolve })),
+      /** Moves the time to `to`, waking each pause due by then at its own time. */
+      async advance(to: number) {
+        for (;;) {
+          waiting.sort((a, b) => a.at - b.at);
+          const next = waiting[0];
+          if (!next || next.at > to) break;
+          waiting.shift();
+          clock.time = next.at;
+          next.wake();
+          for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+        }
+        clock.time = to;
+      },
+    };
+    return clock;
+  }
+
+  /** Requests that take slots at once, and when each went (the time its `take` resolved true). */
+  function requests(pacer: RequestPacer, clock: { now(): number }, count: number) {
+    const wentAt: number[] = [];
+    const signal = new AbortController().signal;
+    const done = Promise.all(
+      Array.from({ length: count }, () => pacer.take(signal).then((went) => went && wentAt.push(clock.now()))),
+    );
+    return { wentAt, done };
+  }
+
+  it.each([
+    {
+      name: '5 a second, a hold of 3 s at 100 ms: the requests waiting go after it, still 220 ms apart',
+      rate: 5,
+      holdAt: 100,
+      holdMs: 3_000,
+      wentAt: [3_100, 3_320, 3_540],
+    },
+    {
+      name: '5 a second, a hold shorter than the queue: a slot after it keeps its time, one within it moves',
+      rate: 5,
+      holdAt: 0,
+      holdMs: 300,
+      wentAt: [440, 660, 880],
+    },
+    {
+      name: 'a hold of 0 changes nothing',
+      rate: 5,
+      holdAt: 0,
+      holdMs: 0,
+      wentAt: [220, 440, 660],
+    },
+  ])('$name', async ({ rate, holdAt, holdMs, wentAt }) => {
+    const clock = steppedClock();
+    const pacer = new RequestPacer(rate, clock);
+    // The request that was answered with the Retry-After took the first slot.
+    expect(await pacer.take(new AbortController().signal)).toBe(true);
+    const queued = requests(pacer, clock, 3);
+    await clock.advance(holdAt);
+    pacer.holdFor(holdMs);
+    await clock.advance(10_000);
+    await queued.done;
+    expect(queued.wentAt).toEqual(wentAt);
+  });
+
+  it('with no rate, a request during a hold waits for its end; a longer hold after a shorter one wins, a shorter one does not shorten it', async () => {
+    const clock = steppedClock();
+    const pacer = new RequestPacer(null, clock);
+    pacer.holdFor(1_000);
+    pacer.holdFor(3_000);
+    pacer.holdFor(500);
+    const queued = requests(pacer, clock, 1);
+    await clock.advance(10_000);
+    await queued.done;
+    expect(queued.wentAt).toEqual([3_000]);
+  });
+
+  it('a hold is at most an hour', async () => {
+    const clock = steppedClock();
+    const pacer = new RequestPacer(null, clock);
+    pacer.holdFor(86_400_000);
+    const queued = requests(pacer, clock, 1);
+    await clock.advance(100_000_000);
+    await queued.done;
+    expect(queued.wentAt).toEqual([3_600_000]);
+  });
+
+  it('a request waiting out a hold stops when its signal aborts', async () => {
+    const pacer = new RequestPacer(null);
+    pacer.holdFor(60_000);
+    const waiting = new AbortController();
+    const taken = pacer.take(waiting.signal);
+    waiting.abort();
+    expect(await taken).toBe(false);
+  });
+});

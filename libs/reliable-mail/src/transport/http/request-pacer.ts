@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LONGEST_RETRY_AFTER_MS } from './retry-after.js';
 
 /** The time a pacer keeps: the real one, or a test's. */
 export interface PacerClock {
@@ -27,24 +28,41 @@ const SECOND_WITH_MARGIN_MS = 1_100;
  * mails sent in many requests share the rate instead of doubling it. A slot whose send gave up (its deadline) is not
  * given back: the rate is never exceeded, only left unused for a moment. Other processes sending with the team's
  * key are not counted: their 429s slow the lane down like any other.
+ *
+ * A provider's Retry-After (`holdFor`) holds back every request of the transport object not made yet, those already
+ * waiting for a slot included: one whose slot falls within the hold takes a new one after it. With no rate (`null`),
+ * the pacer only holds.
  */
 export class RequestPacer {
   private nextSlotAt = -Infinity;
+  /** Until when no request may be made (a provider's Retry-After), on the clock's time. */
+  private heldUntil = -Infinity;
   private readonly intervalMs: number;
 
   constructor(
-    requestsPerSecond: number,
+    requestsPerSecond: number | null,
     private readonly clock: PacerClock = realClock,
   ) {
-    this.intervalMs = Math.ceil(SECOND_WITH_MARGIN_MS / requestsPerSecond);
+    this.intervalMs = requestsPerSecond === null ? 0 : Math.ceil(SECOND_WITH_MARGIN_MS / requestsPerSecond);
   }
 
   /** Waits for the request's slot: false when `signal` aborted first, and the request is not to be made. */
   async take(signal: AbortSignal): Promise<boolean> {
-    const now = this.clock.now();
-    const slotAt = Math.max(now, this.nextSlotAt);
-    this.nextSlotAt = slotAt + this.intervalMs;
-    await this.clock.pause(slotAt - now, signal);
-    return !signal.aborted;
+    for (;;) {
+      const now = this.clock.now();
+      const slotAt = Math.max(now, this.nextSlotAt);
+      this.nextSlotAt = slotAt + this.intervalMs;
+      await this.clock.pause(slotAt - now, signal);
+      if (signal.aborted) return false;
+      // A hold that came while this request waited for its slot: it takes a slot after the hold.
+      if (slotAt >= this.heldUntil) return true;
+    }
+  }
+
+  /** Makes no request for `ms` from now (the provider's Retry-After, at most `LONGEST_RETRY_AFTER_MS`). */
+  holdFor(ms: number): void {
+    const until = this.clock.now() + Math.min(Math.max(0, ms), LONGEST_RETRY_AFTER_MS);
+    this.heldUntil = Math.max(this.heldUntil, until);
+    this.nextSlotAt = Math.max(this.nextSlotAt, this.heldUntil);
   }
 }

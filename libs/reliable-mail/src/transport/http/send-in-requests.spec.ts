@@ -346,7 +346,7 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
       expect(outcome).toMatchObject({ slowDown: true });
       expect(new Set(statuses(outcome))).toEqual(
         new Set([
-          "deferred not tried in this attempt: the send deadline passed while it waited for the provider's rate limit",
+          "deferred not tried in this attempt: the send deadline passed while it waited for the provider's rate limit or Retry-After",
         ]),
       );
     });
@@ -401,6 +401,30 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
       expect(starts).toEqual([0]);
       expect(outcome).toMatchObject({ stoppedAtShutdown: true });
     });
+  });
+
+  it("a Retry-After holds back the transport's requests: the attempt carries it, and the next send waits it out", async () => {
+    let now = 0;
+    const pacer = new RequestPacer(10, { now: () => now, pause: async (ms) => void (now += Math.max(ms, 0)) });
+    const limits = { limit: 2, toRequired: false, pacer };
+    const signal = new AbortController().signal;
+    const starts: number[] = [];
+    const first = await sendInRequests(message(), limits, signal, async (recipients) => {
+      starts.push(now);
+      if (starts.length === 1) return outcomeOfRequest(recipients, 'taken', 0, false);
+      return outcomeOf(recipients, throttled, {
+        providerRequestId: null,
+        deduplicatedByKey: false,
+        retryAfterMs: 3_000,
+      });
+    });
+    expect(first).toMatchObject({ slowDown: true, retryAfterMs: 3_000 });
+    await sendInRequests(message(['t1']), limits, signal, async (recipients) => {
+      starts.push(now);
+      return outcomeOfRequest(recipients, 'taken', 0, false);
+    });
+    // 110 ms apart at 10 a second; the second request's answer asked for 3 s.
+    expect(starts).toEqual([0, 110, 3_110]);
   });
 
   it('an attempt within the limit is one request, its outcome as it is', async () => {

@@ -23,7 +23,10 @@ export interface RequestLimits {
    * recipients are all Bcc then goes to one of them alone, as its To (see `requestAddressing`).
    */
   toRequired: boolean;
-  /** Spaces the transport's requests by the provider's rate limit (Resend). */
+  /**
+   * Spaces the transport's requests by the provider's rate limit (Resend), and holds them all back for as long as a
+   * provider's Retry-After asks (`SendOutcome.retryAfterMs`).
+   */
   pacer?: RequestPacer;
 }
 
@@ -81,7 +84,8 @@ function stopReason(outcome: SendOutcome): string {
  * (deferred, with `untriedReply`). An outage of the first request is the whole send's: nothing was taken, and the
  * lane pauses. Otherwise each recipient is reported once: as its request's outcome said, an outage's recipients
  * deferred. The reply, the provider's ids and the accept time are the first accepting request's (the request id,
- * when none accepted, the last request's); `slowDown` if any asked; `deduplicatedByKey` if every request was.
+ * when none accepted, the last request's); `slowDown` if any asked; `deduplicatedByKey` if every request was;
+ * `retryAfterMs` the longest any asked for.
  */
 function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedReply: string): SendOutcome {
   const [first] = sent;
@@ -96,6 +100,7 @@ function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedRep
   }
   recipients.push(...untried.map((address) => deferredRecipient(address, untriedReply)));
   const accepting = attempted.find((outcome) => outcome.recipients.some(({ status }) => status === 'accepted'));
+  const retryAfters = sent.flatMap(({ outcome }) => (outcome.retryAfterMs === undefined ? [] : [outcome.retryAfterMs]));
   return {
     kind: 'attempted',
     recipients,
@@ -105,15 +110,16 @@ function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedRep
     acceptedAt: accepting?.acceptedAt ?? null,
     deduplicatedByKey: attempted.every((outcome) => outcome.deduplicatedByKey === true),
     slowDown: attempted.some((outcome) => outcome.slowDown),
+    ...(retryAfters.length > 0 && { retryAfterMs: Math.max(...retryAfters) }),
   };
 }
 
-/** An attempt that made no request: the send deadline passed while it waited for the rate limit's slot. */
+/** An attempt that made no request: the send deadline passed while it waited for its slot, or out a hold. */
 function noRequestMade(recipients: string[]): SendOutcome {
-  // More is asked of the provider than its rate limit allows: the lane slows down.
+  // More is asked of the provider than its rate limit allows, or it asked to wait: the lane slows down.
   return everyRecipientDeferred(
     recipients,
-    "not tried in this attempt: the send deadline passed while it waited for the provider's rate limit",
+    "not tried in this attempt: the send deadline passed while it waited for the provider's rate limit or Retry-After",
     { slowDown: true },
   );
 }
@@ -153,6 +159,7 @@ export async function sendInRequests(
       // A transport's own fault, in this request only: the requests before it stay as they were taken.
       outcome = everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
     }
+    if (outcome.retryAfterMs !== undefined) limits.pacer?.holdFor(outcome.retryAfterMs);
     sent.push({ recipients, outcome });
     if (index === envelopes.length - 1) return mergeRequestOutcomes(sent, [], '');
     if (!goesOn(outcome)) {

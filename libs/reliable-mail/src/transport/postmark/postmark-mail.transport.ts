@@ -2,7 +2,9 @@ import type { Message, ServerClient } from 'postmark';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf, replyOf } from '../http/provider-outcome.js';
-import { sendInRequests } from '../http/send-in-requests.js';
+import { RequestPacer } from '../http/request-pacer.js';
+import { retryAfterMs } from '../http/retry-after.js';
+import { type RequestLimits, sendInRequests } from '../http/send-in-requests.js';
 import type {
   MailAddress,
   MailTransport,
@@ -58,9 +60,10 @@ function checkOptions(options: PostmarkTransportOptions): void {
     throw new InvalidOptionsError('postmark.useHttps', 'must be a boolean');
 }
 
-/** What the fetch of one request saw that the SDK's error drops: the network error's code. */
+/** What the fetch of one request saw that the SDK's error drops: the network error's code, the answer's Retry-After. */
 interface RequestRecord {
   networkCode: string | null;
+  retryAfter: string | null;
 }
 
 /**
@@ -72,6 +75,12 @@ interface RequestRecord {
 export class PostmarkMailTransport implements MailTransport {
   private sdk: Promise<typeof import('postmark')> | null = null;
   private defaultSender: string | null = null;
+  /** No rate of its own: it holds every request of this object back for as long as a Retry-After asks. */
+  private readonly limits: RequestLimits = {
+    limit: POSTMARK_MAX_RECIPIENTS,
+    toRequired: true,
+    pacer: new RequestPacer(null),
+  };
 
   constructor(private readonly options: PostmarkTransportOptions) {
     checkOptions(options);
@@ -86,7 +95,7 @@ export class PostmarkMailTransport implements MailTransport {
     const read = await attachmentsOrOutcome(message, signal);
     if ('outcome' in read) return read.outcome;
     const shared = this.sharedFields(message, read.attachments);
-    return sendInRequests(message, { limit: POSTMARK_MAX_RECIPIENTS, toRequired: true }, signal, (recipients) =>
+    return sendInRequests(message, this.limits, signal, (recipients) =>
       this.request(message, shared, recipients, signal),
     );
   }
@@ -98,7 +107,7 @@ export class PostmarkMailTransport implements MailTransport {
     recipients: string[],
     signal: AbortSignal,
   ): Promise<SendOutcome> {
-    const record: RequestRecord = { networkCode: null };
+    const record: RequestRecord = { networkCode: null, retryAfter: null };
     const client = await this.client(signal, record);
     const { mail } = message;
     const { to, cc, bcc } = requestAddressing(mail, recipients);
@@ -123,7 +132,11 @@ export class PostmarkMailTransport implements MailTransport {
         fromDefaultSender: mail.from.address.toLowerCase() === this.defaultSender,
         networkCode: record.networkCode,
       });
-      return outcomeOf(recipients, verdict, { providerRequestId: null, deduplicatedByKey: false });
+      return outcomeOf(recipients, verdict, {
+        providerRequestId: null,
+        deduplicatedByKey: false,
+        retryAfterMs: retryAfterMs(record.retryAfter, Date.now()),
+      });
     }
   }
 
@@ -155,7 +168,7 @@ export class PostmarkMailTransport implements MailTransport {
 
   /** Asks Postmark for the server the token belongs to. */
   async verify(): Promise<void> {
-    const client = await this.client(AbortSignal.timeout(10_000), { networkCode: null });
+    const client = await this.client(AbortSignal.timeout(10_000), { networkCode: null, retryAfter: null });
     await client.getServer();
   }
 
@@ -168,7 +181,7 @@ export class PostmarkMailTransport implements MailTransport {
 
   /**
    * A client for one request (a plain object over fetch, cheap to make): its fetch ends the request when the send's
-   * deadline passes, and keeps the network error's code, which the SDK's error drops.
+   * deadline passes, and keeps the network error's code and the answer's Retry-After, which the SDK's error drops.
    */
   private async client(signal: AbortSignal, record: RequestRecord): Promise<ServerClient> {
     const sdk = await this.load();
@@ -177,7 +190,12 @@ export class PostmarkMailTransport implements MailTransport {
       requestHost: this.options.requestHost ?? 'api.postmarkapp.com',
       fetch: async (input: string | URL | Request, init?: RequestInit) => {
         try {
-          return await fetch(input, { ...init, signal: AbortSignal.any([signal, ...optional(init?.signal)]) });
+          const response = await fetch(input, {
+            ...init,
+            signal: AbortSignal.any([signal, ...optional(init?.signal)]),
+          });
+          record.retryAfter = response.headers.get('retry-after');
+          return response;
         } catch (error) {
           record.networkCode = networkCodeOf(error);
           throw error;

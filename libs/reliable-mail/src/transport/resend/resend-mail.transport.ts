@@ -4,6 +4,7 @@ import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
 import { RequestPacer } from '../http/request-pacer.js';
+import { retryAfterMs } from '../http/retry-after.js';
 import { type RequestLimits, sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
 import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
@@ -125,7 +126,7 @@ export class ResendMailTransport implements MailTransport {
       cc: cc.map(formatMailbox),
       bcc: bcc.map(formatMailbox),
     } as CreateEmailOptions;
-    const { data, error } = await client.emails.send(payload, {
+    const { data, error, headers } = await client.emails.send(payload, {
       idempotencyKey: resendIdempotencyKey(message),
       signal,
     });
@@ -133,7 +134,12 @@ export class ResendMailTransport implements MailTransport {
     const facts = { providerRequestId: null, deduplicatedByKey: true };
     if (error || !data) {
       const fromDefaultSender = mail.from.address.toLowerCase() === this.defaultSender;
-      return outcomeOf(message.recipients, classifyResendError(error ?? {}, { fromDefaultSender }), facts);
+      // The SDK gives the answer's headers as an object, lower case: a 429's `retry-after` says when to ask again.
+      const retryAfter = retryAfterMs(headers?.['retry-after'], Date.now());
+      return outcomeOf(message.recipients, classifyResendError(error ?? {}, { fromDefaultSender }), {
+        ...facts,
+        retryAfterMs: retryAfter,
+      });
     }
     return acceptedOutcome(message.recipients, {
       ...facts,
