@@ -206,6 +206,48 @@ describe('the outbox API without a dispatcher', () => {
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown']);
   });
 
+  it('a claim names the recipients an earlier attempt may have reached: unknown ones, or all when it recorded none', async () => {
+    const database = app.get(OutboxDatabase);
+    const { id } = await outbox.enqueue({ ...mail, cc: ['bob@example.com', 'carl@example.com'] });
+    const claim = (leaseMs: number) =>
+      claimRows(database, {
+        lane: 'default',
+        limit: 1,
+        leaseMs,
+        maxAgeMs: 86_400_000,
+        workerId: 'worker-a',
+        lockToken: randomUUID(),
+      });
+    const [first] = await claim(60_000);
+    expect(first.possiblyTakenBefore).toEqual([]);
+    const outcome = everyRecipient(['ann@example.com', 'bob@example.com', 'carl@example.com'], 'deferred', '451', 451);
+    if (outcome.kind !== 'attempted') throw new Error('unreachable');
+    outcome.recipients[0] = { ...outcome.recipients[0], status: 'accepted', reply: '250 OK' };
+    outcome.recipients[1] = { ...outcome.recipients[1], status: 'unknown', replyCode: null, reply: 'no answer' };
+    await settleRows(database, [settlementFor(first, outcome, retryPolicy, new Date(), 5)], 1_000);
+    await em.execute(`update mail_outbox set next_attempt_at = now() where id = ?`, [id]);
+
+    const [retry] = await claim(1);
+    expect(retry.possiblyTakenBefore).toEqual(['bob@example.com']);
+    // Its worker dies mid-send: the attempt it leaves recorded nobody, so any recipient may have it.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const [reclaimed] = await claim(60_000);
+    expect([...reclaimed.possiblyTakenBefore].sort()).toEqual([
+      'ann@example.com',
+      'bob@example.com',
+      'carl@example.com',
+    ]);
+
+    // Requeued, its attempts start from zero: the earlier ones still count.
+    await em.execute(`update mail_outbox set status = 'dead', lock_token = null, locked_until = null where id = ?`, [
+      id,
+    ]);
+    await app.get(MailOutboxAdmin).requeue({ ids: [id] }, 'relay fixed');
+    const [requeued] = await claim(60_000);
+    expect(requeued.attempts).toBe(1);
+    expect(requeued.possiblyTakenBefore).toHaveLength(3);
+  });
+
   it('a requeued row counts its age from the requeue', async () => {
     const database = app.get(OutboxDatabase);
     const { id } = await outbox.enqueue(mail);

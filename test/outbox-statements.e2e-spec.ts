@@ -134,6 +134,13 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
+  it("claim reads the earlier attempts of a row sent before through their index by row, and a first attempt's not at all", async () => {
+    const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:3', 16)), growAttempts);
+    expect(plan).toMatch(/One-Time Filter: claimed\.sent_before/);
+    expect(plan).toMatch(/Index Cond: \(outbox_id = claimed\.id\)/);
+    expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
+  });
+
   it('feedback finds its row by the id of any request the mail went in, through an index', async () => {
     const report = {
       id: randomUUID(),

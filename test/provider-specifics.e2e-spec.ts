@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import {
   MailOutboxAdmin,
   MailOutboxService,
+  type MailTemplate,
   type MailTransport,
   MissingPeerDependencyError,
   ResendMailTransport,
@@ -14,6 +15,9 @@ import { postmarkTransport, sesTransport } from './support/provider-stand-ins.js
 import { SesTestFront } from './support/ses-test-front.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
+
+/** A failed event that closed its row (not one of a retry). */
+const isFinal = (event: { status: string }) => event.status !== 'pending';
 
 describe('what each provider transport does of its own', () => {
   const bed = useTestBed();
@@ -209,6 +213,62 @@ describe('what each provider transport does of its own', () => {
     await waitFor('the row sent', async () => (await next.get(MailOutboxService).get(id)).status === 'sent');
     const received = api.messages.flatMap((message) => message.recipients);
     expect(received.sort()).toEqual(['ann@example.com', ...bcc].sort());
+  });
+
+  it('Resend: the first request stored and its answer lost, the retry renders another body (409): sent, one message', async () => {
+    const api = await started(new ResendTestApi());
+    api.script.next('drop');
+    let renders = 0;
+    // Not deterministic, as the README asks templates to be: each render stamps the time it ran.
+    const receipt: MailTemplate = {
+      name: 'receipt',
+      version: 1,
+      render: () => ({ subject: 'Your receipt', text: `rendered ${++renders} at ${new Date().toISOString()}` }),
+    };
+    const app = await startApp({
+      transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }),
+      templates: [receipt],
+    });
+    const outbox = app.get(MailOutboxService);
+    const { id, messageId } = await outbox.enqueue({ to: 'ann@example.com', template: 'receipt', params: {} });
+    await waitFor('the row final', () => app.events.sent.length + app.events.failed.filter(isFinal).length === 1);
+
+    const row = await outbox.get(id);
+    expect(row.status).toBe('sent');
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
+    expect(row.attemptLog[1]).toMatchObject({
+      replyCode: 409,
+      reply: expect.stringMatching(/^409 invalid_idempotent_request: .* \(taken by an earlier attempt with this key/),
+      deduplicatedByKey: true,
+    });
+    expect(app.events.sent[0]).toMatchObject({ accepted: ['ann@example.com'], reply: row.attemptLog[1].reply });
+    // The retry went with the same key and another body, and Resend kept the first.
+    const posts = api.requests.filter((request) => request.method === 'POST');
+    expect(posts.map((request) => request.headers['idempotency-key'])).toEqual([id, id]);
+    expect(new Set(posts.map((request) => JSON.parse(request.body).text)).size).toBe(2);
+    expect(api.messages).toEqual([expect.objectContaining({ messageId, idempotencyKey: id })]);
+  });
+
+  it('Resend: a 409 invalid_idempotent_request on a first attempt (another sender of the team used the key) still refuses the mail', async () => {
+    const api = await started(new ResendTestApi());
+    const app = await startApp({ transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }) });
+    // Another app of the same Resend team sends with the key this mail will use.
+    const other = await fetch(`${api.url}/emails`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer re_test', 'content-type': 'application/json', 'idempotency-key': 'order:9' },
+      body: JSON.stringify({ from: 'other@example.com', to: ['zed@example.com'], subject: 'Other', text: 'x' }),
+    });
+    expect(other.status).toBe(200);
+    const outbox = app.get(MailOutboxService);
+    const { id } = await outbox.enqueue(
+      { to: 'ann@example.com', subject: 'Your order', text: 'x' },
+      { idempotencyKey: 'order:9' },
+    );
+    await waitFor('the failed event', () => app.events.failed.length === 1);
+
+    expect(app.events.failed[0]).toMatchObject({ status: 'failed', cause: 'refused', replyCode: 409 });
+    expect(await outbox.get(id)).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(api.messages.map((message) => message.to)).toEqual([['zed@example.com']]);
   });
 
   it('Resend: a 429 with Retry-After: 3 while 20 mails are queued: no request for 3 s, then every mail once', async () => {

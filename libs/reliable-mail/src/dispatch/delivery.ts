@@ -92,6 +92,7 @@ export class Delivery {
           lane: row.lane,
           mail,
           recipients,
+          possiblyTakenBefore: row.possiblyTakenBefore,
           envelopeSender: this.verp ? verpAddress(this.verp, row.id) : undefined,
           stopping,
         },

@@ -38,6 +38,7 @@ function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
     attemptId: 'attempt-1',
     skipReason: null,
     suppressed: [],
+    possiblyTakenBefore: [],
     acceptedRecipients: [],
     rejectedRecipients: [],
     leaseEndsAt: 0,

@@ -50,6 +50,11 @@ export interface ClaimedRow {
   skipReason: 'cancelled' | 'expired' | 'suppressed' | 'dead' | null;
   /** Recipients on the suppression list, lower case; the send leaves them out. */
   suppressed: string[];
+  /**
+   * Recipients an earlier attempt may have reached, lower case: its outcome for them was unknown, or it never
+   * recorded one (its worker died mid-send). Empty for a row never sent before.
+   */
+  possiblyTakenBefore: string[];
   /** Recipients that took the message in an earlier attempt, lower case: this one leaves them out. */
   acceptedRecipients: string[];
   /** Recipients that refused it in an earlier attempt: this one leaves them out too. */

@@ -54,6 +54,12 @@ export interface OutboundMessage {
    */
   recipients: string[];
   /**
+   * Those of `recipients` an earlier attempt may have reached: it wrote the request and got no answer (`unknown`), or
+   * its worker died mid-send. A provider that refuses a key reused with another body (Resend's 409) then knows the
+   * key's first request was this row's own, and took the message. Empty or absent on a first attempt.
+   */
+  possiblyTakenBefore?: string[];
+  /**
    * Aborted when the app begins to shut down. A transport that sends a message in several requests or transactions
    * makes no further one once it is, and reports the rest deferred, so that what went out is settled before the
    * process exits rather than sent again after the lease. It never cuts a request or transaction under way.

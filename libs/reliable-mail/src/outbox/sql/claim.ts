@@ -51,9 +51,9 @@ export const CLAIM: Statement = {
     from due where o.id = due.id
     returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
               coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at,
-              o.accepted_recipients, o.rejected_recipients
+              o.accepted_recipients, o.rejected_recipients, o.attempts > 1 or o.requeued_at is not null as sent_before
   ), screened as (
-    select claimed.*, suppressed.addresses as suppressed,
+    select claimed.*, suppressed.addresses as suppressed, earlier.addresses as possibly_taken,
            case when claimed.cancel_requested_at is not null then 'cancelled'
                 when claimed.expires_at <= now() then 'expired'
                 -- A reclaimed row past its limits is closed here: its worker died without a settle to decide.
@@ -73,6 +73,20 @@ export const CLAIM: Statement = {
       select coalesce(jsonb_agg(s.address), '[]'::jsonb) as addresses
       from mail_suppression s where s.address = any(recipients.addresses)
     ) suppressed
+    -- The recipients an earlier attempt may have reached: those it recorded as unknown, or every one when it recorded
+    -- none (its worker died mid-send). A provider that deduplicates by key reads a refusal of the key as that attempt's
+    -- (OutboundMessage.possiblyTakenBefore). Looked up only for a row sent before (a retry, a requeue), through the
+    -- attempts' index by row: the one-time filter skips the scan for a first attempt, most of any claim.
+    cross join lateral (
+      select case when bool_or(jsonb_typeof(a.recipients) is distinct from 'array') then to_jsonb(recipients.addresses)
+                  else coalesce(jsonb_agg(distinct lower(r->>'address'))
+                                  filter (where r->>'status' = 'unknown' and r->>'address' is not null), '[]'::jsonb)
+             end as addresses
+      from mail_outbox_attempt a
+      left join lateral jsonb_array_elements(
+        case when jsonb_typeof(a.recipients) = 'array' then a.recipients else '[]'::jsonb end) r on true
+      where claimed.sent_before and a.outbox_id = claimed.id and a.outcome in ('unknown', 'started')
+    ) earlier
   ), attempts as (
     insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
     select gen_random_uuid(), id, attempts, $4, $3 from screened where skip_reason is null
@@ -101,6 +115,7 @@ interface ClaimedRecord {
   attempt_id: string | null;
   skip_reason: ClaimedRow['skipReason'];
   suppressed: string[];
+  possibly_taken: string[];
   accepted_recipients: string[] | null;
   rejected_recipients: RejectedRecipient[] | null;
 }
@@ -123,6 +138,7 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     attemptId: row.attempt_id ?? null,
     skipReason: row.skip_reason ?? null,
     suppressed: row.suppressed,
+    possiblyTakenBefore: row.possibly_taken,
     acceptedRecipients: row.accepted_recipients ?? [],
     rejectedRecipients: row.rejected_recipients ?? [],
     leaseEndsAt,

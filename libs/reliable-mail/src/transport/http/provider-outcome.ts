@@ -139,7 +139,7 @@ interface RefusedInAnswer {
  */
 export function acceptedOutcome(
   recipients: string[],
-  accepted: { reply: string; providerMessageId: string | null; acceptedAt: Date } & RequestFacts,
+  accepted: { reply: string; replyCode?: number; providerMessageId: string | null; acceptedAt: Date } & RequestFacts,
   refused: RefusedInAnswer = { recipients: [], reply: '' },
 ): SendOutcome {
   const refusedByName = new Set(refused.recipients);
@@ -151,7 +151,7 @@ export function acceptedOutcome(
         : {
             address,
             status: 'accepted',
-            replyCode: 200,
+            replyCode: accepted.replyCode ?? 200,
             enhancedStatus: null,
             reply: accepted.reply,
             perRecipient: recipients.length === 1,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { classifyResendError, type ResendErrorFields } from './resend-classification.js';
+import { classifyResendError, type ResendErrorFields, takenByEarlierRequest } from './resend-classification.js';
 
 describe('classifyResendError: what a Resend /emails error means', () => {
   it.each<{ name: string; error: ResendErrorFields; expected: object }>([
@@ -49,7 +49,7 @@ describe('classifyResendError: what a Resend /emails error means', () => {
       expected: { status: 'deferred', slowDown: false },
     },
     {
-      name: '409 invalid_idempotent_request (the key was used with another body): refused',
+      name: '409 invalid_idempotent_request (the key was used with another body, not by this row): refused',
       error: { name: 'invalid_idempotent_request', message: 'different payload', statusCode: 409 },
       expected: { status: 'refused' },
     },
@@ -70,5 +70,41 @@ describe('classifyResendError: what a Resend /emails error means', () => {
   it('403 validation_error for a mail with a sender of its own refuses that mail only', () => {
     const error = { name: 'validation_error', message: 'The other.example domain is not verified', statusCode: 403 };
     expect(classifyResendError(error, { fromDefaultSender: false })).toMatchObject({ status: 'refused' });
+  });
+});
+
+describe("takenByEarlierRequest: a 409 invalid_idempotent_request is this row's own earlier request", () => {
+  const reused = { name: 'invalid_idempotent_request', message: 'different payload', statusCode: 409 };
+  const ann = 'ann@example.com';
+  const bob = 'bob@example.com';
+  it.each([
+    { name: 'after an unknown attempt to these recipients: taken', error: reused, earlier: [ann, bob], taken: true },
+    {
+      name: 'after one to more recipients than this request: taken',
+      error: reused,
+      earlier: [ann, bob, 'c@x.io'],
+      taken: true,
+    },
+    { name: 'on a first attempt (another sender used the key): not taken', error: reused, earlier: [], taken: false },
+    {
+      name: 'when only some of its recipients may have had it: not taken',
+      error: reused,
+      earlier: [ann],
+      taken: false,
+    },
+    {
+      name: 'another 409 (concurrent_idempotent_requests): not taken',
+      error: { ...reused, name: 'concurrent_idempotent_requests' },
+      earlier: [ann, bob],
+      taken: false,
+    },
+    {
+      name: 'invalid_idempotent_request with another status: not taken',
+      error: { ...reused, statusCode: 422 },
+      earlier: [ann, bob],
+      taken: false,
+    },
+  ])('$name', ({ error, earlier, taken }) => {
+    expect(takenByEarlierRequest(error, { recipients: [ann, bob], possiblyTakenBefore: earlier })).toBe(taken);
   });
 });

@@ -38,7 +38,25 @@ export function classifyResendError(
   // An earlier request with this key is still being processed: ask again later, it is the same message.
   if (name === 'concurrent_idempotent_requests') return verdict('deferred');
   if (status >= 500) return verdict('deferred');
-  // 422 validation_error and missing_required_field, 400, and 409 invalid_idempotent_request (an earlier attempt
-  // with this key had another body: Resend keeps the first for 24 hours and will not send this one).
+  // 422 validation_error and missing_required_field, 400, and 409 invalid_idempotent_request that is not this row's
+  // own earlier request (see `takenByEarlierRequest`): another sender of the team used the key.
   return verdict('refused');
+}
+
+/**
+ * Whether Resend's answer says that this row's own earlier request took the message: 409 invalid_idempotent_request
+ * (the key was used in the last 24 hours with another body) to recipients an earlier attempt may have reached
+ * (`OutboundMessage.possiblyTakenBefore`: its request went and no answer came). The key is the row's and the request's
+ * recipients' (`resendIdempotencyKey`), so that request had these recipients; its body differed because the retry
+ * rendered again (a template or resolver that is not deterministic). Resend kept and sent the first: the message is
+ * taken, and deduplicated by key. On a first attempt the same answer can only mean another sender of the team used the
+ * key: refused.
+ */
+export function takenByEarlierRequest(
+  error: ResendErrorFields,
+  request: { recipients: string[]; possiblyTakenBefore: string[] },
+): boolean {
+  if (error.statusCode !== 409 || error.name !== 'invalid_idempotent_request') return false;
+  const earlier = new Set(request.possiblyTakenBefore);
+  return request.recipients.length > 0 && request.recipients.every((address) => earlier.has(address));
 }

@@ -2,13 +2,13 @@ import { createHash } from 'node:crypto';
 import type { CreateEmailOptions, Resend } from 'resend';
 import { InvalidOptionsError } from '../../errors.js';
 import { loadSdk } from '../http/load-sdk.js';
-import { acceptedOutcome, attachmentsOrOutcome, outcomeOf } from '../http/provider-outcome.js';
+import { acceptedOutcome, attachmentsOrOutcome, outcomeOf, replyOf } from '../http/provider-outcome.js';
 import { RequestPacer } from '../http/request-pacer.js';
 import { retryAfterMs } from '../http/retry-after.js';
 import { type RequestLimits, sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
 import { type AttachmentBytes, formatMailbox, requestAddressing } from '../outbound-content.js';
-import { classifyResendError } from './resend-classification.js';
+import { classifyResendError, takenByEarlierRequest } from './resend-classification.js';
 
 /** How to send through Resend. */
 export interface ResendTransportOptions {
@@ -132,6 +132,18 @@ export class ResendMailTransport implements MailTransport {
     });
     // Resend documents no request id: the email's id is what its support and webhooks name.
     const facts = { providerRequestId: null, deduplicatedByKey: true };
+    const earlier = { recipients: message.recipients, possiblyTakenBefore: message.possiblyTakenBefore ?? [] };
+    if (error && takenByEarlierRequest(error, earlier)) {
+      const refusal = replyOf(409, error.name, error.message);
+      return acceptedOutcome(message.recipients, {
+        ...facts,
+        replyCode: 409,
+        reply: `${refusal} (taken by an earlier attempt with this key, whose answer was lost)`,
+        // The 409 does not name the email the first request made.
+        providerMessageId: null,
+        acceptedAt: new Date(),
+      });
+    }
     if (error || !data) {
       const fromDefaultSender = mail.from.address.toLowerCase() === this.defaultSender;
       // The SDK gives the answer's headers as an object, lower case: a 429's `retry-after` says when to ask again.
