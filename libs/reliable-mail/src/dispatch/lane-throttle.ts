@@ -87,7 +87,8 @@ export class LaneThrottle {
     }
     if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return;
     this.connectionFailures = 0;
-    const askedUntil = now + Math.min(Math.max(0, retryAfterMs), LONGEST_RETRY_AFTER_MS);
+    const asked = Number.isFinite(retryAfterMs) ? Math.min(Math.max(0, retryAfterMs), LONGEST_RETRY_AFTER_MS) : 0;
+    const askedUntil = now + asked;
     // Sends that were already under way when the lane paused report in as well: they do not lengthen it, unless one
     // was asked to wait longer than the pause lasts.
     if (this.isPaused(now)) {

@@ -110,6 +110,13 @@ describe('RequestPacer: a hold (a provider’s Retry-After)', () => {
       wentAt: [440, 660, 880],
     },
     {
+      name: 'a hold that is not a number changes nothing',
+      rate: 5,
+      holdAt: 0,
+      holdMs: NaN,
+      wentAt: [220, 440, 660],
+    },
+    {
       name: 'a hold of 0 changes nothing',
       rate: 5,
       holdAt: 0,

@@ -59,8 +59,12 @@ export class RequestPacer {
     }
   }
 
-  /** Makes no request for `ms` from now (the provider's Retry-After, at most `LONGEST_RETRY_AFTER_MS`). */
+  /**
+   * Makes no request for `ms` from now (the provider's Retry-After, at most `LONGEST_RETRY_AFTER_MS`); a wait that is
+   * not a number holds nothing, as a hold until NaN would never end.
+   */
   holdFor(ms: number): void {
+    if (!Number.isFinite(ms)) return;
     const until = this.clock.now() + Math.min(Math.max(0, ms), LONGEST_RETRY_AFTER_MS);
     this.heldUntil = Math.max(this.heldUntil, until);
     this.nextSlotAt = Math.max(this.nextSlotAt, this.heldUntil);
