@@ -1,5 +1,5 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
-import { storableJson } from '../../database/storable.js';
+import { storableDateOrNull, storableJson } from '../../database/storable.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
@@ -108,7 +108,7 @@ function settleInput(s: Settlement) {
     provider_message_id: s.providerMessageId,
     provider_message_ids: requestMessageIds(s),
     provider_request_id: s.providerRequestId,
-    provider_accepted_at: s.providerAcceptedAt?.toISOString() ?? null,
+    provider_accepted_at: storableDateOrNull(s.providerAcceptedAt)?.toISOString() ?? null,
     deduplicated_by_key: s.deduplicatedByKey,
     accepted: s.acceptedRecipients,
     rejected: s.rejectedRecipients,
