@@ -8,8 +8,8 @@ import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import { malformedOutcome, outcomeFlaw } from './outcome-check.js';
-import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
-import { skipSettlement } from './settlement-closing.js';
+import { type AttemptResult, settlementFor } from './settlement.js';
+import { envelopeOf, skipSettlement } from './settlement-closing.js';
 
 /** The send of a row that must finish before its lease leaves too little for the settle. */
 const LEASE_MARGIN_MS = 1_000;
