@@ -1,7 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { propertyRuns } from '../../../../test/support/property-runs.js';
-import { cutText, isStorableDate, storableJson, storableText, unstorableIn } from './storable.js';
+import {
+  cutText,
+  isStorableDate,
+  MAX_IDENTIFIER_LENGTH,
+  storableIdentifier,
+  storableJson,
+  storableText,
+  unstorableIn,
+} from './storable.js';
 
 /** Any string of UTF-16 code units: lone surrogates and NUL included. */
 const anyText = fc.string({ unit: 'binary', maxLength: 300 });
@@ -44,6 +52,21 @@ describe('the values on their way to PostgreSQL', () => {
       text: '\uD800',
     });
     expect(JSON.parse(json)).toEqual({ at: null, yearZero: null, ok: '1970-01-01T00:00:00.000Z', text: '\uFFFD' });
+  });
+
+  it.each([
+    { name: 'an id', value: '0100018c-7b2e-4f7a', stored: '0100018c-7b2e-4f7a' },
+    { name: 'none', value: null, stored: null },
+    { name: 'undefined', value: undefined, stored: null },
+    { name: 'half a character', value: 'pm-\uD83D', stored: 'pm-\uFFFD' },
+    {
+      name: 'as long as an id may be',
+      value: 'x'.repeat(MAX_IDENTIFIER_LENGTH),
+      stored: 'x'.repeat(MAX_IDENTIFIER_LENGTH),
+    },
+    { name: 'longer: no id at all', value: 'x'.repeat(MAX_IDENTIFIER_LENGTH + 1), stored: null },
+  ])("a peer's identifier, $name, is stored as $stored", ({ value, stored }) => {
+    expect(storableIdentifier(value)).toBe(stored);
   });
 
   it('property: any text, made storable, is storable, and storable text is left as it is', () => {

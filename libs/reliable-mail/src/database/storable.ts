@@ -72,3 +72,20 @@ function storableTree(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [storableText(key), storableTree(item)]));
 }
+
+/**
+ * The longest identifier a peer gives (a provider's message or request id, a queue id) that is stored as one. The
+ * longest any provider sends is about 70 characters; an index entry holds at most 2,704 bytes, which 255 UTF-16 code
+ * units (765 bytes of UTF-8 at most) keep well within.
+ */
+export const MAX_IDENTIFIER_LENGTH = 255;
+
+/**
+ * A peer's identifier as PostgreSQL can store and index it, or null when it is none: longer than
+ * `MAX_IDENTIFIER_LENGTH`, it would fail the index it is looked up by (a megabyte-long "message id" failed the
+ * settle of its row), and cut it would match nothing anyway.
+ */
+export function storableIdentifier(value: string | null | undefined): string | null {
+  if (value === null || value === undefined || value.length > MAX_IDENTIFIER_LENGTH) return null;
+  return storableText(value);
+}

@@ -4,11 +4,12 @@ import type { RetryPolicy } from '../shared/retry-policy.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
-import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
+import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
-import { skipSettlement } from './settlement-closing.js';
+import { malformedOutcome, outcomeFlaw } from './outcome-check.js';
+import { type AttemptResult, settlementFor } from './settlement.js';
+import { envelopeOf, skipSettlement } from './settlement-closing.js';
 
 /** The send of a row that must finish before its lease leaves too little for the settle. */
 const LEASE_MARGIN_MS = 1_000;
@@ -84,8 +85,9 @@ export class Delivery {
         : `rendering failed: ${String(error)}`;
       return everyRecipientDeferred(recipients, reason);
     }
+    let outcome: unknown;
     try {
-      return await this.transport.send(
+      outcome = await this.transport.send(
         {
           messageId: row.messageId,
           idempotencyKey: row.idempotencyKey ?? row.id,
@@ -107,6 +109,14 @@ export class Delivery {
       });
       return everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
     }
+    const flaw = outcomeFlaw(outcome, recipients);
+    if (flaw === null) return outcome as SendOutcome;
+    this.logger.error({
+      msg: 'the transport reported a malformed outcome; counted as unknown for every recipient',
+      id: row.id,
+      field: flaw,
+    });
+    return malformedOutcome(recipients, flaw);
   }
 
   /** Renders under the deadline; a template or resolver that never settles is left behind, its streams closed. */

@@ -267,11 +267,29 @@ export class LaneLoop {
     let settlement;
     try {
       settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result), this.stopSignal.signal);
+    } catch (error) {
+      return this.leftToItsLease(row, 'send', error);
     } finally {
       this.sendsStartedAt.delete(row);
       this.lastSignOfLife = new Date();
     }
-    this.track(this.finish(row, settlement), this.settling);
+    this.track(
+      this.finish(row, settlement).catch((error: unknown) => this.leftToItsLease(row, 'settle', error)),
+      this.settling,
+    );
+  }
+
+  /**
+   * A send or settle that threw, which neither should: logged, and the row stays `sending` until its lease ends and
+   * a claim takes it again. Never a rejected promise, which would end as an unhandled rejection.
+   */
+  private leftToItsLease(row: ClaimedRow, step: 'send' | 'settle', error: unknown): void {
+    this.deps.logger.error({
+      msg: `the ${step} of a row threw; a row left unsettled is claimed again after its lease`,
+      id: row.id,
+      lane: this.lane.name,
+      error: error instanceof Error ? (error.stack ?? String(error)) : String(error),
+    });
   }
 
   /**

@@ -2,6 +2,7 @@ import type { EmailFailedEvent, FailureCause } from '../events/email-failed.even
 import type { EmailSentEvent } from '../events/email-sent.event.js';
 import type { RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import { recipientsOf } from '../outbox/recipients.js';
 import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 
@@ -98,6 +99,20 @@ export function closed(row: ClaimedRow, now: Date, durationMs: number, closing: 
   };
 }
 
+/**
+ * The recipients this attempt is for: every recipient of the row but those that took it or refused it in an
+ * earlier attempt, and those on the suppression list.
+ */
+export function envelopeOf(row: ClaimedRow): string[] {
+  const done = new Set([
+    ...row.acceptedRecipients,
+    ...row.rejectedRecipients.map((recipient) => recipient.address),
+    ...row.suppressed,
+  ]);
+  const recipients = new Set(recipientsOf(row.payload).map((address) => address.toLowerCase()));
+  return [...recipients].filter((address) => !done.has(address));
+}
+
 export function base(row: ClaimedRow, durationMs: number) {
   return { id: row.id, lockToken: row.lockToken, attemptId: row.attemptId, durationMs };
 }
@@ -138,11 +153,17 @@ const SKIP_REASONS: Record<NonNullable<ClaimedRow['skipReason']>, { cause: Failu
   },
 };
 
-/** Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. */
+/**
+ * Closes a claimed row that must not be sent (see `ClaimedRow.skipReason`), without an attempt. A row that some
+ * recipients took in an earlier attempt is `sent`, as a settle makes a row whose other recipients were given up on:
+ * those are recorded refused, for the skip's reason.
+ */
 export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<ClaimedRow['skipReason']> }): Settlement {
   const { cause, reason } = SKIP_REASONS[row.skipReason];
+  const sent = row.acceptedRecipients.length > 0;
+  const givenUp = sent ? envelopeOf(row).map((address) => ({ address, reply: reason, replyCode: null })) : [];
   return closed(row, new Date(), 0, {
-    status: row.skipReason,
+    status: sent ? 'sent' : row.skipReason,
     cause,
     outcome: 'permanent',
     reason,
@@ -150,7 +171,7 @@ export function skipSettlement(row: ClaimedRow & { skipReason: NonNullable<Claim
     enhancedStatus: null,
     attemptRecipients: null,
     accepted: row.acceptedRecipients,
-    rejected: row.rejectedRecipients,
+    rejected: [...row.rejectedRecipients, ...givenUp],
     bounced: [],
     reply: null,
     providerMessageId: null,

@@ -3,8 +3,8 @@ import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
-import { type AttemptResult, envelopeOf, settlementFor } from './settlement.js';
-import { skipSettlement } from './settlement-closing.js';
+import { type AttemptResult, settlementFor } from './settlement.js';
+import { envelopeOf, skipSettlement } from './settlement-closing.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const now = new Date('2026-12-01T12:00:00.000Z');
@@ -389,6 +389,47 @@ describe('skipSettlement', () => {
       permanent: false,
       deadLettered: skipReason === 'dead',
     });
+  });
+
+  it.each([
+    { skipReason: 'cancelled', given: 'cancelled while it was being sent' },
+    { skipReason: 'expired', given: 'expired before it could be sent' },
+    {
+      skipReason: 'dead',
+      given: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
+    },
+  ] as const)(
+    '$skipReason after an earlier attempt reached one recipient: sent, the other given up on, with the sent event',
+    ({ skipReason, given }) => {
+      const row = claimedRow({ attempts: 3, attemptId: null, acceptedRecipients: ['ann@example.com'] });
+      const settlement = skipSettlement({ ...row, skipReason });
+      const rejected = [{ address: 'bob@example.com', reply: given, replyCode: null }];
+      expect(settlement).toMatchObject({
+        status: 'sent',
+        refundAttempt: 1,
+        attemptId: null,
+        lastError: null,
+        acceptedRecipients: ['ann@example.com'],
+        rejectedRecipients: rejected,
+        eventName: EMAIL_SENT_EVENT,
+      });
+      expect(settlement.sentAt).toBeInstanceOf(Date);
+      expect(settlement.eventPayload).toMatchObject({ accepted: ['ann@example.com'], rejected, attempt: 2 });
+    },
+  );
+
+  it('every recipient suppressed after one took it: sent, the suppressed ones reported as such', () => {
+    const row = claimedRow({
+      attemptId: null,
+      acceptedRecipients: ['ann@example.com'],
+      suppressed: ['ann@example.com', 'bob@example.com'],
+    });
+    const settlement = skipSettlement({ ...row, skipReason: 'suppressed' });
+    expect(settlement).toMatchObject({ status: 'sent', eventName: EMAIL_SENT_EVENT });
+    expect(settlement.rejectedRecipients?.map((rejected) => rejected.reply)).toEqual([
+      'suppressed: not sent',
+      'suppressed: not sent',
+    ]);
   });
 });
 

@@ -3,11 +3,10 @@ import { EMAIL_FAILED_EVENT } from '../reliable-mail.constants.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import { recipientsOf } from '../outbox/recipients.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 import { isHardBounce, parseReply } from '../transport/smtp/smtp-reply.js';
 import { decideRetry } from '../shared/retry-policy.js';
-import { base, closed, failedEvent } from './settlement-closing.js';
+import { base, closed, envelopeOf, failedEvent } from './settlement-closing.js';
 
 /**
  * What one attempt came to, as the settlement decides on it: the transport's outcome, or a mail that could not be
@@ -25,24 +24,6 @@ function providerFacts(outcome: Extract<SendOutcome, { kind: 'attempted' }>) {
 }
 
 const unique = <T>(items: T[]): T[] => [...new Set(items)];
-
-/** Every recipient of the row, lower case, each once. */
-function allRecipients(row: ClaimedRow): string[] {
-  return unique(recipientsOf(row.payload).map((address) => address.toLowerCase()));
-}
-
-/**
- * The recipients this attempt is for: every recipient of the row but those that took it or refused it in an
- * earlier attempt, and those on the suppression list.
- */
-export function envelopeOf(row: ClaimedRow): string[] {
-  const done = new Set([
-    ...row.acceptedRecipients,
-    ...row.rejectedRecipients.map((recipient) => recipient.address),
-    ...row.suppressed,
-  ]);
-  return allRecipients(row).filter((address) => !done.has(address));
-}
 
 const asRejected = (outcome: RecipientOutcome): RejectedRecipient => ({
   address: outcome.address,

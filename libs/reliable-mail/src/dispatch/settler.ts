@@ -4,7 +4,9 @@ import type { SqlClient } from '../database/sql-client.js';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { Settlement, StoredEvent } from '../outbox/queue.types.js';
 import { settleRows, settlementKey } from '../outbox/sql/settle.js';
+import { refusedForItsValues } from '../database/statement-refusal.js';
 import { Batcher } from '../shared/batcher.js';
+import { withReportedTextNoted } from './noted-settlement.js';
 
 const SETTLE_BATCH = 100;
 const FIRST_RETRY_MS = 200;
@@ -19,7 +21,8 @@ export interface SettleOutcome {
 /**
  * Writes what became of sent rows: the settlements of every lane that finish while one settle statement runs go
  * together into the next, each still guarded by its own lock token. An event is recorded with its settle only
- * when something in this process listens for it.
+ * when something in this process listens for it. A batch that PostgreSQL refuses for its values is written again
+ * one settlement at a time, so that one value it cannot store holds back no other row.
  */
 export class Settler {
   private readonly batcher: Batcher<Settlement, SettleOutcome>;
@@ -30,18 +33,22 @@ export class Settler {
     eventLeaseMs: number,
     private readonly logger: Logger,
   ) {
-    this.batcher = new Batcher(async (settlements) => {
-      const recorded = settlements.map((settlement) =>
-        settlement.eventName && publisher.isListenedTo(settlement.eventName)
-          ? settlement
-          : { ...settlement, eventName: null },
-      );
-      const applied = await settleRows(database, recorded, eventLeaseMs);
-      return settlements.map((settlement) => ({
-        applied: applied.has(settlementKey(settlement)),
-        event: applied.get(settlementKey(settlement)) ?? null,
-      }));
-    }, SETTLE_BATCH);
+    this.batcher = new Batcher(
+      async (settlements) => {
+        const recorded = settlements.map((settlement) =>
+          settlement.eventName && publisher.isListenedTo(settlement.eventName)
+            ? settlement
+            : { ...settlement, eventName: null },
+        );
+        const applied = await settleRows(database, recorded, eventLeaseMs);
+        return settlements.map((settlement) => ({
+          applied: applied.has(settlementKey(settlement)),
+          event: applied.get(settlementKey(settlement)) ?? null,
+        }));
+      },
+      SETTLE_BATCH,
+      { splitOn: refusedForItsValues },
+    );
   }
 
   /**
@@ -49,11 +56,15 @@ export class Settler {
    * `performance.now()` clock: the end of the row's lease, less a margin). The statement is idempotent, and while the
    * lease holds nobody else can send the row: giving up earlier would turn an outcome this process knows into an
    * `unknown` attempt and a second copy. Null when it could not be written by then.
+   *
+   * A settlement PostgreSQL refuses for its values would be refused on every retry: it is written at once with what
+   * the server or provider reported replaced by a note (`withReportedTextNoted`), in the status it decided.
    */
   async settle(settlement: Settlement, deadline: number): Promise<SettleOutcome | null> {
-    for (let retry = 0; ; retry++) {
+    let writing = settlement;
+    for (let retries = 0; ;) {
       try {
-        const outcome = await this.batcher.add(settlement);
+        const outcome = await this.batcher.add(writing);
         if (!outcome.applied) {
           this.logger.warn({
             msg: 'settle ignored: the lease was lost and another worker owns the row',
@@ -63,24 +74,36 @@ export class Settler {
         }
         return outcome;
       } catch (error) {
-        const wait = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** retry);
+        if (writing === settlement && refusedForItsValues(error)) {
+          this.logger.error({
+            msg: 'PostgreSQL refused the values of a settle; written with what the server reported replaced by a note',
+            id: settlement.id,
+            outcome: settlement.outcome,
+            status: settlement.status,
+            error: String(error),
+          });
+          writing = withReportedTextNoted(settlement);
+          continue;
+        }
+        const wait = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** retries);
         if (performance.now() + wait > deadline) {
           this.logger.error({
             msg: 'settle failed until the lease ran out: the row is claimed again and sent again (same Message-ID)',
             id: settlement.id,
             outcome: settlement.outcome,
-            retries: retry,
+            retries,
             error: String(error),
           });
           return null;
         }
-        if (retry === 0) {
+        if (retries === 0) {
           this.logger.warn({
             msg: 'settle failed; retrying while the lease holds',
             id: settlement.id,
             error: String(error),
           });
         }
+        retries += 1;
         await sleep(wait);
       }
     }

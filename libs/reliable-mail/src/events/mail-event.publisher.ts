@@ -68,7 +68,7 @@ export class MailEventPublisher {
         return ids.map(() => undefined);
       },
       CONFIRM_BATCH,
-      CONFIRM_LINGER_MS,
+      { lingerMs: CONFIRM_LINGER_MS },
     );
   }
 

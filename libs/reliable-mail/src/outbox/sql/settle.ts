@@ -1,5 +1,5 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
-import { storableJson } from '../../database/storable.js';
+import { storableDateOrNull, storableIdentifier, storableJson } from '../../database/storable.js';
 import type { SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
@@ -88,8 +88,10 @@ export function settleValues(settlements: Settlement[], eventLeaseMs: number): u
 /** The provider's ids of the requests that took the message in this attempt; null when none says (SMTP). */
 function requestMessageIds(s: Settlement): string[] | null {
   const ids = new Set<string>();
-  for (const recipient of s.attemptRecipients ?? [])
-    if (recipient.status === 'accepted' && recipient.providerMessageId) ids.add(recipient.providerMessageId);
+  for (const recipient of s.attemptRecipients ?? []) {
+    const id = recipient.status === 'accepted' ? storableIdentifier(recipient.providerMessageId) : null;
+    if (id) ids.add(id);
+  }
   return ids.size > 0 ? [...ids] : null;
 }
 
@@ -105,10 +107,11 @@ function settleInput(s: Settlement) {
     reply_code: s.replyCode,
     enhanced_status: s.enhancedStatus,
     reply: s.reply,
-    provider_message_id: s.providerMessageId,
+    // Ids are looked up through indexes, which a peer's absurdly long one would fail: such an id is none.
+    provider_message_id: storableIdentifier(s.providerMessageId),
     provider_message_ids: requestMessageIds(s),
-    provider_request_id: s.providerRequestId,
-    provider_accepted_at: s.providerAcceptedAt?.toISOString() ?? null,
+    provider_request_id: storableIdentifier(s.providerRequestId),
+    provider_accepted_at: storableDateOrNull(s.providerAcceptedAt)?.toISOString() ?? null,
     deduplicated_by_key: s.deduplicatedByKey,
     accepted: s.acceptedRecipients,
     rejected: s.rejectedRecipients,

@@ -135,6 +135,11 @@ describe('replyOfError: what a nodemailer error says', () => {
       error: { code: 'ETIMEDOUT', message: '550 5.1.1 in the text of a timeout' },
       expected: { replyCode: null, enhancedStatus: null, reply: '550 5.1.1 in the text of a timeout' },
     },
+    {
+      name: 'a code of more than three digits (nodemailer takes every leading digit): no reply code',
+      error: { code: 'EENVELOPE', responseCode: 55_555_555_555, response: '55555555555 5.1.1 No', message: 'failed' },
+      expected: { replyCode: null, enhancedStatus: null, reply: '55555555555 5.1.1 No' },
+    },
   ])('$name', ({ error, expected }) => {
     expect(replyOfError(error)).toEqual(expected);
   });

@@ -41,10 +41,14 @@ export function enhancedStatusOf(reply: string | null | undefined): string | nul
   return reply ? (ENHANCED_STATUS_PATTERN.exec(reply.trim())?.[1] ?? null) : null;
 }
 
+/** A reply code RFC 5321 allows: three digits, 2yz to 5yz. */
+const isReplyCode = (code: unknown): code is number =>
+  Number.isInteger(code) && (code as number) >= 200 && (code as number) < 600;
+
 /** The reply code at the start of a reply line. */
 function replyCodeOf(reply: string): number | null {
   const code = Number(reply.trim().slice(0, 3));
-  return Number.isInteger(code) && code >= 200 && code < 600 ? code : null;
+  return isReplyCode(code) ? code : null;
 }
 
 /** A reply line as its parts. */
@@ -56,7 +60,8 @@ export function parseReply(reply: string): SmtpReply {
 /** What an error says: the server's reply when there was one, the error's message otherwise. */
 export function replyOfError(error: SmtpError): SmtpReply {
   const reply = (error.response ?? error.message ?? 'no reply').trim();
-  const replyCode = typeof error.responseCode === 'number' ? error.responseCode : null;
+  // nodemailer takes every leading digit as the code: a server answering `55555555555 …` is answering nothing.
+  const replyCode = isReplyCode(error.responseCode) ? error.responseCode : null;
   return { replyCode, enhancedStatus: replyCode === null ? null : enhancedStatusOf(reply), reply };
 }
 
