@@ -164,6 +164,7 @@ describe('settle values against PostgreSQL', () => {
       attemptId,
       skipReason: null,
       suppressed: [],
+      possiblyTakenBefore: [],
       acceptedRecipients: [],
       rejectedRecipients: [],
       leaseEndsAt: performance.now() + 60_000,

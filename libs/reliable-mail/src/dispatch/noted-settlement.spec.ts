@@ -31,6 +31,7 @@ const row: ClaimedRow = {
   attemptId: 'attempt-1',
   skipReason: null,
   suppressed: [],
+  possiblyTakenBefore: [],
   acceptedRecipients: [],
   rejectedRecipients: [],
   leaseEndsAt: 0,
