@@ -169,7 +169,7 @@ export class MailOutboxService {
       throw new MailValidationError('expiresAt', 'must be later than now and than sendAt');
     }
     const storedMetadata =
-      metadata === undefined ? null : (toJsonValue('metadata', metadata, new Set()) as Record<string, unknown>);
+      metadata === undefined ? null : (toJsonValue('metadata', metadata) as Record<string, unknown>);
 
     const seen = new Map<string, NewOutboxRow>();
     return mails.map(({ mail, idempotencyKey }, index) => {
