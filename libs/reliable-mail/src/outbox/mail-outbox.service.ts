@@ -35,9 +35,9 @@ export interface BatchMail {
   idempotencyKey?: string;
 }
 
-// A timestamp PostgreSQL cannot read ("timestamp out of range": before 4713 BC, or a JavaScript Date written
-// `+275760-…`) would fail the insert and abort the caller's transaction with it; so would an Invalid Date, which
-// `delayMs: 1e16` makes (past JavaScript's 8.64e15 ms). Refused here instead, before any SQL.
+// A date PostgreSQL refuses would fail the insert and abort the caller's transaction with it: one before 4713 BC
+// ("timestamp out of range"), one outside the years 1-9999 in enqueueMany's JSON (`+010000-…`, `0000-…`), or an
+// Invalid Date, which `delayMs: 1e16` makes (past JavaScript's 8.64e15 ms). Refused here instead, before any SQL.
 const STORABLE_YEARS = 'within the years 1 to 9999';
 
 function optionalDate(field: string, value: unknown): Date | null {
