@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { PrivatePostgres } from './support/private-postgres.js';
@@ -117,6 +117,29 @@ describe('the database fault-test support', () => {
       } finally {
         child.kill('SIGKILL');
         await rm(parent, { recursive: true, force: true });
+      }
+    });
+
+    it('runs binaries from a folder its user cannot enter, as in a checkout inside a 0700 folder', async () => {
+      // As root the server runs as `postgres`, who cannot enter a folder of mktemp's (0700, root's): initdb said
+      // "invalid binary" for PostgreSQL 13 from node_modules. Run as another user, every folder here is its own.
+      const { postgres } = (await import('postgres-13')) as { postgres: string };
+      const checkout = await mkdtemp(join(tmpdir(), 'fault-support-checkout-'));
+      try {
+        const installation = join(checkout, 'node_modules', 'postgres-13', 'native');
+        await cp(dirname(dirname(postgres)), installation, { recursive: true, verbatimSymlinks: true });
+        const cluster = await PrivatePostgres.start({ binDir: join(installation, 'bin') });
+        try {
+          const [{ version }] = await query<{ version: string }>(
+            cluster.url,
+            "select current_setting('server_version_num') as version",
+          );
+          expect(Math.floor(Number(version) / 10_000)).toBe(13);
+        } finally {
+          await cluster.destroy();
+        }
+      } finally {
+        await rm(checkout, { recursive: true, force: true });
       }
     });
   });

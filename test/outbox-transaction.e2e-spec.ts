@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { MailOutboxService } from '@reliable-mail/nestjs';
+import {
+  type ContentMail,
+  type EnqueueManyOptions,
+  MailOutboxService,
+  MailValidationError,
+} from '@reliable-mail/nestjs';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
@@ -85,6 +90,73 @@ describe('enqueue inside the business transaction', () => {
     expect(pendingEvents).toBe(0);
   });
 
+  // Each of these reached PostgreSQL, whose error ("timestamp out of range", an Invalid Date, jsonb refusing NUL or
+  // half a character) aborted the caller's transaction; a year past 9999 or before 1 only in enqueueMany's JSON.
+  it.each<{ name: string; options?: EnqueueManyOptions; mail?: Partial<ContentMail>; field: string }>([
+    { name: 'sendAt before 4713 BC', options: { sendAt: new Date(-8.64e15) }, field: 'sendAt' },
+    { name: 'sendAt in year 0', options: { sendAt: new Date('0000-06-01T00:00:00Z') }, field: 'sendAt' },
+    { name: 'sendAt past the year 9999', options: { sendAt: new Date('+020000-01-01T00:00:00Z') }, field: 'sendAt' },
+    { name: 'expiresAt past the year 9999', options: { expiresAt: new Date(8.64e15) }, field: 'expiresAt' },
+    { name: 'delayMs: 1e16, an Invalid Date', options: { delayMs: 1e16 }, field: 'delayMs' },
+    { name: 'delayMs past the year 9999', options: { delayMs: 2.6e14 }, field: 'delayMs' },
+    { name: 'ttlMs: Number.MAX_VALUE', options: { ttlMs: Number.MAX_VALUE }, field: 'ttlMs' },
+    { name: 'ttlMs past the year 9999', options: { ttlMs: 2.6e14 }, field: 'ttlMs' },
+    { name: 'NUL in an address', mail: { to: 'ann\0@example.com' }, field: 'to' },
+    {
+      name: 'half a character in a display name',
+      mail: { to: { name: 'Ann \uD83D', address: 'ann@example.com' } },
+      field: 'to',
+    },
+    {
+      name: 'half a character in a file name',
+      mail: { attachments: [{ filename: 'r\uDE00.pdf', contentType: 'application/pdf', content: 'x' }] },
+      field: 'attachments[0].filename',
+    },
+    {
+      name: 'NUL in a Content-ID',
+      mail: { attachments: [{ filename: 'a.png', contentType: 'image/png', cid: 'logo\0', content: 'x' }] },
+      field: 'attachments[0].cid',
+    },
+    {
+      name: 'half a character in a media type parameter',
+      mail: { attachments: [{ filename: 'a.txt', contentType: 'text/plain; name="\uD800"', content: 'x' }] },
+      field: 'attachments[0].contentType',
+    },
+    {
+      name: 'metadata nested 1,000 deep',
+      options: { metadata: nestedObject(1_000) },
+      field: expect.stringMatching(/^metadata(\.a)+$/) as never,
+    },
+  ])(
+    '$name: MailValidationError before any SQL, and the business transaction still commits',
+    async ({ name, options = {}, mail = {}, field }) => {
+      const order = { to: 'order@example.com', subject: 'Order', text: 'Thanks', ...mail } as ContentMail;
+      const [{ rowsBefore }] = await em.execute(`select count(*)::int as "rowsBefore" from mail_outbox`);
+      for (const many of [false, true]) {
+        await em.transactional(async () => {
+          await em.execute(`insert into orders (customer) values (?)`, [name]);
+          const write = many
+            ? outbox.enqueueMany([{ mail: order }, { mail: { ...order, to: 'other@example.com' } }], options)
+            : outbox.enqueue(order, options);
+          const error = await write.then(
+            () => new Error('the mail was written'),
+            (thrown: unknown) => thrown,
+          );
+          expect(error).toBeInstanceOf(MailValidationError);
+          // enqueueMany names a mail's field by its place in the batch; an option is shared by the batch.
+          expect(error).toMatchObject({ field: many && Object.keys(mail).length > 0 ? `mails[0].${field}` : field });
+          await em.execute(`insert into orders (customer) values (?)`, [`${name}, after the refusal`]);
+        });
+      }
+      const [{ orders }] = await em.execute(`select count(*)::int as orders from orders where customer like ?`, [
+        `${name}%`,
+      ]);
+      expect(orders).toBe(4);
+      const [{ rowsAfter }] = await em.execute(`select count(*)::int as "rowsAfter" from mail_outbox`);
+      expect(rowsAfter).toBe(rowsBefore);
+    },
+  );
+
   it('joins the transaction of an explicit EntityManager passed as options.em', async () => {
     const fork = em.fork();
     await fork.begin();
@@ -97,3 +169,9 @@ describe('enqueue inside the business transaction', () => {
     await expect(outbox.get(result.id)).rejects.toThrow('No outbox row');
   });
 });
+
+function nestedObject(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = { a: 1 };
+  for (let level = 1; level < depth; level++) value = { a: value };
+  return value;
+}

@@ -2,9 +2,10 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { access, chown, mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { reachableInstallation } from '../../apps/demo/local/embedded-postgres/reachable-installation.js';
 
 const execFileAsync = promisify(execFile);
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -22,6 +23,7 @@ export interface PrivatePostgresOptions {
   /**
    * Folder of initdb, postgres and pg_basebackup; by default the newest version under /usr/lib/postgresql. The
    * `@embedded-postgres/<platform>` packages' `native/bin` works too, but has no pg_basebackup: no `createStandby`.
+   * From a checkout the `postgres` user cannot enter, their installation is copied into the cluster's folder.
    */
   binDir?: string;
 }
@@ -44,7 +46,9 @@ interface RunningServer {
  * replicate and fail over without disturbing the shared server other test files use.
  *
  * initdb and postgres refuse to run as root, so when the tests run as root every command runs as the `postgres` OS
- * user, which owns the folder. The server is started without pg_ctl, as a child of the test process, through
+ * user, which owns the folder (data, sockets and log are all in it). That user may not reach binaries inside the
+ * checkout (in root's home, or a 0700 folder such as `mktemp -d` makes): those are then run from a copy in the
+ * folder, as the demo does for its embedded PostgreSQL (`reachableInstallation`). The server is started without pg_ctl, as a child of the test process, through
  * `setpriv --pdeathsig`: the kernel then sends it an immediate-shutdown signal whenever the test process ends,
  * even by SIGKILL or a worker's forced exit, where an 'exit' handler would not run.
  */
@@ -60,9 +64,9 @@ export class PrivatePostgres {
   /** initdb (trust authentication, replication allowed from 127.0.0.1) and a started server. */
   static async start(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
     const binDir = options.binDir ?? (await newestInstalledBinDir());
-    return PrivatePostgres.create(binDir, (folder) =>
+    return PrivatePostgres.create(binDir, (runnable, folder) =>
       run(
-        join(binDir, 'initdb'),
+        join(runnable, 'initdb'),
         ['-D', dataDirIn(folder), '-U', 'postgres', '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'],
         folder,
       ),
@@ -147,9 +151,9 @@ export class PrivatePostgres {
 
   /** A hot standby streaming from this cluster (pg_basebackup -R), started on a port of its own. */
   async createStandby(): Promise<PrivatePostgres> {
-    return PrivatePostgres.create(this.binDir, (folder) =>
+    return PrivatePostgres.create(this.binDir, (runnable, folder) =>
       run(
-        join(this.binDir, 'pg_basebackup'),
+        join(runnable, 'pg_basebackup'),
         [
           '-D',
           dataDirIn(folder),
@@ -184,13 +188,17 @@ export class PrivatePostgres {
     await rm(this.folder, { recursive: true, force: true });
   }
 
-  private static async create(binDir: string, initialise: (folder: string) => Promise<void>): Promise<PrivatePostgres> {
+  private static async create(
+    binDir: string,
+    initialise: (binDir: string, folder: string) => Promise<void>,
+  ): Promise<PrivatePostgres> {
     const folder = await ownedTempFolder();
     let cluster: PrivatePostgres | undefined;
     try {
-      await initialise(folder);
+      const runnable = await runnableBinDir(binDir, folder);
+      await initialise(runnable, folder);
       // The port is taken only now, so that it stays free for as short a time as possible before the server binds it.
-      cluster = new PrivatePostgres(folder, binDir, await freePort());
+      cluster = new PrivatePostgres(folder, runnable, await freePort());
       await cluster.start();
       return cluster;
     } catch (error) {
@@ -262,6 +270,16 @@ async function run(command: string, args: string[], cwd: string): Promise<void> 
     const { stderr, stdout } = error as { stderr?: string; stdout?: string };
     throw new Error(`${command} failed: ${(stderr || stdout || String(error)).trim()}`, { cause: error });
   }
+}
+
+/**
+ * `binDir`, or when the tests run as root and the `postgres` user cannot reach it, the same folder of a copy of its
+ * installation in the cluster's `folder` (deleted with it).
+ */
+async function runnableBinDir(binDir: string, folder: string): Promise<string> {
+  const ids = await runAsIds();
+  if (!ids) return binDir;
+  return join(await reachableInstallation(dirname(binDir), ids, join(folder, 'postgresql')), basename(binDir));
 }
 
 /** A new 0700 folder the server's user owns; the data folder and the Unix sockets go in it. */

@@ -17,6 +17,19 @@ export class MailValidationError extends ReliableMailError {
   }
 }
 
+/**
+ * An operator's filter, page or period (`MailOutboxAdmin`) that would not select the rows it names: a field that
+ * narrows nothing once serialised (`{ metadata: { orderId: undefined } }` is `{}`, which contains every row), text
+ * or a date PostgreSQL cannot store, a cursor that is no row id. Nothing was read or changed. A
+ * `MailValidationError`, so a catch written for that one still takes it.
+ */
+export class OutboxFilterError extends MailValidationError {
+  constructor(field: string, reason: string) {
+    super(field, reason);
+    this.message = `Invalid filter: ${field} ${reason}`;
+  }
+}
+
 /** An idempotency key was reused with different content; the existing row is left as it was. */
 export class IdempotencyConflictError extends ReliableMailError {
   constructor(

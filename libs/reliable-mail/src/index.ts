@@ -23,6 +23,7 @@ export {
   InvalidOptionsError,
   MailValidationError,
   MissingPeerDependencyError,
+  OutboxFilterError,
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,

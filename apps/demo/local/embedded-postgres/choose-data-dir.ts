@@ -1,21 +1,10 @@
 import { createHash } from 'node:crypto';
-import { chmod, cp, lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, lstat, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Binaries, type Cluster, logger, type PosixIds, USER } from './cluster.js';
+import { reachableInstallation } from './reachable-installation.js';
 import { checkReachable } from './server-user.js';
-
-/** Everyone may read everything in the tree, and enter or run what its owner may; links are left as they are. */
-async function makeReadableByAll(path: string): Promise<void> {
-  const info = await lstat(path);
-  if (info.isSymbolicLink()) return;
-  const mode = info.mode & 0o7777;
-  const wanted = mode | (info.isDirectory() || mode & 0o100 ? 0o555 : 0o444);
-  if (wanted !== mode) await chmod(path, wanted);
-  if (info.isDirectory()) {
-    for (const entry of await readdir(path)) await makeReadableByAll(join(path, entry));
-  }
-}
 
 /** The temp dir is open to every user, so the folder must be root's and writable by no one else. */
 async function ensureRootOnlyFolder(dir: string, ids: PosixIds): Promise<void> {
@@ -31,32 +20,12 @@ async function ensureRootOnlyFolder(dir: string, ids: PosixIds): Promise<void> {
   await checkReachable(join(dir, 'data'), ids);
 }
 
-/** Copied once per version; the copy is made beside its place and renamed, so an interrupted one is never used. */
-async function copyBinaries(binaries: Binaries, dir: string): Promise<Binaries> {
-  const copy = join(dir, `postgresql-${binaries.version}`);
-  const copied = await stat(join(copy, 'bin', 'pg_ctl')).then(
-    () => true,
-    () => false,
-  );
-  if (!copied) {
-    logger.log(`Copying the PostgreSQL binaries to ${copy}, where the "${USER}" user can run them (first start only)`);
-    const partial = `${copy}.partial`;
-    await rm(partial, { recursive: true, force: true });
-    // The libraries' links are relative: copied as they are, they point into the copy.
-    await cp(binaries.root, partial, { recursive: true, verbatimSymlinks: true });
-    await makeReadableByAll(partial);
-    await rm(copy, { recursive: true, force: true });
-    await rename(partial, copy);
-  }
-  return { root: copy, version: binaries.version };
-}
-
 /**
  * Where the cluster lives: in the checkout's `dataDir`, unless the server runs as another user (as root: see
  * `serverUser`). That user often cannot enter the checkout (in root's home, or any 0700 folder): neither the data
  * folder there nor the binaries in its node_modules. So then the cluster lives in a folder of its own under the
- * system temp dir, one per checkout (named by a hash of `dataDir`): a copy of the binaries, the data folder (owned by
- * `postgres`) and the server's log.
+ * system temp dir, one per checkout (named by a hash of `dataDir`): the data folder (owned by `postgres`), the
+ * server's log and, when that user cannot reach them where npm put them, a copy of the binaries.
  */
 export async function chooseDataDir(
   checkout: { dataDir: string; logFile: string },
@@ -67,8 +36,12 @@ export async function chooseDataDir(
   const hash = createHash('sha256').update(checkout.dataDir).digest('hex').slice(0, 12);
   const dir = join(tmpdir(), `reliable-mail-demo-${hash}`);
   await ensureRootOnlyFolder(dir, serverUser);
+  const copy = join(dir, `postgresql-${binaries.version}`);
+  const root = await reachableInstallation(binaries.root, serverUser, copy, () =>
+    logger.log(`Copying the PostgreSQL binaries to ${copy}, where the "${USER}" user can run them (first start only)`),
+  );
   return {
-    binaries: await copyBinaries(binaries, dir),
+    binaries: { root, version: binaries.version },
     dataDir: join(dir, 'data'),
     logFile: join(dir, 'postgres.log'),
     serverUser,

@@ -41,18 +41,24 @@ export async function chownTree(path: string, { uid, gid }: PosixIds): Promise<v
   }
 }
 
-/** As root the server runs as `postgres`, which must be able to reach its files through every parent folder. */
-export async function checkReachable(path: string, ids: PosixIds): Promise<void> {
+/** The first folder on the way to `path` that the user `ids` cannot enter (by its primary group only), or null. */
+export async function unreachableFolder(path: string, ids: PosixIds): Promise<string | null> {
   for (let dir = dirname(path); ; dir = dirname(dir)) {
     const info = await stat(dir);
     const searchable =
       info.uid === ids.uid ? info.mode & 0o100 : info.gid === ids.gid ? info.mode & 0o010 : info.mode & 0o001;
-    if (!searchable) {
-      throw new Error(
-        `PostgreSQL runs as the "${USER}" user when started by root, and that user cannot enter ${dir} (on the way ` +
-          `to ${path}). Point TMPDIR at a folder it can enter, or set DATABASE_URL.`,
-      );
-    }
-    if (dirname(dir) === dir) return;
+    if (!searchable) return dir;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+/** As root the server runs as `postgres`, which must be able to reach its files through every parent folder. */
+export async function checkReachable(path: string, ids: PosixIds): Promise<void> {
+  const dir = await unreachableFolder(path, ids);
+  if (dir !== null) {
+    throw new Error(
+      `PostgreSQL runs as the "${USER}" user when started by root, and that user cannot enter ${dir} (on the way ` +
+        `to ${path}). Point TMPDIR at a folder it can enter, or set DATABASE_URL.`,
+    );
   }
 }

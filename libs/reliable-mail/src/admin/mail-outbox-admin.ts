@@ -1,16 +1,17 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger } from '@nestjs/common';
-import { MailValidationError } from '../errors.js';
+import { MailValidationError, OutboxFilterError } from '../errors.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
 import { MailOutboxService } from '../outbox/mail-outbox.service.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
+import { checkStorable } from '../outbox/validation/json.js';
 import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';
 import { countMatching, matchingIds } from '../outbox/sql/filter.js';
 import { CLOSED_STATUSES, purgeRows } from '../outbox/sql/purge.js';
 import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
-import { checkFilter } from './outbox-filter.js';
+import { checkFilter, checkLimit, checkPeriod, checkRowId, checkTextCursor } from './outbox-filter.js';
 import { type SqlClient, transactionOf } from '../database/sql-client.js';
 import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
 
@@ -21,6 +22,14 @@ function requireReason(reason: string): void {
   if (typeof reason !== 'string' || reason.trim().length === 0) {
     throw new MailValidationError('reason', 'is required: say why, for the next operator');
   }
+  checkStorable('reason', reason);
+}
+
+/** A page of a list; null or a non-object would otherwise throw a TypeError at its first field. */
+function pageOf<T extends object>(page: T | undefined): Partial<T> {
+  if (page === undefined) return {};
+  if (!page || typeof page !== 'object') throw new OutboxFilterError('page', 'must be an object such as { limit: 50 }');
+  return page;
 }
 
 /** The runbook's verbs: inspect, requeue, cancel, purge, export, the suppression list, and the figures. */
@@ -39,10 +48,10 @@ export class MailOutboxAdmin {
   }
 
   /** Rows matching the filter, newest first, with their attempts. Continue with `before`: the last id of a page. */
-  list(filter: OutboxFilter = {}, page: { limit?: number; before?: string } = {}): Promise<OutboxRowWithAttempts[]> {
-    checkFilter(filter, null);
-    const limit = Math.min(MAX_LIST, Math.max(1, page.limit ?? 50));
-    return listRows(this.db, filter, limit, page.before);
+  async list(filter: OutboxFilter = {}, page?: { limit?: number; before?: string }): Promise<OutboxRowWithAttempts[]> {
+    const checked = checkFilter(filter, null);
+    const { limit, before } = pageOf(page);
+    return listRows(this.db, checked, checkLimit('page.limit', limit, 50, MAX_LIST), checkRowId('page.before', before));
   }
 
   /** One row with its attempts. */
@@ -60,11 +69,11 @@ export class MailOutboxAdmin {
     reason: string,
     { dryRun = false }: { dryRun?: boolean } = {},
   ): Promise<string[]> {
-    checkFilter(filter, 'requeue');
+    const checked = checkFilter(filter, 'requeue');
     requireReason(reason);
-    if (dryRun) return matchingIds(this.db, filter, REQUEUABLE_STATUSES);
-    const ids = await requeueRows(this.db, filter, reason);
-    this.logger.log({ msg: 'requeued', count: ids.length, reason, filter });
+    if (dryRun) return matchingIds(this.db, checked, REQUEUABLE_STATUSES);
+    const ids = await requeueRows(this.db, checked, reason);
+    this.logger.log({ msg: 'requeued', count: ids.length, reason, filter: checked });
     return ids;
   }
 
@@ -77,18 +86,19 @@ export class MailOutboxAdmin {
    * Returns how many; with `dryRun` nothing is deleted and the count is of the rows it would delete.
    */
   async purge(filter: OutboxFilter, { dryRun = false }: { dryRun?: boolean } = {}): Promise<number> {
-    checkFilter(filter, 'purge');
-    if (dryRun) return countMatching(this.db, filter, CLOSED_STATUSES);
-    const count = await purgeRows(this.db, filter);
-    this.logger.log({ msg: 'purged', count, filter });
+    const checked = checkFilter(filter, 'purge');
+    if (dryRun) return countMatching(this.db, checked, CLOSED_STATUSES);
+    const count = await purgeRows(this.db, checked);
+    this.logger.log({ msg: 'purged', count, filter: checked });
     return count;
   }
 
   /** Rows created in [from, to) with their attempts, one JSON document per line, for audits and restores. */
   async *exportJsonLines(period: { from: Date; to: Date }): AsyncGenerator<string> {
+    const { from, to } = checkPeriod(period);
     let after: string | undefined;
     for (;;) {
-      const rows = await exportPage(this.db, period.from, period.to, EXPORT_PAGE, after);
+      const rows = await exportPage(this.db, from, to, EXPORT_PAGE, after);
       for (const row of rows) yield `${JSON.stringify(row)}\n`;
       if (rows.length < EXPORT_PAGE) return;
       after = rows[rows.length - 1].id;
@@ -99,8 +109,13 @@ export class MailOutboxAdmin {
     return outboxStats(this.db);
   }
 
-  listSuppressions(page: { limit?: number; after?: string } = {}): Promise<Suppression[]> {
-    return listSuppressions(this.db, Math.min(MAX_LIST, Math.max(1, page.limit ?? 100)), page.after);
+  async listSuppressions(page?: { limit?: number; after?: string }): Promise<Suppression[]> {
+    const { limit, after } = pageOf(page);
+    return listSuppressions(
+      this.db,
+      checkLimit('page.limit', limit, 100, MAX_LIST),
+      checkTextCursor('page.after', after),
+    );
   }
 
   async suppress(address: string, reason: string): Promise<void> {

@@ -279,6 +279,11 @@ describe('resolveOptions', () => {
     },
     { name: 'dispatcher.workerId empty', options: { dispatcher: { workerId: '' } }, option: 'dispatcher.workerId' },
     { name: 'retry.maxAttempts -1', options: { retry: { maxAttempts: -1 } }, option: 'retry.maxAttempts' },
+    {
+      name: "retry.maxAttempts past the row's int column",
+      options: { retry: { maxAttempts: 2_147_483_648 } },
+      option: 'retry.maxAttempts',
+    },
     { name: 'retry.maxAgeMs NaN', options: { retry: { maxAgeMs: Number.NaN } }, option: 'retry.maxAgeMs' },
     {
       name: 'retry.maxDelayMs below baseDelayMs',

@@ -10,6 +10,9 @@ const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
   maxAgeMs: 86_400_000,
 };
 
+/** Every row stores its `maxAttempts` in an int column (PostgreSQL's 4-byte integer). */
+const MAX_ATTEMPTS = 2_147_483_647;
+
 /**
  * The retry policy. The attempts must last as long as `maxAgeMs` at their shortest delays: otherwise an outage
  * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
@@ -24,6 +27,13 @@ export function resolveRetry(options: RetryOptions = {}): RetryPolicy {
   const needed = attemptsToSpan(delays);
   if (options.maxAttempts === undefined) return { ...delays, maxAttempts: needed };
   const maxAttempts = requirePositiveInteger('retry.maxAttempts', options.maxAttempts);
+  if (maxAttempts > MAX_ATTEMPTS) {
+    throw new InvalidOptionsError(
+      'retry.maxAttempts',
+      `must be at most ${MAX_ATTEMPTS}, the largest value of the row's int column: every enqueue would fail, ` +
+        `aborting its caller's transaction, got ${maxAttempts}`,
+    );
+  }
   const span = guaranteedSpanMs(maxAttempts, delays);
   if (span < delays.maxAgeMs) {
     throw new InvalidOptionsError(

@@ -22,6 +22,7 @@ import { transactionOf } from '../database/sql-client.js';
 import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier } from './wake-up.notifier.js';
 import { isUuid } from '../shared/uuid.js';
+import { isStorableDate } from '../database/storable.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
@@ -34,11 +35,17 @@ export interface BatchMail {
   idempotencyKey?: string;
 }
 
+// A date PostgreSQL refuses would fail the insert and abort the caller's transaction with it: one before 4713 BC
+// ("timestamp out of range"), one outside the years 1-9999 in enqueueMany's JSON (`+010000-…`, `0000-…`), or an
+// Invalid Date, which `delayMs: 1e16` makes (past JavaScript's 8.64e15 ms). Refused here instead, before any SQL.
+const STORABLE_YEARS = 'within the years 1 to 9999';
+
 function optionalDate(field: string, value: unknown): Date | null {
   if (value === undefined) return null;
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
     throw new MailValidationError(field, 'must be a valid Date');
   }
+  if (!isStorableDate(value)) throw new MailValidationError(field, `must be a Date ${STORABLE_YEARS}`);
   return value;
 }
 
@@ -47,7 +54,11 @@ function optionalDuration(field: string, value: unknown, now: number): Date | nu
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new MailValidationError(field, 'must be a number of milliseconds >= 0');
   }
-  return new Date(now + value);
+  const at = new Date(now + value);
+  if (!isStorableDate(at)) {
+    throw new MailValidationError(field, `must end ${STORABLE_YEARS}: ${value} ms from now is past the year 9999`);
+  }
+  return at;
 }
 
 function exclusive(options: EnqueueOptions, first: keyof EnqueueOptions, second: keyof EnqueueOptions): void {
@@ -169,7 +180,7 @@ export class MailOutboxService {
       throw new MailValidationError('expiresAt', 'must be later than now and than sendAt');
     }
     const storedMetadata =
-      metadata === undefined ? null : (toJsonValue('metadata', metadata, new Set()) as Record<string, unknown>);
+      metadata === undefined ? null : (toJsonValue('metadata', metadata) as Record<string, unknown>);
 
     const seen = new Map<string, NewOutboxRow>();
     return mails.map(({ mail, idempotencyKey }, index) => {

@@ -84,13 +84,13 @@ export interface EnqueueOptions {
   metadata?: Record<string, unknown>;
   /** The lane to send through; an undeclared lane is a validation error. Default: the module's `defaultLane`. */
   lane?: string;
-  /** Send no earlier than this. */
+  /** Send no earlier than this (a Date within the years 1–9999, which PostgreSQL stores). */
   sendAt?: Date;
-  /** Send no earlier than this many milliseconds from now. */
+  /** Send no earlier than this many milliseconds from now (ending before the year 10000). */
   delayMs?: number;
-  /** A message not sent by then ends as `expired` rather than going out late. */
+  /** A message not sent by then ends as `expired` rather than going out late (within the years 1–9999). */
   expiresAt?: Date;
-  /** The same as `expiresAt`, counted from now. */
+  /** The same as `expiresAt`, counted from now (ending before the year 10000). */
   ttlMs?: number;
 }
 

@@ -2,11 +2,15 @@ import { MailValidationError } from '../../errors.js';
 import type { MailAddress } from '../../transport/mail-transport.interface.js';
 import type { MailAddressInput } from '../mail.types.js';
 import { LINE_BREAK_OR_NUL } from '../../shared/characters.js';
+import { checkStorable } from './json.js';
 
 // A deliberately plain addr-spec check: one @, no spaces or brackets, a dotted domain. Exotic quoted local parts
 // are refused rather than risked, since a bad address would only fail later at the SMTP server.
 const ADDRESS_PATTERN = /^[^\s@<>()[\]\\,;:"]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/i;
 const NAMED_ADDRESS_PATTERN = /^\s*"?([^"<]*?)"?\s*<([^<>]+)>\s*$/;
+// RFC 5321 4.5.3.1.3: a path is at most 256 octets with its angle brackets. No server takes a longer address, and
+// the suppression list's primary key could not index one of some kilobytes (a btree entry holds at most 2,704 bytes).
+const MAX_ADDRESS_OCTETS = 254;
 
 export function parseAddress(field: string, input: MailAddressInput): MailAddress {
   let name: string | undefined;
@@ -21,12 +25,17 @@ export function parseAddress(field: string, input: MailAddressInput): MailAddres
   } else {
     throw new MailValidationError(field, 'must be an email address or { name, address }');
   }
+  checkStorable(field, address);
   if (!ADDRESS_PATTERN.test(address)) {
     throw new MailValidationError(field, `is not a valid email address: ${JSON.stringify(address)}`);
+  }
+  if (Buffer.byteLength(address) > MAX_ADDRESS_OCTETS) {
+    throw new MailValidationError(field, `is longer than the ${MAX_ADDRESS_OCTETS} octets an email address may have`);
   }
   if (name !== undefined && LINE_BREAK_OR_NUL.test(name)) {
     throw new MailValidationError(field, 'has a display name with a line break');
   }
+  if (name !== undefined) checkStorable(field, name);
   return name === undefined ? { address } : { name, address };
 }
 

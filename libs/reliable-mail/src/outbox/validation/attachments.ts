@@ -2,6 +2,7 @@ import { MailValidationError } from '../../errors.js';
 import type { StoredAttachment } from '../mail.types.js';
 import { CONTROL_CHARACTER } from '../../shared/characters.js';
 import type { MailContentRules } from './content-rules.js';
+import { checkStorable } from './json.js';
 
 const BASE64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // type/subtype with optional parameters, as in `text/plain; charset=utf-8`.
@@ -25,6 +26,9 @@ function parseAttachment(
     );
   }
   const { filename, contentType, cid, content, ref, encoding } = input as Record<string, unknown>;
+  for (const [key, value] of Object.entries({ filename, contentType, cid, ref })) {
+    if (typeof value === 'string') checkStorable(`${field}.${key}`, value);
+  }
   if (
     typeof filename !== 'string' ||
     filename.trim().length === 0 ||

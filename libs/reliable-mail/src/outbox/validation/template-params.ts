@@ -38,7 +38,7 @@ export function parseTemplate(mail: TemplateMail<object>, rules: MailContentRule
   if (!params || typeof params !== 'object' || Array.isArray(params)) {
     throw new MailValidationError('params', 'must be a plain object of JSON values');
   }
-  const stored = toJsonValue('params', params, new Set()) as Record<string, JsonValue>;
+  const stored = toJsonValue('params', params) as Record<string, JsonValue>;
   if (template.validate) {
     try {
       template.validate(structuredClone(stored));
