@@ -224,3 +224,116 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     expect(await feedbackRows()).toEqual([]);
   });
 });
+
+/** A lone UTF-16 surrogate (the high half of a pair, alone), as an encoded word decodes it. */
+const LONE_SURROGATE_WORD = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8]).toString('base64')}?=`;
+const SUPPRESSION_PREFIX = 'dsn hard bounce: 5.1.1 ';
+
+/** The DSNs of item 3: each is a hard bounce of gone@example.org, with something PostgreSQL cannot store as it came. */
+const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; reason?: string }]> = [
+  [
+    'a Subject and a From that decode to a lone surrogate',
+    (dsn) =>
+      dsn
+        .replace('Subject: Undelivered Mail Returned to Sender', `Subject: ${LONE_SURROGATE_WORD}`)
+        .replace(
+          'From: MAILER-DAEMON@mx.example.org (Mail Delivery System)',
+          `From: ${LONE_SURROGATE_WORD} <mailer-daemon@mx.example.org>`,
+        ),
+    { reportedAt: new Date('2026-12-03T10:10:10Z') },
+  ],
+  [
+    'a diagnostic whose emoji the 500-character suppression reason cuts in half',
+    (dsn) =>
+      dsn.replace(
+        'Diagnostic-Code: smtp; 550 5.1.1 user unknown',
+        `Diagnostic-Code: smtp; 550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}😀 unknown`,
+      ),
+    {
+      reportedAt: new Date('2026-12-03T10:10:10Z'),
+      reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}…`,
+    },
+  ],
+  [
+    'a Last-Attempt-Date in the year 200000 (a date to JavaScript, none to PostgreSQL)',
+    (dsn) => dsn.replace(/Last-Attempt-Date: .*/, 'Last-Attempt-Date: +200000-01-01T00:00:00Z'),
+    // The next date the report gives: its Arrival-Date.
+    { reportedAt: new Date('2026-12-03T10:10:09Z') },
+  ],
+  [
+    'every date of the report out of range',
+    (dsn) =>
+      dsn
+        .replace(/Last-Attempt-Date: .*/, 'Last-Attempt-Date: +200000-01-01T00:00:00Z')
+        .replace(/Arrival-Date: .*/, 'Arrival-Date: -000001-01-01T00:00:00Z')
+        .replace(/^Date: .*/m, 'Date: Thu, 3 Dec 200000 10:10:10 +0000'),
+    // None left: when it was read.
+    {},
+  ],
+];
+
+describe('DSNs PostgreSQL cannot store as they came', () => {
+  const bed = useTestBed();
+
+  async function start() {
+    const { app, outbox, admin } = await bed.start({}, { verp });
+    const mail = await outbox.enqueue({ to: 'gone@example.org', subject: 'Your order', text: 'Thanks' });
+    await waitFor('sent', () => app.events.sent.length === 1);
+    const received = bed.smtp.received.find((message) => message.messageId === mail.messageId)!;
+    const dsn = (messageId: string) =>
+      dsnMessage({
+        to: received.sender,
+        messageId,
+        recipients: [
+          { address: 'gone@example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' },
+        ],
+      });
+    return { app, outbox, admin, feedback: app.get(MailFeedbackService), mail, dsn };
+  }
+
+  it.each(unstorable)(
+    '%s: stored, the recipient suppressed, nothing PostgreSQL refused',
+    async (_case, spoil, expected) => {
+      const { outbox, admin, feedback, mail, dsn } = await start();
+      expect(await feedback.ingestDsn(spoil(dsn('<dsn-unstorable@mx.example.org>')))).toMatchObject({
+        stored: 1,
+        unlinked: 0,
+      });
+      const [stored] = (await outbox.get(mail.id)).feedback;
+      expect(stored).toMatchObject({ kind: 'bounced', bounceType: 'hard', recipient: 'gone@example.org' });
+      expect(JSON.stringify(stored.payload)).not.toMatch(/\\ud[89ab]/i);
+      if (expected.reportedAt) expect(stored.reportedAt).toEqual(expected.reportedAt);
+      else expect(Math.abs(stored.reportedAt.getTime() - Date.now())).toBeLessThan(60_000);
+      const [suppression] = await admin.listSuppressions();
+      expect(suppression).toMatchObject({ address: 'gone@example.org', outboxId: mail.id });
+      if (expected.reason) expect(suppression.reason).toBe(expected.reason);
+    },
+  );
+
+  it('an IMAP-style poll over such DSNs, and one it cannot read, quarantines what it cannot ingest and goes on to the next', async () => {
+    const { admin, feedback, dsn } = await start();
+    const mailbox = [
+      ...unstorable.map(([, spoil], index) => spoil(dsn(`<dsn-${index}@mx.example.org>`))),
+      dsn('<dsn-unreadable@mx.example.org>').replace('message/delivery-status', 'text/plain'),
+      dsn('<dsn-last@mx.example.org>'),
+    ];
+    // The README's poller, over an array instead of a mailbox: each message ends stored, ignored or quarantined;
+    // one the database could not take (anything but FeedbackPayloadError) would be left for the next poll.
+    const outcomes: string[] = [];
+    for (const message of mailbox) {
+      try {
+        const { stored, duplicates } = await feedback.ingestDsn(message);
+        outcomes.push(stored + duplicates > 0 ? 'stored' : 'ignored');
+      } catch (error) {
+        outcomes.push(error instanceof FeedbackPayloadError ? 'quarantined' : `left: ${String(error)}`);
+      }
+    }
+    expect(outcomes).toEqual([...unstorable.map(() => 'stored'), 'quarantined', 'stored']);
+    expect(await bed.execute(`select provider_event_id from mail_outbox_feedback order by provider_event_id`)).toEqual(
+      [...unstorable.map((_, index) => `<dsn-${index}@mx.example.org>`), '<dsn-last@mx.example.org>']
+        .sort()
+        .map((id) => ({ provider_event_id: id })),
+    );
+    expect(await admin.listSuppressions()).toEqual([expect.objectContaining({ address: 'gone@example.org' })]);
+  });
+});

@@ -191,6 +191,36 @@ describe('Amazon SES feedback through SNS', () => {
     ).toHaveLength(1);
   });
 
+  it('a notification nested 30,000 levels deep: 400 with the reason, nothing written', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    const notification = JSON.stringify(sesNotification('Bounce', mail, 'ses-0030')).replace(
+      '"mail":{',
+      `"deep":${'['.repeat(30_000)}${']'.repeat(30_000)},"mail":{`,
+    );
+    const response = await post('ses', JSON.stringify(sns().notification(TOPIC, notification)), snsHeaders);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'Malformed feedback: the body nests deeper than 64 levels',
+    );
+    expect(await feedbackRows(bed)).toEqual([]);
+  });
+
+  it('a bounce dated in the year 200000: 400 with the reason, nothing written', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    const notification = JSON.stringify(sesNotification('Bounce', mail, 'ses-0031')).replaceAll(
+      '2026-12-03T10:00:00.000Z',
+      '+200000-01-01T00:00:00.000Z',
+    );
+    const response = await post('ses', JSON.stringify(sns().notification(TOPIC, notification)), snsHeaders);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'Malformed feedback: bounce.timestamp must be a date within the years 1 to 9999',
+    );
+    expect(await feedbackRows(bed)).toEqual([]);
+  });
+
   it('confirms a subscription to an allowed topic by visiting its SubscribeURL', async () => {
     const { post } = await start();
     const confirmation = sns().subscriptionConfirmation(TOPIC);

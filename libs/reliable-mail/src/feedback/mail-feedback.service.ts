@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { cutText, indexableKey } from '../database/storable.js';
 import { UnknownFeedbackSourceError } from '../errors.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
@@ -103,13 +104,14 @@ export class MailFeedbackService {
     const id = uuidv7();
     const eventName = EVENT_NAMES[item.kind];
     const reportedAt = item.reportedAt.toISOString();
+    const providerEventId = indexableKey(item.providerEventId);
     return {
       id,
       source,
       recipient: item.recipient,
       kind: item.kind,
       bounce_type: item.bounceType,
-      provider_event_id: item.providerEventId,
+      provider_event_id: providerEventId,
       provider_message_id: item.providerMessageId,
       row_id: item.rowId,
       message_id: item.messageId,
@@ -126,7 +128,7 @@ export class MailFeedbackService {
         recipient: item.recipient,
         status: item.status,
         diagnostic: item.diagnostic,
-        providerEventId: item.providerEventId,
+        providerEventId,
         providerMessageId: item.providerMessageId,
         reportedAt,
         ...(item.kind === 'bounced' ? { bounceType: item.bounceType } : {}),
@@ -138,5 +140,5 @@ export class MailFeedbackService {
 function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {
   const what = item.kind === 'complained' ? 'complaint' : 'hard bounce';
   const detail = [item.status, item.diagnostic].filter(Boolean).join(' ');
-  return `${source} ${what}${detail ? `: ${detail}` : ''}`.slice(0, MAX_SUPPRESSION_REASON);
+  return cutText(`${source} ${what}${detail ? `: ${detail}` : ''}`, MAX_SUPPRESSION_REASON);
 }

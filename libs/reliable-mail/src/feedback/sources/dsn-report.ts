@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { HeaderValue, ParsedMail } from 'mailparser';
+import { storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { rowIdOfVerpAddress, type Verp } from '../../shared/verp.js';
 import { addressIn, feedbackReport, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
@@ -46,6 +47,7 @@ export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promis
         .map((address) => rowIdOfVerpAddress(verp, address))
         .find(Boolean) ?? null)
     : null;
+  const date = storableDateOrNull(parsed.date);
   const items = dsnFeedbackOf(parseDeliveryStatus(deliveryStatus), {
     ...(verpRowId ? { rowId: verpRowId, messageId: null } : rowOfMessageId(originalMessageId)),
     // A DSN sent again keeps its Message-ID; one without any is known by its report.
@@ -53,12 +55,12 @@ export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promis
     payload: {
       from: parsed.from?.text ?? null,
       subject: parsed.subject ?? null,
-      date: parsed.date?.toISOString() ?? null,
+      date: date?.toISOString() ?? null,
       messageId: parsed.messageId ?? null,
       originalMessageId,
       deliveryStatus,
     },
-    date: parsed.date ?? null,
+    date,
   });
   return items.length > 0
     ? feedbackReport(items)
