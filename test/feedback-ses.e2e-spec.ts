@@ -94,7 +94,7 @@ describe('Amazon SES feedback through SNS', () => {
     await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
     await settle();
     expect(app.events.bounced).toEqual([
-      expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true }),
+      expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true, authenticated: true }),
     ]);
     // The certificate was fetched once, then taken from the cache.
     expect(sns().requests.filter((path) => path.endsWith('.pem'))).toHaveLength(1);

@@ -92,7 +92,9 @@ export class Delivery {
           lane: row.lane,
           mail,
           recipients,
-          envelopeSender: this.verp ? verpAddress(this.verp, row.id) : undefined,
+          envelopeSenders: this.verp
+            ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
+            : undefined,
           stopping,
         },
         signal,

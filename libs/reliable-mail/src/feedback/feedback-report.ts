@@ -25,6 +25,11 @@ export interface FeedbackItem {
    * False where a report names several recipients and cannot say which of them it is about.
    */
   suppress: boolean;
+  /**
+   * Whether the report proves that it speaks for this recipient: a provider's webhook (verified before its record is
+   * read), or a DSN whose VERP token verifies for its row and this recipient. Only then does `suppress` suppress.
+   */
+  authenticated: boolean;
 }
 
 /** What one request or DSN carried: feedback, or nothing to store and why (an open event, an auto-reply, …). */

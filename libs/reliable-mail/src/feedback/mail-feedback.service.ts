@@ -71,25 +71,21 @@ export class MailFeedbackService {
     if (!webhookSource) throw new UnknownFeedbackSourceError(source);
     const lowerCase = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
     const report = await webhookSource.receive(Buffer.from(payload), lowerCase);
-    return this.record(webhookSource.name, report, true);
+    return this.record(webhookSource.name, report);
   }
 
   /**
    * Stores the feedback of a DSN email (the raw RFC 5322 message, as a mailbox gives it). A message that is not a
-   * DSN resolves with `ignored`; a DSN that cannot be read throws `FeedbackPayloadError`. DSNs are not
-   * authenticated, so one suppresses only a recipient that the row it names was sent to.
+   * DSN resolves with `ignored`; a DSN that cannot be read throws `FeedbackPayloadError`. Anyone can send a DSN: one
+   * suppresses a recipient only when it came to the VERP address made for that recipient of its row (`verp`).
    */
   async ingestDsn(rawMessage: string | Buffer): Promise<FeedbackIngestResult> {
-    return this.record('dsn', await dsnReport(rawMessage, this.options.verp), false);
+    return this.record('dsn', await dsnReport(rawMessage, this.options.verp));
   }
 
-  private async record(
-    source: FeedbackSource,
-    report: FeedbackReport,
-    trusted: boolean,
-  ): Promise<FeedbackIngestResult> {
+  private async record(source: FeedbackSource, report: FeedbackReport): Promise<FeedbackIngestResult> {
     if (report.items.length === 0) return { stored: 0, duplicates: 0, unlinked: 0, ignored: report.ignored };
-    const inputs = report.items.map((item) => this.inputOf(source, item, trusted));
+    const inputs = report.items.map((item) => this.inputOf(source, item));
     const { stored, events } = await recordFeedback(this.database, inputs, this.options.dispatcher.eventLeaseMs);
     for (const event of events) this.publisher.publish(event);
     for (const row of stored) this.metrics.recordFeedback(source, row.kind, row.bounceType, row.linked);
@@ -100,7 +96,7 @@ export class MailFeedbackService {
     return { stored: stored.length, duplicates: inputs.length - stored.length, unlinked, ignored: null };
   }
 
-  private inputOf(source: FeedbackSource, item: FeedbackItem, trusted: boolean): FeedbackInput {
+  private inputOf(source: FeedbackSource, item: FeedbackItem): FeedbackInput {
     const id = uuidv7();
     const eventName = EVENT_NAMES[item.kind];
     const reportedAt = item.reportedAt.toISOString();
@@ -119,8 +115,8 @@ export class MailFeedbackService {
       diagnostic: item.diagnostic,
       reported_at: reportedAt,
       payload: item.payload,
-      suppression_reason: item.suppress ? suppressionReason(source, item) : null,
-      trusted,
+      suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item) : null,
+      authenticated: item.authenticated,
       event_name: eventName !== null && this.publisher.isListenedTo(eventName) ? eventName : null,
       event_payload: {
         feedbackId: id,

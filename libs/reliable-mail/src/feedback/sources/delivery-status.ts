@@ -52,6 +52,8 @@ export function parseDeliveryStatus(text: string): DeliveryStatus {
 
 /** The DSN's own facts, beside its delivery-status part. */
 export interface DsnContext extends Pick<FeedbackItem, 'rowId' | 'messageId' | 'providerEventId' | 'payload'> {
+  /** Whether the DSN proves it speaks for this recipient (lower case): its VERP token was made for it. */
+  authenticates(recipient: string): boolean;
   /** The DSN's Date header, when it is a date PostgreSQL stores. */
   date: Date | null;
 }
@@ -88,6 +90,7 @@ export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): Feed
         diagnostic,
         reportedAt: dateOrNull(fields.get('last-attempt-date')) ?? arrival ?? context.date ?? new Date(),
         suppress: hard,
+        authenticated: context.authenticates(recipient),
       },
     ];
   });
