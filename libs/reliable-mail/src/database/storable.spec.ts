@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { propertyRuns } from '../../../../test/support/property-runs.js';
-import { cutText, isStorableDate, storableJson, storableText, unstorableIn } from './storable.js';
+import { cutText, indexableKey, isStorableDate, storableJson, storableText, unstorableIn } from './storable.js';
 
 /** Any string of UTF-16 code units: lone surrogates and NUL included. */
 const anyText = fc.string({ unit: 'binary', maxLength: 300 });
@@ -25,6 +25,14 @@ describe('the values on their way to PostgreSQL', () => {
     expect(cut).toBe(`${'x'.repeat(998)}…`);
     expect(unstorableIn(cut)).toBeNull();
     expect(cutText('short', 1_000)).toBe('short');
+  });
+
+  it('keeps a key of up to 512 UTF-8 bytes as it is, and writes a longer one as its SHA-256, the same each time', () => {
+    expect(indexableKey('x'.repeat(512))).toBe('x'.repeat(512));
+    // 171 characters of 3 bytes each: 513 bytes.
+    expect(indexableKey('€'.repeat(171))).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(indexableKey('9'.repeat(10_000))).toBe(indexableKey('9'.repeat(10_000)));
+    expect(indexableKey('9'.repeat(10_000))).not.toBe(indexableKey('9'.repeat(10_001)));
   });
 
   it('takes the dates PostgreSQL reads back from toISOString, and no others', () => {

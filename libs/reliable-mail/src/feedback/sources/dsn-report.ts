@@ -26,13 +26,19 @@ const ADDRESSED_TO = ['to', 'delivered-to', 'x-original-to', 'envelope-to', 'x-e
  */
 export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promise<FeedbackReport> {
   const { simpleParser } = await loadSdk('mailparser', 'MailFeedbackService.ingestDsn', () => import('mailparser'));
-  const parsed = await simpleParser(raw, {
-    keepDeliveryStatus: true,
-    skipHtmlToText: true,
-    skipTextToHtml: true,
-    skipTextLinks: true,
-    skipImageLinks: true,
-  });
+  let parsed: ParsedMail;
+  try {
+    parsed = await simpleParser(raw, {
+      keepDeliveryStatus: true,
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+    });
+  } catch (error) {
+    // What mailparser cannot read (a header past its size limit, …) is no DSN it could give: the message's fault.
+    throw new FeedbackPayloadError(`the message cannot be read as MIME (${(error as Error).message})`);
+  }
   const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> };
   if (contentType?.value !== 'multipart/report' || contentType.params?.['report-type'] !== 'delivery-status') {
     return ignoredReport('not a DSN (multipart/report; report-type=delivery-status)');
