@@ -15,6 +15,8 @@ import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import { startWebhookApp } from './support/webhook-app.js';
 
+/** A generous bound for a thousand runs on a busy 2-core machine (they take seconds to a minute). */
+const FINISHES_WITHIN_MS = 600_000;
 const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ses-feedback';
 const postmarkHeader = { name: 'x-webhook-secret', value: 'a-postmark-webhook-secret' };
 const verp = { domain: 'bounces.example.com', secret: 'a-VERP-secret-of-at-least-32-characters' };
@@ -94,42 +96,58 @@ describe('feedback properties, through PostgreSQL', () => {
     expect(after.rows).toBe(before.rows);
   }
 
-  it('Postmark records', async () => {
-    const { feedback, known } = await start();
-    const headers = { [postmarkHeader.name]: postmarkHeader.value };
-    await fc.assert(
-      fc.asyncProperty(postmarkRecord(known), (body) =>
-        storedOrRefused(() => feedback.ingest('postmark', body, headers)),
-      ),
-      propertyRuns('Postmark records through PostgreSQL'),
-    );
-  });
+  it(
+    'Postmark records',
+    async () => {
+      const { feedback, known } = await start();
+      const headers = { [postmarkHeader.name]: postmarkHeader.value };
+      await fc.assert(
+        fc.asyncProperty(postmarkRecord(known), (body) =>
+          storedOrRefused(() => feedback.ingest('postmark', body, headers)),
+        ),
+        propertyRuns('Postmark records through PostgreSQL'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('Resend events', async () => {
-    const { feedback, known } = await start();
-    await fc.assert(
-      fc.asyncProperty(resendEvent(known), (body) =>
-        storedOrRefused(() => feedback.ingest('resend', body, svixHeaders(body))),
-      ),
-      propertyRuns('Resend events through PostgreSQL'),
-    );
-  });
+  it(
+    'Resend events',
+    async () => {
+      const { feedback, known } = await start();
+      await fc.assert(
+        fc.asyncProperty(resendEvent(known), (body) =>
+          storedOrRefused(() => feedback.ingest('resend', body, svixHeaders(body))),
+        ),
+        propertyRuns('Resend events through PostgreSQL'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('SES notifications through SNS', async () => {
-    const { feedback, known } = await start();
-    await fc.assert(
-      fc.asyncProperty(sesNotification(known), (notification) =>
-        storedOrRefused(() => feedback.ingest('ses', JSON.stringify(sns().notification(TOPIC, notification)), {})),
-      ),
-      propertyRuns('SES notifications through PostgreSQL'),
-    );
-  });
+  it(
+    'SES notifications through SNS',
+    async () => {
+      const { feedback, known } = await start();
+      await fc.assert(
+        fc.asyncProperty(sesNotification(known), (notification) =>
+          storedOrRefused(() => feedback.ingest('ses', JSON.stringify(sns().notification(TOPIC, notification)), {})),
+        ),
+        propertyRuns('SES notifications through PostgreSQL'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('DSN emails', async () => {
-    const { feedback, known, verpAddresses } = await start();
-    await fc.assert(
-      fc.asyncProperty(dsnEmail(known, verpAddresses), (raw) => storedOrRefused(() => feedback.ingestDsn(raw))),
-      propertyRuns('DSN emails through PostgreSQL'),
-    );
-  });
+  it(
+    'DSN emails',
+    async () => {
+      const { feedback, known, verpAddresses } = await start();
+      await fc.assert(
+        fc.asyncProperty(dsnEmail(known, verpAddresses), (raw) => storedOrRefused(() => feedback.ingestDsn(raw))),
+        propertyRuns('DSN emails through PostgreSQL'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 });

@@ -22,6 +22,8 @@ import { sesFeedbackOf } from './sources/ses-notification.js';
 // FeedbackPayloadError: never another error, never an item PostgreSQL would refuse (the statement itself makes its
 // text storable; see test/feedback-properties.e2e-spec.ts for the same through PostgreSQL).
 
+/** A generous bound for a thousand runs on a busy 2-core machine (they take seconds to a minute). */
+const FINISHES_WITHIN_MS = 600_000;
 const known: KnownMail = {
   messageIds: ['<0190f0a2-1111-7000-8000-00000000000a@test.example.com>'],
   providerIds: ['pm-1', 're_1', '0100018d-ses-1'],
@@ -55,40 +57,56 @@ async function readsOrRefuses(read: () => Promise<FeedbackReport> | FeedbackRepo
 }
 
 describe('feedback parsers, given hostile input', () => {
-  it('Postmark records: storable feedback or FeedbackPayloadError', async () => {
-    const source = await postmarkWebhookSource({ header: { name: 'x-secret', value: 'secret' } });
-    await fc.assert(
-      fc.asyncProperty(postmarkRecord(known), (body) =>
-        readsOrRefuses(() => source.receive(Buffer.from(body), { 'x-secret': 'secret' })),
-      ),
-      propertyRuns('Postmark records'),
-    );
-  });
+  it(
+    'Postmark records: storable feedback or FeedbackPayloadError',
+    async () => {
+      const source = await postmarkWebhookSource({ header: { name: 'x-secret', value: 'secret' } });
+      await fc.assert(
+        fc.asyncProperty(postmarkRecord(known), (body) =>
+          readsOrRefuses(() => source.receive(Buffer.from(body), { 'x-secret': 'secret' })),
+        ),
+        propertyRuns('Postmark records'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('Resend events: storable feedback or FeedbackPayloadError', async () => {
-    const source = await resendWebhookSource({ secret: RESEND_SECRET });
-    await fc.assert(
-      fc.asyncProperty(resendEvent(known), (body) =>
-        readsOrRefuses(() => source.receive(Buffer.from(body), svixHeaders(body))),
-      ),
-      propertyRuns('Resend events'),
-    );
-  });
+  it(
+    'Resend events: storable feedback or FeedbackPayloadError',
+    async () => {
+      const source = await resendWebhookSource({ secret: RESEND_SECRET });
+      await fc.assert(
+        fc.asyncProperty(resendEvent(known), (body) =>
+          readsOrRefuses(() => source.receive(Buffer.from(body), svixHeaders(body))),
+        ),
+        propertyRuns('Resend events'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('SES notifications: storable feedback or FeedbackPayloadError', async () => {
-    await fc.assert(
-      fc.asyncProperty(sesNotification(known), (body) =>
-        readsOrRefuses(() => sesFeedbackOf(parseJson(body), 'sns-message-id')),
-      ),
-      propertyRuns('SES notifications'),
-    );
-  });
+  it(
+    'SES notifications: storable feedback or FeedbackPayloadError',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(sesNotification(known), (body) =>
+          readsOrRefuses(() => sesFeedbackOf(parseJson(body), 'sns-message-id')),
+        ),
+        propertyRuns('SES notifications'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 
-  it('DSN emails with hostile headers and delivery-status fields: storable feedback or FeedbackPayloadError', async () => {
-    const addresses = known.recipients.map((address) => verpAddress(verp, rowId, address));
-    await fc.assert(
-      fc.asyncProperty(dsnEmail(known, addresses), (raw) => readsOrRefuses(() => dsnReport(raw, verp))),
-      propertyRuns('DSN emails'),
-    );
-  });
+  it(
+    'DSN emails with hostile headers and delivery-status fields: storable feedback or FeedbackPayloadError',
+    async () => {
+      const addresses = known.recipients.map((address) => verpAddress(verp, rowId, address));
+      await fc.assert(
+        fc.asyncProperty(dsnEmail(known, addresses), (raw) => readsOrRefuses(() => dsnReport(raw, verp))),
+        propertyRuns('DSN emails'),
+      );
+    },
+    FINISHES_WITHIN_MS,
+  );
 });
