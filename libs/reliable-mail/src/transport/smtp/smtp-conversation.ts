@@ -112,6 +112,7 @@ export class SmtpConversation {
       // recipients: it says nothing about them, nor about this mail.
       if (this.fromDefaultSender) {
         if (this.results.size === 0) this.outage = reply;
+        else if (asksToSlowDown(reply)) this.slowDown = true;
         for (const address of chunk) this.set(address, 'deferred', reply);
         return {
           again: [],
