@@ -12,7 +12,7 @@ import { autoReply, dsnMessage } from './support/dsn-message.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
-const verp = { domain: 'bounces.example.com' };
+const verp = { domain: 'bounces.example.com', secret: 'a-VERP-secret-of-at-least-32-characters' };
 const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
 
 /** Throws the first time it hears each event, so that it comes again: the second must carry the same id. */
@@ -98,6 +98,7 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
         bounceType: 'hard',
         status: '5.1.1',
         suppressed: true,
+        authenticated: true,
         reportedAt: new Date('2026-12-03T10:10:10Z'),
       }),
     ]);
@@ -130,7 +131,12 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     );
     expect(await admin.listSuppressions()).toEqual([]);
     await waitFor('both events', () => app.events.bounced.length === 1 && app.events.delivered.length === 1);
-    expect(app.events.bounced[0]).toMatchObject({ id: mail.id, bounceType: 'soft', suppressed: false });
+    expect(app.events.bounced[0]).toMatchObject({
+      id: mail.id,
+      bounceType: 'soft',
+      suppressed: false,
+      authenticated: false,
+    });
     expect(app.events.delivered[0]).toMatchObject({ id: mail.id, recipient: 'other@example.org' });
     expect(app.events.delivered[0]).not.toHaveProperty('suppressed');
   });
@@ -169,6 +175,131 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     });
     expect(await feedback.ingestDsn(forged)).toMatchObject({ stored: 1, unlinked: 0 });
     expect(await admin.listSuppressions()).toEqual([]);
+  });
+
+  /** A mail to Ann and (Bcc) Bob, sent with VERP: what each got, their return paths among it. */
+  async function sendToTwo(overrides = {}) {
+    const started = await bed.start({}, { verp, ...overrides });
+    const mail = await started.outbox.enqueue({
+      to: 'ann@example.org',
+      bcc: 'bob@example.org',
+      subject: 'Your order',
+      text: 'Thanks',
+    });
+    await waitFor('sent', () => started.app.events.sent.length === 1);
+    const returnPathOf = (recipient: string) =>
+      bed.smtp.received.find((message) => message.recipients.includes(recipient))!.sender;
+    return { ...started, feedback: started.app.get(MailFeedbackService), mail, returnPathOf };
+  }
+
+  const hardBounce = (to: string, address: string, messageId: string) =>
+    dsnMessage({
+      to,
+      messageId,
+      recipients: [{ address, action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }],
+    });
+
+  it('a DSN forged by one recipient of a two-recipient mail, about the other, through its own return path: stored and reported, suppresses nobody', async () => {
+    const { app, outbox, admin, feedback, mail, returnPathOf } = await sendToTwo();
+    // Ann knows her own return path (it is her copy's Return-Path), and Bob's address if he was in To or Cc.
+    const forged = hardBounce(returnPathOf('ann@example.org'), 'bob@example.org', '<forged@attacker.example>');
+    expect(await feedback.ingestDsn(forged)).toMatchObject({ stored: 1, unlinked: 0 });
+    expect(await admin.listSuppressions()).toEqual([]);
+    expect((await outbox.get(mail.id)).feedback).toEqual([
+      expect.objectContaining({ recipient: 'bob@example.org', kind: 'bounced', bounceType: 'hard' }),
+    ]);
+    await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+    expect(app.events.bounced[0]).toMatchObject({
+      id: mail.id,
+      recipient: 'bob@example.org',
+      bounceType: 'hard',
+      suppressed: false,
+      authenticated: false,
+    });
+  });
+
+  it.each([
+    ['linked by the Message-ID alone (sent to the plain return path)', 'message-id'],
+    ['linked by a VERP address of the form before tokens (a row sent before the upgrade)', 'old-verp'],
+  ])('a hard bounce %s: linked, stored and reported, suppresses nobody', async (_case, link) => {
+    const { app, outbox, admin, feedback, mail } = await sendToTwo();
+    const raw = bed.smtp.received[0].raw;
+    const dsn = dsnMessage({
+      to: link === 'old-verp' ? `bounces+${mail.id}@bounces.example.com` : 'shop@example.com',
+      original: link === 'message-id' ? { raw, as: 'headers' } : undefined,
+      messageId: '<dsn-unauthenticated@mx.example.org>',
+      recipients: [{ address: 'ann@example.org', action: 'failed', status: '5.1.1' }],
+    });
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 1, unlinked: 0 });
+    expect((await outbox.get(mail.id)).feedback).toEqual([
+      expect.objectContaining({ recipient: 'ann@example.org', bounceType: 'hard' }),
+    ]);
+    expect(await admin.listSuppressions()).toEqual([]);
+    await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+    expect(app.events.bounced[0]).toMatchObject({ id: mail.id, suppressed: false, authenticated: false });
+  });
+
+  it('a genuine bounce through a recipient’s own return path suppresses that recipient only', async () => {
+    const { app, admin, feedback, mail, returnPathOf } = await sendToTwo();
+    const genuine = hardBounce(returnPathOf('bob@example.org'), 'bob@example.org', '<dsn-bob@mx.example.org>');
+    expect(await feedback.ingestDsn(genuine)).toMatchObject({ stored: 1, unlinked: 0 });
+    expect(await admin.listSuppressions()).toEqual([
+      expect.objectContaining({ address: 'bob@example.org', source: 'bounce', outboxId: mail.id }),
+    ]);
+    await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
+    expect(app.events.bounced[0]).toMatchObject({
+      recipient: 'bob@example.org',
+      suppressed: true,
+      authenticated: true,
+    });
+  });
+
+  it('a DSN naming both recipients through one’s return path suppresses that one only', async () => {
+    const { admin, feedback, returnPathOf } = await sendToTwo();
+    const dsn = dsnMessage({
+      to: returnPathOf('ann@example.org'),
+      messageId: '<dsn-both@mx.example.org>',
+      recipients: ['ann@example.org', 'bob@example.org'].map((address) => ({
+        address,
+        action: 'failed' as const,
+        status: '5.1.1',
+      })),
+    });
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 2 });
+    expect((await admin.listSuppressions()).map((entry) => entry.address)).toEqual(['ann@example.org']);
+  });
+
+  it('secrets rotate: mail sent under the old secret is authenticated while [old, new] is configured, not once the old one is dropped', async () => {
+    const oldSecret = verp.secret;
+    const newSecret = 'the-new-VERP-secret-of-32-characters-or-more';
+    const sent = await sendToTwo();
+    const annPath = sent.returnPathOf('ann@example.org');
+    const bobPath = sent.returnPathOf('bob@example.org');
+    await sent.app.close();
+
+    const rotating = await bed.startApp(
+      testMailOptions(bed.smtpUrl, { verp: { ...verp, secret: [oldSecret, newSecret] } }),
+    );
+    // Signed with the newest: the next mail's return path is not what the old secret makes.
+    const next = await rotating.get(MailOutboxService).enqueue({ to: 'cid@example.org', subject: 'Hi', text: 'x' });
+    await waitFor('the next mail', () => rotating.events.sent.length === 1);
+    const cidPath = bed.smtp.received.find((message) => message.messageId === next.messageId)!.sender;
+    const feedback = rotating.get(MailFeedbackService);
+    await feedback.ingestDsn(hardBounce(annPath, 'ann@example.org', '<dsn-old-ann@mx.example.org>'));
+    await feedback.ingestDsn(hardBounce(cidPath, 'cid@example.org', '<dsn-new-cid@mx.example.org>'));
+    expect((await sent.admin.listSuppressions()).map((entry) => entry.address).sort()).toEqual([
+      'ann@example.org',
+      'cid@example.org',
+    ]);
+    await rotating.close();
+
+    const rotated = await bed.startApp(testMailOptions(bed.smtpUrl, { verp: { ...verp, secret: newSecret } }));
+    await rotated
+      .get(MailFeedbackService)
+      .ingestDsn(hardBounce(bobPath, 'bob@example.org', '<dsn-old-bob@mx.example.org>'));
+    expect((await sent.admin.listSuppressions()).map((entry) => entry.address)).not.toContain('bob@example.org');
+    await waitFor('EmailBouncedEvent', () => rotated.events.bounced.length === 1);
+    expect(rotated.events.bounced[0]).toMatchObject({ recipient: 'bob@example.org', authenticated: false });
   });
 
   it('a DSN for no known row is stored unlinked and counted, with no event', async () => {
@@ -222,5 +353,120 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     });
     await expect(feedback.ingestDsn(spoil(dsn))).rejects.toBeInstanceOf(FeedbackPayloadError);
     expect(await feedbackRows()).toEqual([]);
+  });
+});
+
+/** A lone UTF-16 surrogate (the high half of a pair, alone), as an encoded word decodes it. */
+const LONE_SURROGATE_WORD = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8]).toString('base64')}?=`;
+const SUPPRESSION_PREFIX = 'dsn hard bounce: 5.1.1 ';
+
+/** The DSNs of item 3: each is a hard bounce of gone@example.org, with something PostgreSQL cannot store as it came. */
+const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; reason?: string }]> = [
+  [
+    'a Subject and a From that decode to a lone surrogate',
+    (dsn) =>
+      dsn
+        .replace('Subject: Undelivered Mail Returned to Sender', `Subject: ${LONE_SURROGATE_WORD}`)
+        .replace(
+          'From: MAILER-DAEMON@mx.example.org (Mail Delivery System)',
+          `From: ${LONE_SURROGATE_WORD} <mailer-daemon@mx.example.org>`,
+        ),
+    { reportedAt: new Date('2026-12-03T10:10:10Z') },
+  ],
+  [
+    'a diagnostic whose emoji the 500-character suppression reason cuts in half',
+    (dsn) =>
+      dsn.replace(
+        'Diagnostic-Code: smtp; 550 5.1.1 user unknown',
+        `Diagnostic-Code: smtp; 550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}😀 unknown`,
+      ),
+    {
+      reportedAt: new Date('2026-12-03T10:10:10Z'),
+      reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}…`,
+    },
+  ],
+  [
+    'a Last-Attempt-Date in the year 200000 (a date to JavaScript, none to PostgreSQL)',
+    (dsn) => dsn.replace(/Last-Attempt-Date: .*/, 'Last-Attempt-Date: +200000-01-01T00:00:00Z'),
+    // The next date the report gives: its Arrival-Date.
+    { reportedAt: new Date('2026-12-03T10:10:09Z') },
+  ],
+  [
+    'every date of the report out of range',
+    (dsn) =>
+      dsn
+        .replace(/Last-Attempt-Date: .*/, 'Last-Attempt-Date: +200000-01-01T00:00:00Z')
+        .replace(/Arrival-Date: .*/, 'Arrival-Date: -000001-01-01T00:00:00Z')
+        .replace(/^Date: .*/m, 'Date: Thu, 3 Dec 200000 10:10:10 +0000'),
+    // None left: when it was read.
+    {},
+  ],
+];
+
+describe('DSNs PostgreSQL cannot store as they came', () => {
+  const bed = useTestBed();
+
+  async function start() {
+    const { app, outbox, admin } = await bed.start({}, { verp });
+    const mail = await outbox.enqueue({ to: 'gone@example.org', subject: 'Your order', text: 'Thanks' });
+    await waitFor('sent', () => app.events.sent.length === 1);
+    const received = bed.smtp.received.find((message) => message.messageId === mail.messageId)!;
+    const dsn = (messageId: string) =>
+      dsnMessage({
+        to: received.sender,
+        messageId,
+        recipients: [
+          { address: 'gone@example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' },
+        ],
+      });
+    return { app, outbox, admin, feedback: app.get(MailFeedbackService), mail, dsn };
+  }
+
+  it.each(unstorable)(
+    '%s: stored, the recipient suppressed, nothing PostgreSQL refused',
+    async (_case, spoil, expected) => {
+      const { outbox, admin, feedback, mail, dsn } = await start();
+      expect(await feedback.ingestDsn(spoil(dsn('<dsn-unstorable@mx.example.org>')))).toMatchObject({
+        stored: 1,
+        unlinked: 0,
+      });
+      const [stored] = (await outbox.get(mail.id)).feedback;
+      expect(stored).toMatchObject({ kind: 'bounced', bounceType: 'hard', recipient: 'gone@example.org' });
+      expect(JSON.stringify(stored.payload)).not.toMatch(/\\ud[89ab]/i);
+      if (expected.reportedAt) expect(stored.reportedAt).toEqual(expected.reportedAt);
+      else expect(Math.abs(stored.reportedAt.getTime() - Date.now())).toBeLessThan(60_000);
+      const [suppression] = await admin.listSuppressions();
+      expect(suppression).toMatchObject({ address: 'gone@example.org', outboxId: mail.id });
+      if (expected.reason) expect(suppression.reason).toBe(expected.reason);
+    },
+  );
+
+  it('an IMAP-style poll over such DSNs, and one it cannot read, quarantines what it cannot ingest and goes on to the next', async () => {
+    const { admin, feedback, dsn } = await start();
+    const mailbox = [
+      ...unstorable.map(([, spoil], index) => spoil(dsn(`<dsn-${index}@mx.example.org>`))),
+      dsn('<dsn-unreadable@mx.example.org>').replace('message/delivery-status', 'text/plain'),
+      // A Subject of 2 MB: past the 1 MiB mailparser reads of a header.
+      dsn('<dsn-huge-header@mx.example.org>').replace('Subject: ', `Subject: ${'x'.repeat(2_000_000)}`),
+      dsn('<dsn-last@mx.example.org>'),
+    ];
+    // The README's poller, over an array instead of a mailbox: each message ends stored, ignored or quarantined;
+    // one the database could not take (anything but FeedbackPayloadError) would be left for the next poll.
+    const outcomes: string[] = [];
+    for (const message of mailbox) {
+      try {
+        const { stored, duplicates } = await feedback.ingestDsn(message);
+        outcomes.push(stored + duplicates > 0 ? 'stored' : 'ignored');
+      } catch (error) {
+        outcomes.push(error instanceof FeedbackPayloadError ? 'quarantined' : `left: ${String(error)}`);
+      }
+    }
+    expect(outcomes).toEqual([...unstorable.map(() => 'stored'), 'quarantined', 'quarantined', 'stored']);
+    expect(await bed.execute(`select provider_event_id from mail_outbox_feedback order by provider_event_id`)).toEqual(
+      [...unstorable.map((_, index) => `<dsn-${index}@mx.example.org>`), '<dsn-last@mx.example.org>']
+        .sort()
+        .map((id) => ({ provider_event_id: id })),
+    );
+    expect(await admin.listSuppressions()).toEqual([expect.objectContaining({ address: 'gone@example.org' })]);
   });
 });

@@ -143,6 +143,68 @@ describe('Postmark feedback (basic auth and a secret header)', () => {
     await waitFor('events', () => app.events.complained.length === 1 && app.events.delivered.length === 1);
   });
 
+  // Half of an emoji where the suppression reason ("postmark hard bounce: 5.1.1 smtp;550 5.1.1 …") is cut at 500.
+  const beforeTheCut = 'postmark hard bounce: 5.1.1 smtp;550 5.1.1 ';
+  const splitAtTheCut = `550 5.1.1 ${'a'.repeat(500 - beforeTheCut.length - 1)}😀 gone`;
+  it.each([
+    [
+      'Details with a lone surrogate',
+      (body: string) => body.replace('does not exist.', 'does not exist \\ud800.'),
+      `${beforeTheCut}The email account that you tried to reach does not exist \uFFFD.`,
+    ],
+    [
+      'Details whose emoji the 500-character suppression reason cuts',
+      (body: string) =>
+        body.replace('550 5.1.1 The email account that you tried to reach does not exist.', splitAtTheCut),
+      // Cut before the emoji, not between its halves.
+      `${beforeTheCut}${'a'.repeat(500 - beforeTheCut.length - 1)}…`,
+    ],
+  ])(
+    'a hard bounce with %s: stored (200), the recipient suppressed with a reason PostgreSQL took',
+    async (_case, spoil, reason) => {
+      const postmarkId = randomUUID();
+      const { post, sendMail, outbox, admin } = await start(postmarkId);
+      const mail = await sendMail('gone@example.org');
+      const response = await post('postmark', spoil(bounce('31', postmarkId, 'gone@example.org')), authorized);
+      expect(response.status).toBe(200);
+      expect((await outbox.get(mail.id)).feedback).toEqual([
+        expect.objectContaining({ kind: 'bounced', bounceType: 'hard', recipient: 'gone@example.org' }),
+      ]);
+      expect(await admin.listSuppressions()).toEqual([
+        expect.objectContaining({ address: 'gone@example.org', source: 'bounce', outboxId: mail.id, reason }),
+      ]);
+    },
+  );
+
+  it.each([
+    ['a year past 9999', '+200000-01-01T00:00:00Z'],
+    ['a year before 1', '-000001-01-01T00:00:00Z'],
+  ])('a hard bounce dated %s: 400 with the reason, nothing written', async (_case, date) => {
+    const postmarkId = randomUUID();
+    const { post, sendMail, admin } = await start(postmarkId);
+    await sendMail('gone@example.org');
+    const body = bounce('32', postmarkId, 'gone@example.org').replace('2026-12-03T10:00:00.1234567Z', date);
+    const response = await post('postmark', body, authorized);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'Malformed feedback: BouncedAt must be a date within the years 1 to 9999',
+    );
+    expect(await feedbackRows(bed)).toEqual([]);
+    expect(await admin.listSuppressions()).toEqual([]);
+  });
+
+  it('a bounce whose ID is 10,000 digits long is stored under a key PostgreSQL can index, once', async () => {
+    const postmarkId = randomUUID();
+    const { post, sendMail, outbox } = await start(postmarkId);
+    const mail = await sendMail('gone@example.org');
+    const body = bounce('9'.repeat(10_000), postmarkId, 'gone@example.org');
+    expect(await (await post('postmark', body, authorized)).json()).toMatchObject({ stored: 1 });
+    expect(await (await post('postmark', body, authorized)).json()).toMatchObject({ stored: 0, duplicates: 1 });
+    expect((await outbox.get(mail.id)).feedback.map((entry) => entry.providerEventId)).toEqual([
+      expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    ]);
+  });
+
   it('records that are not delivery feedback are acknowledged and ignored', async () => {
     const { post } = await start(randomUUID());
     const open = JSON.stringify({ RecordType: 'Open', MessageID: randomUUID(), Recipient: 'ann@example.org' });

@@ -94,7 +94,7 @@ describe('Amazon SES feedback through SNS', () => {
     await waitFor('EmailBouncedEvent', () => app.events.bounced.length === 1);
     await settle();
     expect(app.events.bounced).toEqual([
-      expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true }),
+      expect.objectContaining({ id: mail.id, bounceType: 'hard', suppressed: true, authenticated: true }),
     ]);
     // The certificate was fetched once, then taken from the cache.
     expect(sns().requests.filter((path) => path.endsWith('.pem'))).toHaveLength(1);
@@ -128,6 +128,97 @@ describe('Amazon SES feedback through SNS', () => {
       diagnostic: '250 2.6.0 Message received',
     });
     expect(await admin.listSuppressions()).toEqual([]);
+  });
+
+  it('the certificate host answers 503 once: that notification gets a 5xx and nothing is kept; its retry and another signed with the certificate are stored', async () => {
+    const { post, sendMail, outbox } = await start();
+    const mail = await sendMail('gone@example.org');
+    const before = sns().requests.length;
+    sns().certificateHost.replies.push({ status: 503, body: '<html>Service Unavailable</html>' });
+    const first = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0010')));
+    const second = JSON.stringify(sns().notification(TOPIC, sesNotification('Bounce', mail, 'ses-0011')));
+
+    // A 5xx, which SNS retries; a 401 it would not, and the report would be lost.
+    expect((await post('ses', first, snsHeaders)).status).toBeGreaterThanOrEqual(500);
+    expect(await feedbackRows(bed)).toEqual([]);
+
+    expect(await (await post('ses', first, snsHeaders)).json()).toMatchObject({ stored: 1 });
+    expect(await (await post('ses', second, snsHeaders)).json()).toMatchObject({ stored: 1 });
+    expect((await outbox.get(mail.id)).feedback.map((entry) => entry.kind)).toEqual(['delivered', 'bounced']);
+    // The failed fetch, the good one, and no more: the certificate is cached once it checked out.
+    expect(
+      sns()
+        .requests.slice(before)
+        .filter((path) => path.endsWith('.pem')),
+    ).toHaveLength(2);
+  });
+
+  it.each([
+    ['a 200 that is not a certificate', { status: 200, body: '<html>Please sign in</html>' }],
+    ['a 200 that looks like a PEM but does not parse', { status: 200, body: '-----BEGIN CERTIFICATE-----\nAAAA\n' }],
+    ['a 404', { status: 404, body: 'Not Found' }],
+  ])(
+    '%s from the certificate host is a 5xx, kept for nothing: the next request fetches again and is stored',
+    async (_case, reply) => {
+      const { post, sendMail } = await start();
+      const mail = await sendMail('gone@example.org');
+      sns().certificateHost.replies.push(reply);
+      const body = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0012')));
+      expect((await post('ses', body, snsHeaders)).status).toBeGreaterThanOrEqual(500);
+      expect(await (await post('ses', body, snsHeaders)).json()).toMatchObject({ stored: 1 });
+    },
+  );
+
+  it('notifications that need the certificate at the same time share one fetch', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    sns().certificateHost.delayMs = 300;
+    const before = sns().requests.length;
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, (_, index) =>
+        post(
+          'ses',
+          JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, `ses-002${index}`))),
+          snsHeaders,
+        ),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(5).fill(200));
+    expect(
+      sns()
+        .requests.slice(before)
+        .filter((path) => path.endsWith('.pem')),
+    ).toHaveLength(1);
+  });
+
+  it('a notification nested 30,000 levels deep: 400 with the reason, nothing written', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    const notification = JSON.stringify(sesNotification('Bounce', mail, 'ses-0030')).replace(
+      '"mail":{',
+      `"deep":${'['.repeat(30_000)}${']'.repeat(30_000)},"mail":{`,
+    );
+    const response = await post('ses', JSON.stringify(sns().notification(TOPIC, notification)), snsHeaders);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'Malformed feedback: the body nests deeper than 64 levels',
+    );
+    expect(await feedbackRows(bed)).toEqual([]);
+  });
+
+  it('a bounce dated in the year 200000: 400 with the reason, nothing written', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    const notification = JSON.stringify(sesNotification('Bounce', mail, 'ses-0031')).replaceAll(
+      '2026-12-03T10:00:00.000Z',
+      '+200000-01-01T00:00:00.000Z',
+    );
+    const response = await post('ses', JSON.stringify(sns().notification(TOPIC, notification)), snsHeaders);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toBe(
+      'Malformed feedback: bounce.timestamp must be a date within the years 1 to 9999',
+    );
+    expect(await feedbackRows(bed)).toEqual([]);
   });
 
   it('confirms a subscription to an allowed topic by visiting its SubscribeURL', async () => {

@@ -157,7 +157,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
       reported_at: new Date().toISOString(),
       payload: {},
       suppression_reason: null,
-      trusted: true,
+      authenticated: true,
       event_name: null,
       event_payload: null,
     };

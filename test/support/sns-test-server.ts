@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from '@jest/globals';
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { createSign, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,6 +16,12 @@ const SIGNED_FIELDS: Record<string, string[]> = {
   Notification: ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type'],
   SubscriptionConfirmation: ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'],
 };
+
+/** What the certificate URL answers: `replies` first, one per request, then the certificate; each after `delayMs`. */
+export interface CertificateHost {
+  replies: Array<{ status: number; body: string }>;
+  delayMs: number;
+}
 
 /** Routes every HTTPS connection to the test server, which presents a certificate for AWS's SNS host. */
 class LoopbackAgent extends Agent {
@@ -46,6 +52,8 @@ export class SnsTestServer {
     cert: string,
     /** The paths (with query) of every request the server got. */
     readonly requests: string[],
+    /** How the certificate host answers: the next replies in order (then the certificate), and after how long. */
+    readonly certificateHost: CertificateHost,
   ) {
     this.agent = new LoopbackAgent((server.address() as AddressInfo).port, cert);
   }
@@ -61,13 +69,15 @@ export class SnsTestServer {
       const key = readFileSync(join(dir, 'key.pem'), 'utf8');
       const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
       const requests: string[] = [];
+      const certificateHost: CertificateHost = { replies: [], delayMs: 0 };
       const server = createServer({ key, cert }, (request, response) => {
         requests.push(request.url ?? '');
-        if (request.url === new URL(CERT_URL).pathname) response.end(cert);
-        else response.end('<ConfirmSubscriptionResponse/>');
+        if (request.url !== new URL(CERT_URL).pathname) return response.end('<ConfirmSubscriptionResponse/>');
+        const { status, body } = certificateHost.replies.shift() ?? { status: 200, body: cert };
+        setTimeout(() => response.writeHead(status).end(body), certificateHost.delayMs);
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return new SnsTestServer(server, key, cert, requests);
+      return new SnsTestServer(server, key, cert, requests, certificateHost);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -115,11 +125,15 @@ export class SnsTestServer {
   }
 }
 
-/** The SNS test server of a test file, started before its tests and closed after them. */
+/** The SNS test server of a test file, started before its tests, healthy again after each, closed after them. */
 export function useSnsTestServer(): () => SnsTestServer {
   let sns: SnsTestServer | undefined;
   beforeAll(async () => {
     sns = await SnsTestServer.start();
+  });
+  afterEach(() => {
+    sns!.certificateHost.replies = [];
+    sns!.certificateHost.delayMs = 0;
   });
   afterAll(async () => {
     await sns?.close();

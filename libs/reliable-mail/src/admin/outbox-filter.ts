@@ -125,7 +125,7 @@ export function checkRowId(field: string, value: unknown): string | undefined {
   if (!isUuid(value)) {
     throw new OutboxFilterError(field, `must be a row id (the last id of the page before), got ${shown(value)}`);
   }
-  return value;
+  return value as string;
 }
 
 /** A page's cursor on text (an address of the suppression list): any text PostgreSQL can compare. */

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { propertyRuns } from '../../../../test/support/property-runs.js';
 import {
   cutText,
+  indexableKey,
   isStorableDate,
   MAX_IDENTIFIER_LENGTH,
   storableIdentifier,
@@ -33,6 +34,14 @@ describe('the values on their way to PostgreSQL', () => {
     expect(cut).toBe(`${'x'.repeat(998)}…`);
     expect(unstorableIn(cut)).toBeNull();
     expect(cutText('short', 1_000)).toBe('short');
+  });
+
+  it('keeps a key of up to 512 UTF-8 bytes as it is, and writes a longer one as its SHA-256, the same each time', () => {
+    expect(indexableKey('x'.repeat(512))).toBe('x'.repeat(512));
+    // 171 characters of 3 bytes each: 513 bytes.
+    expect(indexableKey('€'.repeat(171))).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(indexableKey('9'.repeat(10_000))).toBe(indexableKey('9'.repeat(10_000)));
+    expect(indexableKey('9'.repeat(10_000))).not.toBe(indexableKey('9'.repeat(10_001)));
   });
 
   it('takes the dates PostgreSQL reads back from toISOString, and no others', () => {

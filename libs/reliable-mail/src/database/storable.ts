@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 // The one boundary every value crosses on its way to PostgreSQL. Text and jsonb refuse NUL and a lone UTF-16
 // surrogate (half of a character, which a `slice` or a decoder can leave), and a timestamp outside the years 1–9999
 // in the ISO form JavaScript writes (`+010000-…`, `-000001-…`) is an error. One such value fails the whole statement,
@@ -88,4 +90,19 @@ export const MAX_IDENTIFIER_LENGTH = 255;
 export function storableIdentifier(value: string | null | undefined): string | null {
   if (value === null || value === undefined || value.length > MAX_IDENTIFIER_LENGTH) return null;
   return storableText(value);
+}
+
+/** The most UTF-8 bytes of a key kept as it came; a btree index entry holds at most 2,704 bytes, for all its columns. */
+const MAX_KEY_BYTES = 512;
+
+/**
+ * `value` as a column of a unique index takes it: as it is when short, else its SHA-256 (`sha256:<hex>`), which
+ * stays as unique as the value was. A longer entry (a peer's 10 KB id) fails the insert, and with it the statement.
+ * For a key that must stay unique (a report's dedupe key); an identifier that must match another is
+ * `storableIdentifier`'s.
+ */
+export function indexableKey(value: string): string {
+  return Buffer.byteLength(value) <= MAX_KEY_BYTES
+    ? value
+    : `sha256:${createHash('sha256').update(value).digest('hex')}`;
 }

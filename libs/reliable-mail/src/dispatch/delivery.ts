@@ -95,7 +95,9 @@ export class Delivery {
           mail,
           recipients,
           possiblyTakenBefore: row.possiblyTakenBefore,
-          envelopeSender: this.verp ? verpAddress(this.verp, row.id) : undefined,
+          envelopeSenders: this.verp
+            ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
+            : undefined,
           stopping,
         },
         signal,

@@ -10,6 +10,13 @@ export class EmailBouncedEvent extends MailFeedbackEvent {
   declare readonly bounceType: BounceType;
   /** Whether this bounce puts (or keeps) the recipient on the suppression list. */
   declare readonly suppressed: boolean;
+  /**
+   * Whether the report proves it speaks for this recipient: a provider's verified webhook, or a DSN that came to the
+   * VERP address made for this recipient of this row. A DSN linked by its Message-ID or by a VERP address of before
+   * per-recipient tokens, or naming a recipient its address was not made for, is not (anyone can send one): it is
+   * stored and reported, and suppresses nobody.
+   */
+  declare readonly authenticated: boolean;
 
   constructor(props: EmailBouncedEvent) {
     super(props);

@@ -10,6 +10,8 @@ export class EmailComplainedEvent extends MailFeedbackEvent {
    * cannot say which of several recipients complained (see the README's feedback sources).
    */
   declare readonly suppressed: boolean;
+  /** Whether the report proves it speaks for this recipient (see `EmailBouncedEvent.authenticated`); always so today. */
+  declare readonly authenticated: boolean;
 
   constructor(props: EmailComplainedEvent) {
     super(props);

@@ -1,3 +1,4 @@
+import { isStorableDate } from '../database/storable.js';
 import { FeedbackPayloadError } from '../errors.js';
 import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
 import { UUID_SOURCE } from '../shared/uuid.js';
@@ -24,6 +25,11 @@ export interface FeedbackItem {
    * False where a report names several recipients and cannot say which of them it is about.
    */
   suppress: boolean;
+  /**
+   * Whether the report proves that it speaks for this recipient: a provider's webhook (verified before its record is
+   * read), or a DSN whose VERP token verifies for its row and this recipient. Only then does `suppress` suppress.
+   */
+  authenticated: boolean;
 }
 
 /** What one request or DSN carried: feedback, or nothing to store and why (an open event, an auto-reply, …). */
@@ -40,6 +46,13 @@ export const feedbackReport = (items: FeedbackItem[]): FeedbackReport => ({ item
 const ROW_MESSAGE_ID = new RegExp(`^<(${UUID_SOURCE})@[^<>@\\s]+>$`, 'i');
 const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
 const ANGLE_ADDRESS = /<([^<>\s]+@[^<>\s]+)>/;
+/** RFC 5321 §4.5.3.1.3: a path is at most 256 octets, its angle brackets included. */
+const MAX_ADDRESS_LENGTH = 254;
+/**
+ * The deepest nesting of a report's JSON taken: providers' payloads nest a few levels. A deeper one is refused,
+ * since writing it back (JSON.stringify) or reading it into jsonb (PostgreSQL's stack depth) would fail.
+ */
+const MAX_JSON_DEPTH = 64;
 
 /**
  * The row a Message-ID names: reliable-mail's are `<row id@messageIdDomain>`. The statement that links it also
@@ -62,7 +75,7 @@ export function statusIn(text: string | null | undefined): string | null {
  */
 export function addressIn(text: string): string | null {
   const bare = ANGLE_ADDRESS.exec(text)?.[1] ?? text.replace(/^[\w-]+\s*;/, '').trim();
-  return /^[^\s@]+@[^\s@]+$/.test(bare) ? bare.toLowerCase() : null;
+  return bare.length <= MAX_ADDRESS_LENGTH && /^[^\s@]+@[^\s@]+$/.test(bare) ? bare.toLowerCase() : null;
 }
 
 // Reading untrusted JSON: each helper names the field it found missing or of the wrong type.
@@ -88,9 +101,11 @@ export function arrayAt(value: unknown, field: string): unknown[] {
   return value;
 }
 
+/** A date within the years PostgreSQL stores (1 to 9999): `+200000-01-01T00:00:00Z` is a date to JavaScript. */
 export function dateAt(value: unknown, field: string): Date {
   const date = new Date(stringAt(value, field));
   if (Number.isNaN(date.getTime())) throw new FeedbackPayloadError(`${field} must be a date`);
+  if (!isStorableDate(date)) throw new FeedbackPayloadError(`${field} must be a date within the years 1 to 9999`);
   return date;
 }
 
@@ -100,11 +115,28 @@ export function recipientAt(value: unknown, field: string): string {
   return address;
 }
 
-/** Parses a JSON body; a verified body that is not JSON is a payload error. */
+/** Parses a JSON body; a verified body that is not JSON, or nests too deep, is a payload error. */
 export function parseJson(body: string, reviver?: Parameters<typeof JSON.parse>[1]): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(body, reviver) as unknown;
+    value = JSON.parse(body, reviver) as unknown;
   } catch (error) {
     throw new FeedbackPayloadError(`the body is not JSON (${(error as Error).message})`);
   }
+  if (depthExceeds(value, MAX_JSON_DEPTH)) {
+    throw new FeedbackPayloadError(`the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return value;
+}
+
+/** Whether `value` nests objects and arrays deeper than `limit`; a walk of its own, as deep input would overflow a recursive one. */
+function depthExceeds(value: unknown, limit: number): boolean {
+  const pending: Array<[unknown, number]> = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth === limit) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { cutText, indexableKey } from '../database/storable.js';
 import { UnknownFeedbackSourceError } from '../errors.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
@@ -70,25 +71,21 @@ export class MailFeedbackService {
     if (!webhookSource) throw new UnknownFeedbackSourceError(source);
     const lowerCase = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
     const report = await webhookSource.receive(Buffer.from(payload), lowerCase);
-    return this.record(webhookSource.name, report, true);
+    return this.record(webhookSource.name, report);
   }
 
   /**
    * Stores the feedback of a DSN email (the raw RFC 5322 message, as a mailbox gives it). A message that is not a
-   * DSN resolves with `ignored`; a DSN that cannot be read throws `FeedbackPayloadError`. DSNs are not
-   * authenticated, so one suppresses only a recipient that the row it names was sent to.
+   * DSN resolves with `ignored`; a DSN that cannot be read throws `FeedbackPayloadError`. Anyone can send a DSN: one
+   * suppresses a recipient only when it came to the VERP address made for that recipient of its row (`verp`).
    */
   async ingestDsn(rawMessage: string | Buffer): Promise<FeedbackIngestResult> {
-    return this.record('dsn', await dsnReport(rawMessage, this.options.verp), false);
+    return this.record('dsn', await dsnReport(rawMessage, this.options.verp));
   }
 
-  private async record(
-    source: FeedbackSource,
-    report: FeedbackReport,
-    trusted: boolean,
-  ): Promise<FeedbackIngestResult> {
+  private async record(source: FeedbackSource, report: FeedbackReport): Promise<FeedbackIngestResult> {
     if (report.items.length === 0) return { stored: 0, duplicates: 0, unlinked: 0, ignored: report.ignored };
-    const inputs = report.items.map((item) => this.inputOf(source, item, trusted));
+    const inputs = report.items.map((item) => this.inputOf(source, item));
     const { stored, events } = await recordFeedback(this.database, inputs, this.options.dispatcher.eventLeaseMs);
     for (const event of events) this.publisher.publish(event);
     for (const row of stored) this.metrics.recordFeedback(source, row.kind, row.bounceType, row.linked);
@@ -99,17 +96,18 @@ export class MailFeedbackService {
     return { stored: stored.length, duplicates: inputs.length - stored.length, unlinked, ignored: null };
   }
 
-  private inputOf(source: FeedbackSource, item: FeedbackItem, trusted: boolean): FeedbackInput {
+  private inputOf(source: FeedbackSource, item: FeedbackItem): FeedbackInput {
     const id = uuidv7();
     const eventName = EVENT_NAMES[item.kind];
     const reportedAt = item.reportedAt.toISOString();
+    const providerEventId = indexableKey(item.providerEventId);
     return {
       id,
       source,
       recipient: item.recipient,
       kind: item.kind,
       bounce_type: item.bounceType,
-      provider_event_id: item.providerEventId,
+      provider_event_id: providerEventId,
       provider_message_id: item.providerMessageId,
       row_id: item.rowId,
       message_id: item.messageId,
@@ -117,8 +115,8 @@ export class MailFeedbackService {
       diagnostic: item.diagnostic,
       reported_at: reportedAt,
       payload: item.payload,
-      suppression_reason: item.suppress ? suppressionReason(source, item) : null,
-      trusted,
+      suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item) : null,
+      authenticated: item.authenticated,
       event_name: eventName !== null && this.publisher.isListenedTo(eventName) ? eventName : null,
       event_payload: {
         feedbackId: id,
@@ -126,7 +124,7 @@ export class MailFeedbackService {
         recipient: item.recipient,
         status: item.status,
         diagnostic: item.diagnostic,
-        providerEventId: item.providerEventId,
+        providerEventId,
         providerMessageId: item.providerMessageId,
         reportedAt,
         ...(item.kind === 'bounced' ? { bounceType: item.bounceType } : {}),
@@ -138,5 +136,5 @@ export class MailFeedbackService {
 function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {
   const what = item.kind === 'complained' ? 'complaint' : 'hard bounce';
   const detail = [item.status, item.diagnostic].filter(Boolean).join(' ');
-  return `${source} ${what}${detail ? `: ${detail}` : ''}`.slice(0, MAX_SUPPRESSION_REASON);
+  return cutText(`${source} ${what}${detail ? `: ${detail}` : ''}`, MAX_SUPPRESSION_REASON);
 }

@@ -228,18 +228,27 @@ export interface HealthOptions {
 }
 
 /**
- * Variable envelope return paths, for apps that read DSNs (bounce emails) themselves: every mail's SMTP envelope
- * sender (MAIL FROM, where DSNs go; the header From stays the mail's own) becomes `<localPart>+<row id>@<domain>`,
- * and `MailFeedbackService.ingestDsn` links a DSN to its row by that address.
+ * Variable envelope return paths, for apps that read DSNs (bounce emails) themselves: the SMTP envelope sender
+ * (MAIL FROM, where DSNs go; the header From stays the mail's own) of each recipient's copy becomes
+ * `<localPart>+<token>@<domain>`, the token naming the row and carrying an HMAC of (row, recipient) under `secret`.
+ * `MailFeedbackService.ingestDsn` links a DSN to its row by that address, and suppresses only the recipient it was
+ * made for. Each recipient then takes an SMTP transaction of its own.
  */
 export interface VerpOptions {
   /** A domain whose mail reaches a mailbox the app reads (its MX, and SPF allowing the SMTP server to send as it). */
   domain: string;
   /**
-   * What comes before `+<row id>`: the mailbox, when the server delivers `local+detail` addresses to `local`.
+   * What comes before `+<token>`: the mailbox, when the server delivers `local+detail` addresses to `local`. At most
+   * 21 characters: the token takes 43 of the local part's 64.
    * @default 'bounces'
    */
   localPart?: string;
+  /**
+   * The key of the tokens' HMAC, at least 32 characters (`openssl rand -base64 32`); or `[old, new]` while one
+   * replaces another: addresses are signed with the last, and DSNs verify with any. Keep an old one for as long as
+   * DSNs of mail sent under it may come (a few days).
+   */
+  secret: string | string[];
 }
 
 /**

@@ -5,6 +5,8 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
 import type { ReliableMailOptions } from './reliable-mail-options.interface.js';
 import { resolveOptions } from './resolve-options.js';
 
+/** A VERP secret of the length the options ask for. */
+const secret = 'x'.repeat(32);
 const valid: ReliableMailOptions = {
   transport: 'smtp://user:pass@smtp.example.com:587',
   from: 'Shop <noreply@example.com>',
@@ -140,15 +142,23 @@ describe('resolveOptions', () => {
     });
   });
 
-  it('a VERP domain takes the default local part, or the one given', () => {
-    expect(resolveOptions({ ...valid, verp: { domain: 'bounces.example.com' } }, 'host', 1).verp).toEqual({
+  it('a VERP domain takes the default local part, or the one given, and its secret or secrets (newest last)', () => {
+    expect(resolveOptions({ ...valid, verp: { domain: 'bounces.example.com', secret } }, 'host', 1).verp).toEqual({
       domain: 'bounces.example.com',
       localPart: 'bounces',
+      secrets: [secret],
     });
-    expect(resolveOptions({ ...valid, verp: { domain: 'example.com', localPart: 'dsn.in' } }, 'host', 1).verp).toEqual({
-      domain: 'example.com',
-      localPart: 'dsn.in',
-    });
+    expect(
+      resolveOptions(
+        { ...valid, verp: { domain: 'example.com', localPart: 'dsn.in', secret: [secret, `${secret}2`] } },
+        'host',
+        1,
+      ).verp,
+    ).toEqual({ domain: 'example.com', localPart: 'dsn.in', secrets: [secret, `${secret}2`] });
+    // 21 characters: with `+` and the 42 of the token, the 64 of a local part.
+    expect(
+      resolveOptions({ ...valid, verp: { domain: 'example.com', localPart: 'b'.repeat(21), secret } }, 'host', 1).verp,
+    ).toMatchObject({ localPart: 'b'.repeat(21) });
   });
 
   it('declared lanes keep their own concurrency, rate and transport', () => {
@@ -343,17 +353,33 @@ describe('resolveOptions', () => {
       option: 'events.listenerTimeoutMs',
     },
     { name: 'no emission at a time', options: { events: { concurrency: 0 } }, option: 'events.concurrency' },
-    { name: 'a VERP address without a domain', options: { verp: {} }, option: 'verp.domain' },
-    { name: 'a VERP domain with an @', options: { verp: { domain: 'a@example.com' } }, option: 'verp.domain' },
+    { name: 'a VERP address without a domain', options: { verp: { secret } }, option: 'verp.domain' },
+    { name: 'a VERP domain with an @', options: { verp: { domain: 'a@example.com', secret } }, option: 'verp.domain' },
     {
-      name: 'a VERP local part with a +, which separates the row id',
-      options: { verp: { domain: 'example.com', localPart: 'a+b' } },
+      name: 'a VERP local part with a +, which separates the token',
+      options: { verp: { domain: 'example.com', localPart: 'a+b', secret } },
       option: 'verp.localPart',
     },
     {
-      name: 'a VERP local part too long to leave room for the row id',
-      options: { verp: { domain: 'example.com', localPart: 'b'.repeat(27) } },
+      name: 'a VERP local part too long to leave room for the token',
+      options: { verp: { domain: 'example.com', localPart: 'b'.repeat(22), secret } },
       option: 'verp.localPart',
+    },
+    { name: 'VERP without a secret', options: { verp: { domain: 'example.com' } }, option: 'verp.secret' },
+    {
+      name: 'a VERP secret shorter than 32 characters',
+      options: { verp: { domain: 'example.com', secret: 'password' } },
+      option: 'verp.secret',
+    },
+    {
+      name: 'no VERP secret in a list',
+      options: { verp: { domain: 'example.com', secret: [] } },
+      option: 'verp.secret',
+    },
+    {
+      name: 'a list of VERP secrets with one too short',
+      options: { verp: { domain: 'example.com', secret: [secret, 'short'] } },
+      option: 'verp.secret',
     },
   ])('rejects $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);

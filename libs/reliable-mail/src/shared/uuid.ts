@@ -4,6 +4,6 @@ export const UUID_SOURCE = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 const UUID_PATTERN = new RegExp(`^${UUID_SOURCE}$`, 'i');
 
 /** Whether `value` is a UUID: anything else cannot be a row's id, and is not sent to PostgreSQL as one. */
-export function isUuid(value: unknown): value is string {
+export function isUuid(value: unknown): boolean {
   return typeof value === 'string' && UUID_PATTERN.test(value);
 }

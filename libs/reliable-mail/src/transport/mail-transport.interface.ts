@@ -43,11 +43,12 @@ export interface OutboundMessage {
   /** The mail as rendered for this attempt. Its headers name every recipient, whoever gets it this time. */
   mail: RenderedMail;
   /**
-   * The SMTP envelope sender (MAIL FROM, where bounce emails go) when it is not the mail's From: the row's VERP
-   * address with the module's `verp` option. Like the module's own sender, it is the same for every message of a
-   * lane, so a server that refuses it refuses the lane. Transports that send through an HTTP API ignore it.
+   * The SMTP envelope sender (MAIL FROM, where bounce emails go) of each recipient of `recipients`, when it is not
+   * the mail's From: with the module's `verp` option, each recipient's own VERP address (its row and an HMAC of the
+   * recipient), so each recipient takes a transaction of its own. They are all on the module's own domain, so a
+   * server that refuses one refuses the lane. Transports that send through an HTTP API ignore them.
    */
-  envelopeSender?: string;
+  envelopeSenders?: Readonly<Record<string, string>>;
   /**
    * The envelope of this attempt, lower case: the recipients not yet accepted, refused or suppressed. A retry after
    * some recipients were deferred sends the same message (and Message-ID) to those only.

@@ -8,6 +8,7 @@ const context = {
   providerEventId: '<dsn@mx.example.org>',
   payload: {},
   date: new Date('2026-12-03T12:00:00Z'),
+  authenticates: (recipient: string) => recipient === 'a@example.org',
 };
 
 function report(...recipients: string[]): string {
@@ -127,5 +128,18 @@ describe('dsnFeedbackOf', () => {
   it('refuses a recipient field without an address', () => {
     const status = parseDeliveryStatus(report('Final-Recipient: rfc822; nobody\nAction: failed'));
     expect(() => dsnFeedbackOf(status, context)).toThrow(FeedbackPayloadError);
+  });
+
+  it('is authenticated for the recipients the DSN proves it speaks for, and for no other', () => {
+    const status = parseDeliveryStatus(
+      report(
+        'Final-Recipient: rfc822; a@example.org\nAction: failed\nStatus: 5.1.1',
+        '\nFinal-Recipient: rfc822; b@example.org\nAction: failed\nStatus: 5.1.1',
+      ),
+    );
+    expect(dsnFeedbackOf(status, context).map((item) => [item.recipient, item.suppress, item.authenticated])).toEqual([
+      ['a@example.org', true, true],
+      ['b@example.org', true, false],
+    ]);
   });
 });

@@ -1,3 +1,4 @@
+import { storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { isHardBounceStatus } from '../../transport/smtp/smtp-reply.js';
 import { addressIn, type FeedbackItem, statusIn } from '../feedback-report.js';
@@ -51,7 +52,9 @@ export function parseDeliveryStatus(text: string): DeliveryStatus {
 
 /** The DSN's own facts, beside its delivery-status part. */
 export interface DsnContext extends Pick<FeedbackItem, 'rowId' | 'messageId' | 'providerEventId' | 'payload'> {
-  /** The DSN's Date header. */
+  /** Whether the DSN proves it speaks for this recipient (lower case): its VERP token was made for it. */
+  authenticates(recipient: string): boolean;
+  /** The DSN's Date header, when it is a date PostgreSQL stores. */
   date: Date | null;
 }
 
@@ -87,12 +90,13 @@ export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): Feed
         diagnostic,
         reportedAt: dateOrNull(fields.get('last-attempt-date')) ?? arrival ?? context.date ?? new Date(),
         suppress: hard,
+        authenticated: context.authenticates(recipient),
       },
     ];
   });
 }
 
+/** A date field, null when it is missing or no date PostgreSQL stores (`+200000-…` is one to JavaScript). */
 function dateOrNull(text: string | undefined): Date | null {
-  const date = text === undefined ? null : new Date(text.replace(/\s*\([^)]*\)\s*$/, ''));
-  return date && !Number.isNaN(date.getTime()) ? date : null;
+  return text === undefined ? null : storableDateOrNull(new Date(text.replace(/\s*\([^)]*\)\s*$/, '')));
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { HeaderValue, ParsedMail } from 'mailparser';
+import { storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
-import { rowIdOfVerpAddress, type Verp } from '../../shared/verp.js';
+import { readVerpAddress, type Verp, verpCovers } from '../../shared/verp.js';
 import { addressIn, feedbackReport, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
 import { loadSdk } from '../../transport/http/load-sdk.js';
 import { dsnFeedbackOf, headerBlockOf, headerFields, parseDeliveryStatus } from './delivery-status.js';
@@ -18,18 +19,26 @@ const ADDRESSED_TO = ['to', 'delivered-to', 'x-original-to', 'envelope-to', 'x-e
 
 /**
  * Reads a DSN email (RFC 3464: `multipart/report; report-type=delivery-status`) with mailparser. Its row is the
- * one its VERP address names, else the one whose Message-ID the returned headers quote. Anything else that reaches
- * the bounce mailbox (an out-of-office reply quotes the Message-ID too) is not a DSN and is ignored.
+ * one its VERP address names, else the one whose Message-ID the returned headers quote. Anyone can send one: it
+ * speaks for a recipient (authenticated) only when it came to the VERP address made for that recipient of that row.
+ * Anything else that reaches the bounce mailbox (an out-of-office reply quotes the Message-ID too) is not a DSN and
+ * is ignored.
  */
 export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promise<FeedbackReport> {
   const { simpleParser } = await loadSdk('mailparser', 'MailFeedbackService.ingestDsn', () => import('mailparser'));
-  const parsed = await simpleParser(raw, {
-    keepDeliveryStatus: true,
-    skipHtmlToText: true,
-    skipTextToHtml: true,
-    skipTextLinks: true,
-    skipImageLinks: true,
-  });
+  let parsed: ParsedMail;
+  try {
+    parsed = await simpleParser(raw, {
+      keepDeliveryStatus: true,
+      skipHtmlToText: true,
+      skipTextToHtml: true,
+      skipTextLinks: true,
+      skipImageLinks: true,
+    });
+  } catch (error) {
+    // What mailparser cannot read (a header past its size limit, …) is no DSN it could give: the message's fault.
+    throw new FeedbackPayloadError(`the message cannot be read as MIME (${(error as Error).message})`);
+  }
   const contentType = parsed.headers.get('content-type') as { value?: string; params?: Record<string, string> };
   if (contentType?.value !== 'multipart/report' || contentType.params?.['report-type'] !== 'delivery-status') {
     return ignoredReport('not a DSN (multipart/report; report-type=delivery-status)');
@@ -41,24 +50,27 @@ export async function dsnReport(raw: string | Buffer, verp: Verp | null): Promis
   const originalMessageId = returned
     ? (headerFields(headerBlockOf(returned.content.toString('utf8'))).get('message-id') ?? null)
     : null;
-  const verpRowId = verp
+  const returnPath = verp
     ? (addressesOf(parsed)
-        .map((address) => rowIdOfVerpAddress(verp, address))
+        .map((address) => readVerpAddress(verp, address))
         .find(Boolean) ?? null)
     : null;
+  const date = storableDateOrNull(parsed.date);
   const items = dsnFeedbackOf(parseDeliveryStatus(deliveryStatus), {
-    ...(verpRowId ? { rowId: verpRowId, messageId: null } : rowOfMessageId(originalMessageId)),
+    ...(returnPath ? { rowId: returnPath.rowId, messageId: null } : rowOfMessageId(originalMessageId)),
+    // Linked by its Message-ID, by a VERP address of before tokens, or for a recipient another's token names: no.
+    authenticates: (recipient) => returnPath !== null && verpCovers(verp!, returnPath, recipient),
     // A DSN sent again keeps its Message-ID; one without any is known by its report.
     providerEventId: parsed.messageId ?? `sha256:${createHash('sha256').update(deliveryStatus).digest('hex')}`,
     payload: {
       from: parsed.from?.text ?? null,
       subject: parsed.subject ?? null,
-      date: parsed.date?.toISOString() ?? null,
+      date: date?.toISOString() ?? null,
       messageId: parsed.messageId ?? null,
       originalMessageId,
       deliveryStatus,
     },
-    date: parsed.date ?? null,
+    date,
   });
   return items.length > 0
     ? feedbackReport(items)

@@ -75,7 +75,8 @@ export function postmarkFeedbackOf(record: unknown): FeedbackReport {
   const body = objectAt(record, 'the Postmark record');
   const recordType = stringAt(body.RecordType, 'RecordType');
   const providerMessageId = stringAt(body.MessageID, 'MessageID');
-  const common = { providerMessageId, rowId: null, messageId: null, payload: body };
+  // Read only from a request whose credentials matched.
+  const common = { providerMessageId, rowId: null, messageId: null, payload: body, authenticated: true };
   if (recordType === 'Delivery') {
     const diagnostic = optionalStringAt(body.Details, 'Details');
     return feedbackReport([

@@ -92,6 +92,8 @@ export function resendFeedbackOf(event: unknown, eventId: string): FeedbackRepor
       reportedAt,
       payload: body,
       suppress,
+      // Read only from a request whose Svix signature verified.
+      authenticated: true,
     })),
   );
 }

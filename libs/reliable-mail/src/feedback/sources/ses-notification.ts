@@ -34,6 +34,8 @@ export function sesFeedbackOf(notification: unknown, eventId: string): FeedbackR
     providerMessageId: stringAt(mail.messageId, 'mail.messageId'),
     ...rowOfMessageId(messageIdOf(mail)),
     payload: body,
+    // Read only from an SNS message whose signature verified.
+    authenticated: true,
   };
   switch (type) {
     case 'Bounce': {

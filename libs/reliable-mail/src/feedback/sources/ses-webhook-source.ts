@@ -3,6 +3,7 @@ import { FeedbackPayloadError, FeedbackSignatureError } from '../../errors.js';
 import { ignoredReport, objectAt, parseJson, stringAt } from '../feedback-report.js';
 import { loadSdk } from '../../transport/http/load-sdk.js';
 import { sesFeedbackOf } from './ses-notification.js';
+import { type CertificateCache, SnsCertificates } from './sns-certificates.js';
 import type { WebhookSource } from './webhook-source.js';
 
 /** Amazon SES feedback through an SNS topic with an HTTPS subscription to this endpoint. */
@@ -22,22 +23,33 @@ export interface SesWebhookOptions {
 
 /** Where SNS's signing certificates and subscription confirmations are: AWS's SNS hosts only. */
 const SNS_HOST = /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/;
-/** What sns-payload-validator rejects a message for (anything else is a failure to fetch the certificate). */
+/** sns-payload-validator's pattern for a signing certificate's URL, checked here before anything is fetched. */
+const CERTIFICATE_URL =
+  /^https:\/\/sns\.[a-zA-Z0-9-]{3,}\.amazonaws\.com(\.cn)?\/SimpleNotificationService-[a-zA-Z0-9]{32}\.pem$/;
+/** What sns-payload-validator rejects a message for; the certificate itself is fetched here. */
 const REFUSALS = new Set(['Invalid Signature', 'Invalid SignatureVersion', 'Invalid SigningCertURL', 'Invalid Type']);
 /** A certificate fetch or a subscription confirmation that takes longer fails the request (SNS retries it). */
 const AWS_REQUEST_TIMEOUT_MS = 10_000;
 
+interface Validator {
+  validate(payload: object): Promise<unknown>;
+}
+
 /**
  * Verifies SNS messages with sns-payload-validator (signature versions 1 and 2, the certificate URL pinned to AWS's
  * SNS hosts before anything is fetched), confirms subscriptions to an allowed topic, and reads SES notifications.
+ * The validator checks signatures only: it fetches no certificate itself, since it would keep whatever the URL
+ * answered; `SnsCertificates` fetches and checks each one, and puts it in the validator's cache, where `validate`
+ * looks first.
  */
 export async function sesWebhookSource(options: SesWebhookOptions): Promise<WebhookSource> {
-  const { default: Validator } = await loadSdk(
+  const { default: SnsPayloadValidator } = await loadSdk(
     'sns-payload-validator',
     'The ses webhook source',
     () => import('sns-payload-validator'),
   );
-  const validator = new Validator({ requestAgent: options.agent });
+  const validator = new SnsPayloadValidator({ requestAgent: options.agent });
+  const certificates = new SnsCertificates(cacheOf(validator), options.agent, AWS_REQUEST_TIMEOUT_MS);
   const topics = new Set(options.topicArns);
   return {
     name: 'ses',
@@ -46,7 +58,7 @@ export async function sesWebhookSource(options: SesWebhookOptions): Promise<Webh
       const topic = stringAt(message.TopicArn, 'TopicArn');
       if (!topics.has(topic))
         throw new FeedbackSignatureError(`the SNS topic ${topic} is not one of sources.ses.topicArns`);
-      await verify(validator, message);
+      await verify(validator, certificates, message);
       switch (message.Type) {
         case 'SubscriptionConfirmation':
           await confirmSubscription(stringAt(message.SubscribeURL, 'SubscribeURL'), options.agent);
@@ -63,17 +75,45 @@ export async function sesWebhookSource(options: SesWebhookOptions): Promise<Webh
   };
 }
 
+/**
+ * sns-payload-validator 2.x keeps its certificates in `certCache` (an LRU of `maxCerts`, 1,000) and reads it before
+ * fetching. It is not part of its typed interface: a version that moved it stops the start here rather than
+ * fetching unchecked certificates.
+ */
+function cacheOf(validator: object): CertificateCache {
+  const cache = (validator as { certCache?: Partial<CertificateCache> }).certCache;
+  if (typeof cache?.get !== 'function' || typeof cache.set !== 'function') {
+    throw new Error(
+      'sns-payload-validator keeps no certCache (get, set): this version is not one the ses source reads',
+    );
+  }
+  return cache as CertificateCache;
+}
+
 async function verify(
-  validator: { validate(payload: object): Promise<unknown> },
+  validator: Validator,
+  certificates: SnsCertificates,
   message: Record<string, unknown>,
 ): Promise<void> {
+  // The validator's own first checks, made before the certificate is fetched: a message it refuses fetches nothing.
+  if (message.SignatureVersion !== '1' && message.SignatureVersion !== '2') {
+    throw new FeedbackSignatureError('SNS: Invalid SignatureVersion');
+  }
+  const url = message.SigningCertURL;
+  if (typeof url !== 'string' || !CERTIFICATE_URL.test(url))
+    throw new FeedbackSignatureError('SNS: Invalid SigningCertURL');
   try {
-    // sns-payload-validator fetches without a timeout of its own.
-    await withTimeout(validator.validate(message), 'fetching the SNS signing certificate');
+    await certificates.load(url);
+  } catch (error) {
+    // Not the sender's fault: the request fails (5xx), nothing is kept, and SNS's retry fetches again.
+    throw new Error(`the SNS signature could not be checked: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    // The certificate is in the validator's cache now, where this call finds it before fetching anything.
+    await validator.validate(message);
   } catch (error) {
     const reason = (error as Error).message;
     if (REFUSALS.has(reason)) throw new FeedbackSignatureError(`SNS: ${reason}`);
-    // The certificate could not be fetched: not the sender's fault, so the request fails and SNS retries it.
     throw new Error(`the SNS signature could not be checked: ${reason}`, { cause: error });
   }
 }
@@ -95,15 +135,4 @@ async function confirmSubscription(subscribeUrl: string, agent: Agent | undefine
     );
   });
   if (status < 200 || status >= 300) throw new Error(`SNS answered the subscription confirmation with ${status}`);
-}
-
-function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${what} took more than ${AWS_REQUEST_TIMEOUT_MS} ms`)),
-      AWS_REQUEST_TIMEOUT_MS,
-    );
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

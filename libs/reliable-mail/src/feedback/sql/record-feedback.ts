@@ -22,10 +22,10 @@ export interface FeedbackInput {
   /** The suppression list's reason, when the feedback asks for the recipient to be suppressed. */
   suppression_reason: string | null;
   /**
-   * Whether the report is authenticated (a signed webhook). An unauthenticated one (a DSN email, which anyone can
-   * send) suppresses only a recipient that its row was sent to.
+   * Whether the report proves it speaks for this recipient (a verified webhook, a DSN through the recipient's own
+   * VERP address); an unauthenticated one has no `suppression_reason`. Reported in the bounce or complaint event.
    */
-  trusted: boolean;
+  authenticated: boolean;
   event_name: string | null;
   event_payload: Record<string, unknown> | null;
 }
@@ -34,8 +34,9 @@ export interface FeedbackInput {
  * Stores feedback, links it to its row, suppresses and records events, in one statement: so a webhook is answered
  * only after all of it committed, and a repeat (a provider delivers at least once) changes nothing. A row is found
  * by the id the report names (its VERP address, or its Message-ID, which is `<id@domain>`), else by the provider's
- * message id: the row's, or that of any request the mail went in. Feedback for no known row is stored unlinked and records no event. The suppression list takes hard
- * bounces and complaints with the source the list knows them by, keeping an operator's entry.
+ * message id: the row's, or that of any request the mail went in. Feedback for no known row is stored unlinked and
+ * records no event. The suppression list takes the hard bounces and complaints that come with a reason (those of
+ * authenticated reports) with the source the list knows them by, keeping an operator's entry.
  */
 export const RECORD_FEEDBACK: Statement = {
   name: 'reliable_mail_record_feedback',
@@ -43,19 +44,18 @@ export const RECORD_FEEDBACK: Statement = {
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, source text, recipient text, kind text, bounce_type text, provider_event_id text,
       provider_message_id text, row_id uuid, message_id text, status text, diagnostic text, reported_at timestamptz,
-      payload jsonb, suppression_reason text, trusted boolean, event_name text, event_payload jsonb)
+      payload jsonb, suppression_reason text, authenticated boolean, event_name text, event_payload jsonb)
   ), linked as (
     select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata,
-           i.suppression_reason is not null and (i.trusted or coalesce(o.accepted_recipients ? i.recipient, false))
-             as suppresses
+           i.suppression_reason is not null as suppresses
     from input i left join lateral (
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
        where r.id = i.row_id and (i.message_id is null or r.message_id = i.message_id))
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
        where r.provider_message_id = i.provider_message_id)
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.accepted_recipients from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
        where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
@@ -82,7 +82,8 @@ export const RECORD_FEEDBACK: Statement = {
     select l.outbox_id, l.event_name,
            l.event_payload || jsonb_build_object('id', l.outbox_id, 'messageId', l.row_message_id,
                                                  'idempotencyKey', l.idempotency_key, 'metadata', l.metadata)
-             || case when l.kind in ('bounced', 'complained') then jsonb_build_object('suppressed', l.suppresses)
+             || case when l.kind in ('bounced', 'complained')
+                     then jsonb_build_object('suppressed', l.suppresses, 'authenticated', l.authenticated)
                      else '{}'::jsonb end,
            now() + $2::float8 * interval '1 millisecond'
     from kept l

@@ -13,12 +13,14 @@ import type { SmtpSession, TransactionResult } from './smtp-session.js';
 
 /**
  * What one transaction leaves for the next: recipients to send again at once (past the server's limit), whether the
- * send may go on over this connection, and whether the connection needs a RSET first.
+ * send may go on over this connection (if not, why the rest were not tried), and whether the connection needs a
+ * RSET first.
  */
 interface Step {
   again: string[];
   goOn: boolean;
   reset: boolean;
+  stoppedBecause?: string;
 }
 
 /** The SMTP transactions of one send, and what each recipient came to. */
@@ -32,7 +34,7 @@ export class SmtpConversation {
 
   constructor(
     private readonly recipients: string[],
-    /** The envelope sender is the module's own (its `from`, or a VERP address): refused, it stops the lane. */
+    /** The envelope sender is the module's own (its `from`, or VERP addresses): refused, it stops the lane. */
     private readonly fromDefaultSender: boolean,
   ) {}
 
@@ -42,7 +44,7 @@ export class SmtpConversation {
    */
   async run(
     session: SmtpSession,
-    from: string,
+    senderOf: (recipient: string) => string,
     body: Buffer,
     chunkSize: number,
     signal: AbortSignal,
@@ -57,14 +59,16 @@ export class SmtpConversation {
         this.stoppedAtShutdown = true;
         return false;
       }
-      const chunk = waiting.splice(0, chunkSize);
+      // A transaction has one envelope sender: recipients of another (each VERP address is its recipient's) wait.
+      const from = senderOf(waiting[0]);
+      const chunk = takeUpTo(waiting, chunkSize, (address) => senderOf(address) === from);
       const result = await session.transact(from, chunk, body, signal);
       const next = result.ok ? this.accepted(chunk, result.info) : this.failed(chunk, result);
       // RFC 5321 §4.5.3.1.10: recipients past the server's limit go out at once in another transaction.
       waiting.unshift(...next.again);
       if (!next.goOn || (next.reset && !(await session.reset()))) {
         // The rest were never tried: they wait for the next attempt, on a fresh connection.
-        const untried = parseReply('not tried in this attempt: its connection failed');
+        const untried = parseReply(`not tried in this attempt: ${next.stoppedBecause ?? 'its connection failed'}`);
         for (const address of waiting) this.set(address, 'deferred', untried);
         return false;
       }
@@ -104,11 +108,18 @@ export class SmtpConversation {
     const reply = replyOfError(error);
     if (error.command === 'MAIL FROM' && reply.replyCode !== null) {
       // The module's own sender refused means every message of the lane is refused: an outage, unless this send
-      // already delivered to some recipients (then the rest is simply deferred).
-      if (this.fromDefaultSender && this.results.size === 0) {
-        this.outage = reply;
+      // already had an answer for some recipients (then the rest is simply deferred). Never a refusal of the
+      // recipients: it says nothing about them, nor about this mail.
+      if (this.fromDefaultSender) {
+        if (this.results.size === 0) this.outage = reply;
+        else if (asksToSlowDown(reply)) this.slowDown = true;
         for (const address of chunk) this.set(address, 'deferred', reply);
-        return { again: [], goOn: false, reset: false };
+        return {
+          again: [],
+          goOn: false,
+          reset: false,
+          stoppedBecause: `the module's sender was refused (${reply.reply})`,
+        };
       }
       // About the sender, never a recipient: even with one recipient and a 5.1.x, it must not be suppressed.
       return this.whole(chunk, reply, false);
@@ -159,6 +170,16 @@ export class SmtpConversation {
   private set(address: string, status: RecipientOutcome['status'], reply: SmtpReply, perRecipient = false): void {
     this.results.set(address, { address, status, ...reply, perRecipient });
   }
+}
+
+/** Takes from `waiting`, in order, up to `limit` recipients that `fits`; the others stay. */
+function takeUpTo(waiting: string[], limit: number, fits: (address: string) => boolean): string[] {
+  const taken: string[] = [];
+  for (let index = 0; index < waiting.length && taken.length < limit;) {
+    if (fits(waiting[index])) taken.push(...waiting.splice(index, 1));
+    else index++;
+  }
+  return taken;
 }
 
 function recipientOf(error: SmtpError & { recipient?: string }): string {

@@ -42,16 +42,17 @@ export class SmtpMailTransport implements MailTransport {
     } catch (error) {
       return { kind: 'outage', ...replyOfError(error as SmtpError) };
     }
+    const { envelopeSenders } = message;
     const conversation = new SmtpConversation(
       message.recipients,
-      message.envelopeSender !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
+      envelopeSenders !== undefined || message.mail.from.address.toLowerCase() === this.defaultSender,
     );
     // Kept only when the conversation ends without a transient failure; not when it throws.
     let reusable = false;
     try {
       reusable = await conversation.run(
         session,
-        message.envelopeSender ?? message.mail.from.address,
+        (recipient) => envelopeSenders?.[recipient] ?? message.mail.from.address,
         body,
         this.options.maxRecipientsPerTransaction,
         signal,
