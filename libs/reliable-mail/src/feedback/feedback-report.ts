@@ -75,8 +75,15 @@ export function statusIn(text: string | null | undefined): string | null {
  */
 export function addressIn(text: string): string | null {
   const bare = ANGLE_ADDRESS.exec(text)?.[1] ?? text.replace(/^[\w-]+\s*;/, '').trim();
-  return bare.length <= MAX_ADDRESS_LENGTH && /^[^\s@]+@[^\s@]+$/.test(bare) ? bare.toLowerCase() : null;
+  return bare.length <= MAX_ADDRESS_LENGTH && BARE_ADDRESS.test(bare) ? bare.toLowerCase() : null;
 }
+
+/**
+ * `local@domain` with no white space, control character, `;` or angle bracket: what a report names is read once,
+ * and what it gives must read the same again (`rfc822;0;@!` is no address, not the address `0;@!`).
+ */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this pattern refuses
+const BARE_ADDRESS = /^[^\s@;<>\0-\x1f\x7f]+@[^\s@;<>\0-\x1f\x7f]+$/;
 
 // Reading untrusted JSON: each helper names the field it found missing or of the wrong type.
 
