@@ -64,6 +64,27 @@ describe("the app's pool when an enqueue's connection is killed", () => {
     expect(next.inStatement).toBe(true);
     await expect(outbox.enqueueMany([{ mail: mail(3) }])).resolves.toHaveLength(1);
   }, 60_000);
+
+  it("app.close() returns although the caller's killed transaction never gave its connection back", async () => {
+    const { app, pool } = await start();
+    const em = app.get(EntityManager);
+    const outbox = app.get(MailOutboxService);
+    const killed = em.transactional(async (tx) => {
+      await outbox.enqueue(mail(1));
+      await tx.execute('select pg_terminate_backend(pg_backend_pid())').catch(() => undefined);
+      await tx.execute('select 1');
+    });
+    await expect(killed).rejects.toThrow();
+    // MikroORM's failed rollback kept the connection (kysely-org/kysely#1990): the app's pool cannot end alone.
+    expect(pool.totalCount - pool.idleCount).toBe(1);
+
+    const closed = await within(
+      app.close().then(() => 'closed'),
+      10_000,
+    );
+    expect(closed).toBe('closed');
+    expect(pool.totalCount).toBe(0);
+  }, 60_000);
 });
 
 /** What `promise` gives, or 'timed out' after `ms`; the timer does not outlive it. */
