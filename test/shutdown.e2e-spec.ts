@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { MailOutboxService, type OutgoingMail } from '@reliable-mail/nestjs';
+import { MailOutboxService, type OutgoingMail, type ReliableMailOptions } from '@reliable-mail/nestjs';
 import pg from 'pg';
 import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
@@ -11,24 +11,27 @@ type App = Awaited<ReturnType<typeof createTestApp>>;
 const mail = (index: number): OutgoingMail => ({ to: `user${index}@example.com`, subject: 'Hi', text: 'Hello' });
 
 /**
- * The app's own pool (MikroORM's) when a connection of an enqueue is killed (`pg_terminate_backend`): done to a
- * private cluster. The dispatcher is off, and no mail is sent: the transport is never used.
+ * Shutdown, and the app's own pool (MikroORM's) when a connection of an enqueue is killed (`pg_terminate_backend`):
+ * done to a private cluster. The dispatcher is off, and no mail is sent.
  */
-describe("the app's pool when an enqueue's connection is killed", () => {
+describe("shutdown, and the app's pool when an enqueue's connection is killed", () => {
   const cleanups: Array<() => Promise<unknown>> = [];
 
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   });
 
-  async function start(): Promise<{ cluster: PrivatePostgres; app: App; pool: pg.Pool }> {
+  async function start(
+    options: Partial<ReliableMailOptions> = {},
+  ): Promise<{ cluster: PrivatePostgres; app: App; pool: pg.Pool }> {
     const cluster = await PrivatePostgres.start();
     cleanups.push(() => cluster.destroy());
     await migrate(cluster.url);
-    const app = await createTestApp(
-      cluster.url,
-      testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }),
-    );
+    const mailOptions = testMailOptions('smtp://127.0.0.1:1', {
+      ...options,
+      dispatcher: { enabled: false, ...options.dispatcher },
+    });
+    const app = await createTestApp(cluster.url, mailOptions);
     // Bounded: on the code before the change the close never returns, and the cluster's end frees its sockets.
     cleanups.push(() => within(app.close(), 2_000));
     const pool = await app.get(EntityManager).getConnection().getNativeClient();
@@ -84,6 +87,22 @@ describe("the app's pool when an enqueue's connection is killed", () => {
     );
     expect(closed).toBe('closed');
     expect(pool.totalCount).toBe(0);
+  }, 60_000);
+
+  it('a transport whose close never returns holds app.close() no longer than the shutdown bound', async () => {
+    const { app } = await start({
+      transport: {
+        send: () => Promise.reject(new Error('no mail is sent here')),
+        verify: () => Promise.resolve(),
+        close: () => new Promise(() => undefined),
+      },
+      dispatcher: { shutdownTimeoutMs: 1_000 },
+    });
+    const closed = await within(
+      app.close().then(() => 'closed'),
+      15_000,
+    );
+    expect(closed).toBe('closed');
   }, 60_000);
 });
 
