@@ -234,7 +234,7 @@ describe('reliable-mail when the database misbehaves', () => {
       testMailOptions(server.url, { dispatcher: { enabled: false } }),
     );
     // MikroORM's pool never gets the killed transaction's connection back (kysely-org/kysely#1990); reliable-mail
-    // gives it back at shutdown, so that the close returns (test/app-pool.e2e-spec.ts).
+    // gives it back at shutdown, so that the close returns (test/shutdown.e2e-spec.ts).
     later(application);
     const em = application.get(EntityManager);
     const outbox = application.get(MailOutboxService);
