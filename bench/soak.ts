@@ -157,16 +157,27 @@ function handles(): Record<string, number> {
   return counts;
 }
 
+/** A query of the soak's own, on the app's pool: the killer terminates its backend too, so it is tried again. */
+async function soakQuery<R>(em: EntityManager, sql: string): Promise<R[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await em.fork().execute<R[]>(sql);
+    } catch (error) {
+      if (attempt === 5) throw error;
+      await sleep(200);
+    }
+  }
+}
+
 async function snapshot(em: EntityManager, database: OutboxDatabase, label: string): Promise<Snapshot> {
   if (heapSnapshotDir) writeHeapSnapshot(join(heapSnapshotDir, `${label}.heapsnapshot`));
   global.gc?.();
   const memory = process.memoryUsage();
   const pool = await em.getConnection().getNativeClient();
-  const rows = await em
-    .fork()
-    .execute<{ status: string; count: number }[]>(
-      'select status, count(*)::int as count from mail_outbox group by status',
-    );
+  const rows = await soakQuery<{ status: string; count: number }>(
+    em,
+    'select status, count(*)::int as count from mail_outbox group by status',
+  );
   return {
     rssMb: Math.round(memory.rss / 1_048_576),
     heapMb: Math.round(memory.heapUsed / 104_857.6) / 10,
@@ -269,11 +280,10 @@ async function main(): Promise<void> {
 
   const drainedBy = Date.now() + DRAIN_LIMIT_MS;
   while (Date.now() < drainedBy) {
-    const [{ open }] = await em
-      .fork()
-      .execute<{ open: number }[]>(
-        `select count(*)::int as open from mail_outbox where status in ('pending', 'sending')`,
-      );
+    const [{ open }] = await soakQuery<{ open: number }>(
+      em,
+      `select count(*)::int as open from mail_outbox where status in ('pending', 'sending')`,
+    );
     if (open === 0) break;
     await sleep(1_000);
   }
@@ -373,4 +383,7 @@ function flatten(snapshot: Snapshot): Record<string, string | number> {
   };
 }
 
-await main();
+await main().catch((error: unknown) => {
+  console.log(`verdict: FAILED, the soak itself failed: ${String(error)}`);
+  process.exit(1);
+});
