@@ -1,8 +1,9 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { DeadCheckouts } from './dead-checkouts.js';
 import type { SqlClient, Statement } from './sql-client.js';
 
 /** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
@@ -25,12 +26,14 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * connection. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
  */
 @Injectable()
-export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
+export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private pool: Promise<pg.Pool> | null = null;
   private config: Promise<pg.ClientConfig> | null = null;
   /** After shutdown a late statement (a send that outlived the shutdown bound) fails instead of opening a new pool. */
   private closed = false;
+  /** The app's pool's connections that died checked out, given back at shutdown so that the app's close returns. */
+  private appPoolDeadCheckouts: DeadCheckouts | null = null;
 
   constructor(
     private readonly em: EntityManager,
@@ -63,8 +66,27 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
+  async onModuleInit(): Promise<void> {
+    try {
+      this.appPoolDeadCheckouts = new DeadCheckouts(await this.em.getConnection().getNativeClient());
+    } catch {
+      // An ORM configured with its own Kysely dialect exposes no pool: that pool is the app's own business.
+    }
+  }
+
+  /**
+   * Runs before MikroOrmModule's shutdown, which ends the app's pool: Nest shuts global modules down last, the last
+   * imported first, and ReliableMailModule is imported after MikroOrmModule or is not global.
+   */
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
+    const givenBack = this.appPoolDeadCheckouts?.giveBack() ?? 0;
+    if (givenBack > 0) {
+      this.logger.warn({
+        msg: "gave back connections of the app's pool that were killed while checked out and never given back (kysely-org/kysely#1990), so that it can close",
+        connections: givenBack,
+      });
+    }
     if (!this.pool) return;
     const pool = await this.pool;
     this.pool = null;

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 
 /**
  * One SQL statement with `$n` placeholders. Values always travel as bound parameters, never spliced into the text.
@@ -20,9 +20,14 @@ export interface SqlClient {
  * business transaction. Nothing is prepared, since the connection belongs to the caller.
  */
 export function transactionOf(em: EntityManager): SqlClient {
+  return { query: (statement, values) => statementsOn(em.getKysely()).query(statement, values) };
+}
+
+/** Runs statements on a Kysely instance: a transaction of its own, or the pool. */
+export function statementsOn(kysely: Kysely<unknown>): SqlClient {
   return {
     async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
-      const result = await em.getKysely().executeQuery<R>(CompiledQuery.raw(statement.text, [...values]));
+      const result = await kysely.executeQuery<R>(CompiledQuery.raw(statement.text, [...values]));
       return result.rows;
     },
   };

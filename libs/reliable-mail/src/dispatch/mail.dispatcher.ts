@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -146,7 +147,16 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         inFlight,
       });
     }
-    await Promise.all([...new Set(this.transports.values())].map((transport) => transport.close()));
+    // A transport's close, a custom one's too, is waited for until the shutdown bound, no longer; one that fails
+    // does not stop the rest of the shutdown.
+    const closed = Promise.all(
+      [...new Set(this.transports.values())].map((transport) =>
+        transport.close().catch((error: unknown) => {
+          this.logger.warn({ msg: 'a transport failed to close', error: String(error) });
+        }),
+      ),
+    );
+    await Promise.race([closed, sleep(Math.max(0, deadline - Date.now()), undefined, { ref: false })]);
     await this.publisher.finishEmissions(deadline);
   }
 

@@ -18,9 +18,9 @@ import type { InsertedRow, NewOutboxRow } from './queue.types.js';
 import { cancelRow } from './sql/cancel.js';
 import { findByIdempotencyKeys, insertRows } from './sql/insert.js';
 import { listRows } from './sql/list.js';
-import { transactionOf } from '../database/sql-client.js';
+import { type SqlClient, statementsOn, transactionOf } from '../database/sql-client.js';
 import { uuidv7 } from './uuid-v7.js';
-import { WakeUpNotifier } from './wake-up.notifier.js';
+import { WakeUpNotifier, type WakeUpPlan } from './wake-up.notifier.js';
 import { isUuid } from '../shared/uuid.js';
 import { isStorableDate } from '../database/storable.js';
 
@@ -92,7 +92,9 @@ export class MailOutboxService {
    * EntityManager's transaction; otherwise it commits on its own. Validation happens before anything is written.
    */
   async enqueue(mail: OutgoingMail, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-    const [result] = await this.write([{ mail, idempotencyKey: options.idempotencyKey }], options);
+    const rows = this.prepare([{ mail, idempotencyKey: options.idempotencyKey }], options);
+    const em = options.em ?? this.em;
+    const [result] = await this.write(rows, transactionOf(em), this.wakeUp.plan(em));
     return result;
   }
 
@@ -104,9 +106,39 @@ export class MailOutboxService {
   async enqueueMany(mails: BatchMail[], options: EnqueueManyOptions = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(mails)) throw new MailValidationError('mails', 'must be an array');
     if (mails.length === 0) return [];
+    const rows = this.prepare(mails, options);
     const em = options.em ?? this.em;
-    const write = (tx: EntityManager) => this.write(mails, { ...options, em: tx });
-    return em.isInTransaction() ? write(em) : em.transactional(write);
+    if (em.isInTransaction()) return this.write(rows, transactionOf(em), this.wakeUp.plan(em));
+    return this.writeInOwnTransaction(rows, em);
+  }
+
+  /**
+   * A batch outside the caller's transaction runs in one of its own, through Kysely's callback transaction, which
+   * gives its connection back to the pool whatever happens. MikroORM's `em.transactional()` does not when its
+   * connection is killed (kysely-org/kysely#1990: the failed rollback skips the release), and the app's pool then
+   * keeps it for good: `orm.close()` waits for it at shutdown. Counted as an open enqueue until it commits, and
+   * the dispatchers are woken after the commit.
+   */
+  private async writeInOwnTransaction(rows: NewOutboxRow[], em: EntityManager): Promise<EnqueueResult[]> {
+    const wakeUp = this.wakeUp.plan(em);
+    let lanes: string[] = [];
+    const beforeCommit: WakeUpPlan = {
+      inStatement: wakeUp.inStatement,
+      inserted: (inserted) => (lanes = [...inserted]),
+      abandoned: () => undefined,
+    };
+    let results: EnqueueResult[];
+    try {
+      results = await em
+        .getKysely()
+        .transaction()
+        .execute((tx) => this.write(rows, statementsOn(tx), beforeCommit));
+    } catch (error) {
+      wakeUp.abandoned();
+      throw error;
+    }
+    wakeUp.inserted(lanes);
+    return results;
   }
 
   /**
@@ -127,13 +159,10 @@ export class MailOutboxService {
     return row;
   }
 
-  private async write(mails: BatchMail[], options: EnqueueOptions): Promise<EnqueueResult[]> {
-    const rows = this.prepare(mails, options);
-    const em = options.em ?? this.em;
-    const wakeUp = this.wakeUp.plan(em);
+  private async write(rows: NewOutboxRow[], client: SqlClient, wakeUp: WakeUpPlan): Promise<EnqueueResult[]> {
     let inserted: InsertedRow[];
     try {
-      inserted = await insertRows(transactionOf(em), rows, wakeUp.inStatement);
+      inserted = await insertRows(client, rows, wakeUp.inStatement);
     } catch (error) {
       wakeUp.abandoned();
       throw error;
@@ -142,10 +171,7 @@ export class MailOutboxService {
     const byId = new Map<string, InsertedRow>(inserted.map((row) => [row.id, row]));
     const missingKeys = rows.filter((row) => !byId.has(row.id)).map((row) => row.idempotencyKey!);
     const existing = new Map(
-      (await findByIdempotencyKeys(transactionOf(em), [...new Set(missingKeys)])).map((row) => [
-        row.idempotencyKey,
-        row,
-      ]),
+      (await findByIdempotencyKeys(client, [...new Set(missingKeys)])).map((row) => [row.idempotencyKey, row]),
     );
     return rows.map((row) => {
       const stored = byId.get(row.id) ?? existing.get(row.idempotencyKey);
