@@ -140,7 +140,9 @@ describe('settle values against PostgreSQL', () => {
     await pool.query(
       `with reset as (
          update mail_outbox set status = 'sending', lock_token = $2, locked_until = now() + interval '1 minute',
-                attempts = $3, expires_at = $5, accepted_recipients = null, rejected_recipients = null
+                attempts = $3, expires_at = $5, accepted_recipients = null, rejected_recipients = null,
+                provider_message_id = null, provider_message_ids = null, provider_request_id = null,
+                provider_accepted_at = null
          where id = $1 returning id
        ), attempt as (
          insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
