@@ -3,12 +3,11 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import pg from 'pg';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
-import type { SqlClient, Statement } from './sql-client.js';
+import type { QueryBound, SqlClient, Statement } from './sql-client.js';
+import { statementBoundMs } from './statement-bound.js';
 
 /** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
 const KEEPALIVE_DELAY_MS = 10_000;
-/** The client gives up on a statement this long after the server should have cancelled it itself. */
-const CLIENT_TIMEOUT_MARGIN_MS = 5_000;
 /**
  * How long shutdown waits for the pool's connections to come back, after the dispatcher's own bound
  * (`dispatcher.shutdownTimeoutMs`): a healthy server answers what is left in milliseconds, and a connection stuck on
@@ -21,8 +20,9 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * retention, health and metrics. A pool of its own, apart from the app's: a database outage or a hung connection
  * here can neither exhaust the pool the business transactions use nor be stalled by it. Every statement is bounded
  * twice: `statement_timeout` on the server, and a client-side timeout a little longer that catches a server which
- * no longer answers at all (a failover that left the old connection half-open), after which pg-pool discards the
- * connection. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
+ * no longer answers at all (a failover that left the old connection half-open), after which the connection is
+ * discarded. A caller may bound a statement more tightly still (`QueryBound`: a settle by its lease), the wait for a
+ * connection included. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
@@ -37,15 +37,33 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'database'>,
   ) {}
 
-  async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
+  async query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]> {
     if (this.closed) throw new Error("reliable-mail's database connections are closed: the app has shut down");
     const pool = await (this.pool ??= this.createPool());
-    const result = await pool.query<R & pg.QueryResultRow>({
+    const timeoutMs = Math.min(
+      bound?.timeoutMs ?? Infinity,
+      statementBoundMs(this.options.database.statementTimeoutMs),
+    );
+    if (!(timeoutMs > 0)) throw new Error('no time left for the statement');
+    const deadline = performance.now() + timeoutMs;
+    const client = await checkOut(pool, timeoutMs);
+    const config: pg.QueryConfig & { query_timeout: number } = {
       name: statement.name,
       text: statement.text,
       values: [...values],
-    });
-    return result.rows;
+      // pg reads 0 as no timeout at all.
+      query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+    };
+    try {
+      const result = await client.query<R & pg.QueryResultRow>(config);
+      client.release();
+      return result.rows;
+    } catch (error) {
+      // Never reused, as pool.query() would have it: pg-pool ends a connection released with an error, and pg
+      // destroys the socket of one whose statement is still unanswered (a timeout) rather than wait for goodbye.
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
   }
 
   /** A connection outside the pool, for a session that must stay open (LISTEN); the caller ends it. */
@@ -114,7 +132,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       connectionTimeoutMillis: connectTimeoutMs,
       statement_timeout: statementTimeoutMs,
-      query_timeout: statementTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS,
+      query_timeout: statementBoundMs(statementTimeoutMs),
     };
   }
 
@@ -131,4 +149,29 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       return { host, port, user, password, database };
     }
   }
+}
+
+/**
+ * A connection of the pool within `timeoutMs` (pg-pool's own bound is `connectTimeoutMs`, which may be longer). One
+ * that comes after the caller gave up goes back to the pool unused.
+ */
+function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`no database connection within ${Math.round(timeoutMs)} ms`));
+    }, timeoutMs);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (error: Error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
