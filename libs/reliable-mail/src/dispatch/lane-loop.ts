@@ -15,14 +15,13 @@ import type { SqlClient } from '../database/sql-client.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
+import { SETTLE_MARGIN_MS } from './lease.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
 import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
-/** A settle gives up this long before the row's lease ends, rather than race another worker's claim. */
-const SETTLE_MARGIN_MS = 1_000;
 
 export interface LaneLoopDependencies {
   database: SqlClient;
@@ -282,7 +281,9 @@ export class LaneLoop {
     if (left >= leaseMs - sendTimeoutMs / 2) return true;
     const renewedAt = performance.now();
     try {
-      if (!(await extendLease(this.deps.database, row, leaseMs))) {
+      // Bounded by the lease it renews: once that ended, the row may be another worker's.
+      const bound = { timeoutMs: left - SETTLE_MARGIN_MS };
+      if (!(await extendLease(this.deps.database, row, leaseMs, bound))) {
         this.deps.logger.warn({ msg: 'a row claimed ahead lost its lease before its send; not sent', id: row.id });
         return false;
       }
