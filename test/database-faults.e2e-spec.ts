@@ -139,12 +139,12 @@ describe('reliable-mail when the database misbehaves', () => {
     server.script = { onData: () => ({ acceptWhen: released }) };
     const shutdownTimeoutMs = 2_000;
     // The timeouts keep their defaults: a statement on a silent connection is given up only after 35 s, and the
-    // pool's close must not wait for it (nor for connectTimeoutMs, 10 s).
+    // pool's close must not wait for it (nor for connectTimeoutMs, 10 s). The lease is the shortest they allow.
     const application = await createTestApp(
       cluster.url,
       testMailOptions(server.url, {
-        database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` },
-        dispatcher: { shutdownTimeoutMs },
+        database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, statementTimeoutMs: 30_000 },
+        dispatcher: { shutdownTimeoutMs, leaseMs: 41_000 },
       }),
     );
     await application
