@@ -21,8 +21,10 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * here can neither exhaust the pool the business transactions use nor be stalled by it. Every statement is bounded
  * twice: `statement_timeout` on the server, and a client-side timeout a little longer that catches a server which
  * no longer answers at all (a failover that left the old connection half-open), after which the connection is
- * discarded. A caller may bound a statement more tightly still (`QueryBound`: a settle by its lease), the wait for a
- * connection included. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
+ * discarded, and so is every idle one that has not answered since that statement was sent: what silenced one
+ * (a partition, a vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A
+ * caller may bound a statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection
+ * included. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
@@ -31,6 +33,10 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   private config: Promise<pg.ClientConfig> | null = null;
   /** After shutdown a late statement (a send that outlived the shutdown bound) fails instead of opening a new pool. */
   private closed = false;
+  /** When each connection last answered (or was opened), on the `performance.now()` clock. */
+  private readonly answeredAt = new WeakMap<pg.ClientBase, number>();
+  /** When the latest statement that went unanswered for its whole bound was sent. */
+  private silentSince = -Infinity;
 
   constructor(
     private readonly em: EntityManager,
@@ -46,7 +52,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     );
     if (!(timeoutMs > 0)) throw new Error('no time left for the statement');
     const deadline = performance.now() + timeoutMs;
-    const client = await checkOut(pool, timeoutMs);
+    const client = await this.checkOutAnswering(pool, deadline);
     const config: pg.QueryConfig & { query_timeout: number } = {
       name: statement.name,
       text: statement.text,
@@ -54,15 +60,31 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       // pg reads 0 as no timeout at all.
       query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
     };
+    const sentAt = performance.now();
     try {
       const result = await client.query<R & pg.QueryResultRow>(config);
+      this.answeredAt.set(client, performance.now());
       client.release();
       return result.rows;
     } catch (error) {
+      // No SQLSTATE, and the whole bound gone: the server never answered.
+      const unanswered = !(error as { code?: string }).code && performance.now() - sentAt >= config.query_timeout;
+      if (unanswered) this.silentSince = Math.max(this.silentSince, sentAt);
       // Never reused, as pool.query() would have it: pg-pool ends a connection released with an error, and pg
       // destroys the socket of one whose statement is still unanswered (a timeout) rather than wait for goodbye.
       client.release(error instanceof Error ? error : true);
       throw error;
+    }
+  }
+
+  /** A connection of the pool that has answered since the latest statement that went unanswered was sent. */
+  private async checkOutAnswering(pool: pg.Pool, deadline: number): Promise<pg.PoolClient> {
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error('no time left for the statement');
+      const client = await checkOut(pool, left);
+      if ((this.answeredAt.get(client) ?? -Infinity) >= this.silentSince) return client;
+      client.release(true);
     }
   }
 
@@ -102,8 +124,11 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
     });
-    // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
-    pool.on('connect', (client) => client.on('error', () => undefined));
+    pool.on('connect', (client) => {
+      this.answeredAt.set(client, performance.now());
+      // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
+      client.on('error', () => undefined);
+    });
     pool.on('error', (error) => this.logger.warn({ msg: 'an idle database connection failed', error: String(error) }));
     return pool;
   }
