@@ -152,7 +152,7 @@ describe('reliable-mail when the database misbehaves', () => {
     proxy.blackHole();
     // The first statement takes an idle connection and waits its whole bound (1 s + 5 s) for an answer.
     await expect(select('select 1 as one')).rejects.toThrow(/timeout/);
-    // The next gets a new connection at once: the four idle ones had not answered since the first was sent.
+    // The next gets a new connection at once: the four idle ones had not answered since the first went silent.
     const started = Date.now();
     await expect(select('select 1 as one')).resolves.toEqual([{ one: 1 }]);
     expect(Date.now() - started).toBeLessThan(1_000);

@@ -21,10 +21,10 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * here can neither exhaust the pool the business transactions use nor be stalled by it. Every statement is bounded
  * twice: `statement_timeout` on the server, and a client-side timeout a little longer that catches a server which
  * no longer answers at all (a failover that left the old connection half-open), after which the connection is
- * discarded, and so is every idle one that has not answered since that statement was sent: what silenced one
- * (a partition, a vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A
- * caller may bound a statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection
- * included. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
+ * discarded, and so is every connection idle then that has not answered since: what silenced one (a partition, a
+ * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
+ * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
+ * Statements with a name are parsed once per connection (see `plan_cache_mode` below).
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
@@ -35,7 +35,10 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   private closed = false;
   /** When each connection last answered (or was opened), on the `performance.now()` clock. */
   private readonly answeredAt = new WeakMap<pg.ClientBase, number>();
-  /** When the latest statement that went unanswered for its whole bound was sent. */
+  /**
+   * When a statement last went unanswered for its whole bound. A connection that has not answered since may have been
+   * silenced with it, even one that answered after that statement was sent: the fault began at some point between.
+   */
   private silentSince = -Infinity;
 
   constructor(
@@ -69,7 +72,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     } catch (error) {
       // No SQLSTATE, and the whole bound gone: the server never answered.
       const unanswered = !(error as { code?: string }).code && performance.now() - sentAt >= config.query_timeout;
-      if (unanswered) this.silentSince = Math.max(this.silentSince, sentAt);
+      if (unanswered) this.silentSince = performance.now();
       // Never reused, as pool.query() would have it: pg-pool ends a connection released with an error, and pg
       // destroys the socket of one whose statement is still unanswered (a timeout) rather than wait for goodbye.
       client.release(error instanceof Error ? error : true);
@@ -77,7 +80,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     }
   }
 
-  /** A connection of the pool that has answered since the latest statement that went unanswered was sent. */
+  /** A connection of the pool that has answered since a statement last went unanswered. */
   private async checkOutAnswering(pool: pg.Pool, deadline: number): Promise<pg.PoolClient> {
     for (;;) {
       const left = deadline - performance.now();
