@@ -53,8 +53,9 @@ describe('several dispatchers on one outbox', () => {
   it('a dispatcher killed with SIGKILL mid-batch loses nothing; a duplicate only follows an attempt recorded as unknown', async () => {
     // Each message takes a while to be accepted, so the kill lands with sends in flight.
     const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 30 }) });
-    // The shortest lease the test transport's timeouts allow (twice 3 x 2 s): the successor waits this long for the rows in flight.
-    const dispatcher = { concurrency: 8, batchSize: 8, leaseMs: 12_500 };
+    // The shortest lease the options allow with the tests' send and statement timeouts (5 + 4 + 5 + 1 s): the
+    // successor waits this long for the rows in flight.
+    const dispatcher = { concurrency: 8, batchSize: 8, leaseMs: 15_000 };
     const producer = await bed.startApp(testMailOptions(smtp.url, { dispatcher: { enabled: false } }));
     const messageIds = await enqueueMany(producer.get(MailOutboxService), 300);
 

@@ -130,6 +130,34 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(proxy.connectionsOpened).toBeGreaterThan(1);
   }, 90_000);
 
+  it('once a statement went unanswered, the idle connections silenced with it are not tried one bound at a time', async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const server = await smtpServer();
+    const application = later(
+      await createTestApp(
+        cluster.url,
+        testMailOptions(server.url, {
+          dispatcher: { enabled: false },
+          database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, statementTimeoutMs: 1_000 },
+        }),
+      ),
+    );
+    const database = application.get(OutboxDatabase);
+    const select = (text: string) => database.query<{ one: number }>({ text }, []);
+    // Five connections, idle in the pool once their statements are answered.
+    await Promise.all(Array.from({ length: 5 }, () => select('select pg_sleep(0.2), 1 as one')));
+    expect((await database.poolFigures())?.idle).toBe(5);
+
+    proxy.blackHole();
+    // The first statement takes an idle connection and waits its whole bound (1 s + 5 s) for an answer.
+    await expect(select('select 1 as one')).rejects.toThrow(/timeout/);
+    // The next gets a new connection at once: the four idle ones had not answered since the first went silent.
+    const started = Date.now();
+    await expect(select('select 1 as one')).resolves.toEqual([{ one: 1 }]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  }, 60_000);
+
   it('shutdown with the database black-holed and sends in flight ends within dispatcher.shutdownTimeoutMs and the pool-close bound', async () => {
     const cluster = await privateCluster();
     const proxy = later(await TcpProxy.start(cluster.port));
@@ -139,12 +167,12 @@ describe('reliable-mail when the database misbehaves', () => {
     server.script = { onData: () => ({ acceptWhen: released }) };
     const shutdownTimeoutMs = 2_000;
     // The timeouts keep their defaults: a statement on a silent connection is given up only after 35 s, and the
-    // pool's close must not wait for it (nor for connectTimeoutMs, 10 s).
+    // pool's close must not wait for it (nor for connectTimeoutMs, 10 s). The lease is the shortest they allow.
     const application = await createTestApp(
       cluster.url,
       testMailOptions(server.url, {
-        database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` },
-        dispatcher: { shutdownTimeoutMs },
+        database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, statementTimeoutMs: 30_000 },
+        dispatcher: { shutdownTimeoutMs, leaseMs: 41_000 },
       }),
     );
     await application

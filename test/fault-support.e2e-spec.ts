@@ -233,5 +233,43 @@ describe('the database fault-test support', () => {
           (await query(primary.url, `select 1 from pg_stat_activity where application_name = 'old'`)).length === 0,
       );
     });
+
+    it('partition holds what an open connection sends and refuses new ones an answer; heal delivers it late', async () => {
+      const partitioned = await TcpProxy.start(primary.port);
+      try {
+        const client = (timeouts: Pick<pg.ClientConfig, 'query_timeout' | 'connectionTimeoutMillis'> = {}) => {
+          const connection = new pg.Client({
+            host: '127.0.0.1',
+            port: partitioned.port,
+            user: 'postgres',
+            database: 'postgres',
+            ...timeouts,
+          });
+          connection.on('error', () => undefined);
+          return connection;
+        };
+        await query(primary.url, 'create table partition_probe (id int)');
+        const old = client({ query_timeout: 500 });
+        await old.connect();
+
+        partitioned.partition();
+        // Given up on by its client, which then closes the connection: the statement is held, not lost.
+        await expect(old.query('insert into partition_probe values (1)')).rejects.toThrow(/timeout/);
+        await old.end();
+        await expect(client({ connectionTimeoutMillis: 500 }).connect()).rejects.toThrow(/timeout/);
+        await delay(500);
+        expect(await query(primary.url, 'select id from partition_probe')).toEqual([]);
+
+        partitioned.heal();
+        await until(async () => (await query(primary.url, 'select id from partition_probe')).length === 1);
+        const fresh = client();
+        await fresh.connect();
+        expect((await fresh.query('select 3 as three')).rows).toEqual([{ three: 3 }]);
+        await fresh.end();
+      } finally {
+        await partitioned.close();
+        await query(primary.url, 'drop table if exists partition_probe');
+      }
+    });
   });
 });

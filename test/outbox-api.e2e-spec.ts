@@ -167,9 +167,10 @@ describe('the outbox API without a dispatcher', () => {
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
     const [{ events }] = await em.execute(`select count(*)::int as events from mail_outbox_event`);
     expect(events).toBe(0);
-    // The stale worker's attempt still records what it saw on the wire; the claim had marked it unknown first.
+    // The stale worker's attempt stays as the claim that took the row over marked it: the second send was made
+    // because its outcome was unknown, and a late write must not make both attempts `sent`.
     expect(row.attemptLog.map((attempt) => [attempt.workerId, attempt.outcome])).toEqual([
-      ['worker-a', 'sent'],
+      ['worker-a', 'unknown'],
       ['worker-b', 'started'],
     ]);
 

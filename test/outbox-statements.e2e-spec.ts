@@ -6,6 +6,7 @@ import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { SETTLE, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { RECORD_FEEDBACK } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
+import { RELEASE_UNANSWERED } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { createTestApp, ormConfig, testMailOptions } from './support/test-app.js';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
@@ -138,6 +139,12 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:3', 16)), growAttempts);
     expect(plan).toMatch(/One-Time Filter: claimed\.sent_before/);
     expect(plan).toMatch(/Index Cond: \(outbox_id = claimed\.id\)/);
+    expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
+  });
+
+  it('the hand-back of unanswered claims reads the lease index, never a whole table', async () => {
+    const plan = await plans(RELEASE_UNANSWERED.text, [[randomUUID(), randomUUID()], 'default'], async () => undefined);
+    expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 

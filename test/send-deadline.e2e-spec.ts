@@ -1,12 +1,21 @@
 import { describe, expect, it } from '@jest/globals';
-import { MailOutboxService, type OutboxAttempt, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import {
+  MailOutboxService,
+  type OutboxAttempt,
+  type ReliableMailOptions,
+  type SmtpTransportOptions,
+} from '@reliable-mail/nestjs';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import type { SmtpScript } from './support/smtp-test-server.js';
 
 const SEND_TIMEOUT_MS = 1_500;
-/** Twice the send timeout, the least the options allow; a send that outlived it would be claimed again. */
-const LEASE_MS = 3_000;
+const STATEMENT_TIMEOUT_MS = 1_000;
+/**
+ * The least the options allow: the send, a statement's bound (1 s + the client's 5 s), the settle's 1 s. A send that
+ * outlived it would be claimed again.
+ */
+const LEASE_MS = 8_500;
 
 /** Answers every command just inside the socket timeout: each read is in time, the conversation is not. */
 const tarpit = (): SmtpScript => {
@@ -62,6 +71,7 @@ describe('the send deadline', () => {
         ...options,
         transport: { host: '127.0.0.1', port: Number(new URL(server.url).port), ignoreTLS: true, socketTimeout: 2_000 },
         dispatcher: { leaseMs: LEASE_MS, sendTimeoutMs: SEND_TIMEOUT_MS },
+        database: { statementTimeoutMs: STATEMENT_TIMEOUT_MS },
       });
       // Two workers on one outbox: the second claims whatever the first's lease no longer holds.
       const first = await bed.startApp(appOptions);
@@ -95,21 +105,27 @@ describe('a row claimed ahead', () => {
   const bed = useTestBed();
 
   it('that waited most of a send for its slot has its lease renewed, and gets its whole deadline', async () => {
-    // Each send takes 1.2 s, most of the 1.5 s deadline; the second row claimed with the first waits for it.
-    const server = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 1_200 }) });
-    const app = await bed.startApp(
-      testMailOptions(server.url, {
-        lanes: { default: { concurrency: 1 } },
-        dispatcher: { leaseMs: LEASE_MS, sendTimeoutMs: SEND_TIMEOUT_MS },
-      }),
-    );
+    // The lease is twice the send timeout, which here is also the send, a statement's bound and the settle's margin
+    // (7 + 1 + 5 + 1 s): the least the options allow. Each send takes 6.7 s, most of the 7 s deadline; the second row
+    // claimed with the first waits for it.
+    const server = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 6_700 }) });
+    const options = testMailOptions(server.url, {
+      lanes: { default: { concurrency: 1 } },
+      dispatcher: { leaseMs: 14_000, sendTimeoutMs: 7_000 },
+      database: { statementTimeoutMs: 1_000 },
+    });
+    // The tests' 2 s socket timeout would cut the held conversation first.
+    const app = await bed.startApp({
+      ...options,
+      transport: { ...(options.transport as SmtpTransportOptions), socketTimeout: 10_000 },
+    });
     const outbox = app.get(MailOutboxService);
     const rows = await outbox.enqueueMany([
       { mail: { to: 'ann@example.com', subject: 'One', text: 'x' } },
       { mail: { to: 'bob@example.com', subject: 'Two', text: 'x' } },
     ]);
-    await waitFor('both sent', () => app.events.sent.length === 2, 15_000);
-    // Without the renewal the second would have had 1.8 s of lease left, a deadline of 0.8 s, and been cut.
+    await waitFor('both sent', () => app.events.sent.length === 2, 30_000);
+    // Without the renewal the second would have had 7.3 s of lease left, a deadline of 6.3 s, and been cut.
     for (const { id } of rows)
       expect((await outbox.get(id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['sent']);
   });

@@ -1,21 +1,34 @@
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 
+/** What a connection does with what either side sends. */
+type Passage = 'forwarding' | 'black-holed' | 'held';
+
+interface Direction {
+  from: Socket;
+  to: Socket;
+  /** What `from` sent while the connection was held, delivered at `heal`. */
+  held: Buffer[];
+  /** `from` ended while the connection was held: the end is passed on after the held data. */
+  endHeld: boolean;
+}
+
 interface ProxiedConnection {
-  client: Socket;
-  upstream: Socket;
-  blackHoled: boolean;
+  passage: Passage;
+  directions: [Direction, Direction];
   closedSides: number;
 }
 
 /**
  * A TCP proxy on 127.0.0.1 in front of a server, for network faults: connections that go silent while they stay
- * open (`blackHole`), and connections reset at once (`resetAll`). An upstream that refuses the connection is passed
- * on as a reset of the accepted client connection.
+ * open (`blackHole`), a partition whose held traffic arrives late once it heals (`partition`, `heal`), and
+ * connections reset at once (`resetAll`). An upstream that refuses the connection is passed on as a reset of the
+ * accepted client connection.
  */
 export class TcpProxy {
   /** Client connections accepted since the start. */
   connectionsOpened = 0;
   private readonly connections = new Set<ProxiedConnection>();
+  private partitioned = false;
 
   private constructor(
     private readonly server: Server,
@@ -56,21 +69,40 @@ export class TcpProxy {
    */
   blackHole(): void {
     for (const connection of this.connections) {
-      connection.blackHoled = true;
-      connection.client.unpipe(connection.upstream);
-      connection.upstream.unpipe(connection.client);
-      // unpipe paused them; flowing without a 'data' listener discards what arrives.
-      connection.client.resume();
-      connection.upstream.resume();
+      connection.passage = 'black-holed';
+      for (const direction of connection.directions) direction.held = [];
     }
   }
 
-  /** Resets (RST) both sides of every connection, black-holed ones included. */
-  resetAll(): void {
-    for (const { client, upstream } of this.connections) {
-      client.resetAndDestroy();
-      upstream.resetAndDestroy();
+  /**
+   * Cuts the clients off from the server until `heal`, as a network partition does, where TCP keeps retransmitting:
+   * nothing passes either way, on the connections open now or on those opened meanwhile (so a client's connect
+   * timeout ends those), and what each side sends, or a close, is held for delivery when the partition heals.
+   */
+  partition(): void {
+    this.partitioned = true;
+    for (const connection of this.connections) if (connection.passage === 'forwarding') connection.passage = 'held';
+  }
+
+  /**
+   * Ends the partition: what was held arrives, late (a statement its client gave up on runs then), and the held
+   * connections forward again; a side that closed meanwhile is closed after its data, as TCP delivers it.
+   */
+  heal(): void {
+    this.partitioned = false;
+    for (const connection of this.connections) {
+      if (connection.passage !== 'held') continue;
+      connection.passage = 'forwarding';
+      for (const direction of connection.directions) {
+        for (const chunk of direction.held.splice(0)) if (direction.to.writable) direction.to.write(chunk);
+        if (direction.endHeld) direction.to.end();
+      }
     }
+  }
+
+  /** Resets (RST) both sides of every connection, black-holed and held ones included. */
+  resetAll(): void {
+    for (const { directions } of this.connections) for (const { from } of directions) from.resetAndDestroy();
   }
 
   /** Resets every connection and stops accepting new ones. */
@@ -82,17 +114,29 @@ export class TcpProxy {
   private forward(client: Socket): void {
     this.connectionsOpened++;
     const upstream = connect(this.targetPort, this.targetHost);
-    const connection: ProxiedConnection = { client, upstream, blackHoled: false, closedSides: 0 };
+    const connection: ProxiedConnection = {
+      passage: this.partitioned ? 'held' : 'forwarding',
+      directions: [
+        { from: client, to: upstream, held: [], endHeld: false },
+        { from: upstream, to: client, held: [], endHeld: false },
+      ],
+      closedSides: 0,
+    };
     this.connections.add(connection);
-    for (const [from, to] of [
-      [client, upstream],
-      [upstream, client],
-    ]) {
-      from.pipe(to);
-      // A side that fails (reset, refused) is passed on as a reset, unless the connection is black-holed. Without
-      // this listener the error would end the test process.
+    for (const direction of connection.directions) {
+      const { from, to } = direction;
+      from.on('data', (chunk: Buffer) => {
+        if (connection.passage === 'forwarding') to.write(chunk);
+        else if (connection.passage === 'held') direction.held.push(chunk);
+      });
+      from.on('end', () => {
+        if (connection.passage === 'forwarding') to.end();
+        else if (connection.passage === 'held') direction.endHeld = true;
+      });
+      // A side that fails (reset, refused) is passed on as a reset while the connection forwards. Without this
+      // listener the error would end the test process.
       from.on('error', () => {
-        if (!connection.blackHoled) to.resetAndDestroy();
+        if (connection.passage === 'forwarding') to.resetAndDestroy();
       });
       from.on('close', () => {
         if (++connection.closedSides === 2) this.connections.delete(connection);

@@ -124,6 +124,8 @@ export function testMailOptions(smtpUrl: string, overrides: Partial<ReliableMail
     },
     // A minute of age: attempts enough for it at these delays, so a test never sees a row die of attempts first.
     retry: { baseDelayMs: 10, maxDelayMs: 50, maxAgeMs: 60_000, ...overrides.retry },
+    // The longest statement timeout the 15 s lease allows with a 5 s send (5 + 4 + 5 + 1 s, see dispatcher.leaseMs).
+    database: { statementTimeoutMs: 4_000, ...overrides.database },
   };
 }
 

@@ -4,12 +4,11 @@ import pg from 'pg';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { DeadCheckouts } from './dead-checkouts.js';
-import type { SqlClient, Statement } from './sql-client.js';
+import type { QueryBound, SqlClient, Statement } from './sql-client.js';
+import { statementBoundMs } from './statement-bound.js';
 
 /** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
 const KEEPALIVE_DELAY_MS = 10_000;
-/** The client gives up on a statement this long after the server should have cancelled it itself. */
-const CLIENT_TIMEOUT_MARGIN_MS = 5_000;
 /**
  * How long shutdown waits for the pool's connections to come back, after the dispatcher's own bound
  * (`dispatcher.shutdownTimeoutMs`): a healthy server answers what is left in milliseconds, and a connection stuck on
@@ -22,8 +21,11 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * retention, health and metrics. A pool of its own, apart from the app's: a database outage or a hung connection
  * here can neither exhaust the pool the business transactions use nor be stalled by it. Every statement is bounded
  * twice: `statement_timeout` on the server, and a client-side timeout a little longer that catches a server which
- * no longer answers at all (a failover that left the old connection half-open), after which pg-pool discards the
- * connection. Statements with a name are parsed once per connection (see `plan_cache_mode` below).
+ * no longer answers at all (a failover that left the old connection half-open), after which the connection is
+ * discarded, and so is every connection idle then that has not answered since: what silenced one (a partition, a
+ * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
+ * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
+ * Statements with a name are parsed once per connection (see `plan_cache_mode` below).
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShutdown {
@@ -34,21 +36,62 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
   private closed = false;
   /** The app's pool's connections that died checked out, given back at shutdown so that the app's close returns. */
   private appPoolDeadCheckouts: DeadCheckouts | null = null;
+  /** When each connection last answered (or was opened), on the `performance.now()` clock. */
+  private readonly answeredAt = new WeakMap<pg.ClientBase, number>();
+  /**
+   * When a statement last went unanswered for its whole bound. A connection that has not answered since may have been
+   * silenced with it, even one that answered after that statement was sent: the fault began at some point between.
+   */
+  private silentSince = -Infinity;
 
   constructor(
     private readonly em: EntityManager,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'database'>,
   ) {}
 
-  async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
+  async query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]> {
     if (this.closed) throw new Error("reliable-mail's database connections are closed: the app has shut down");
     const pool = await (this.pool ??= this.createPool());
-    const result = await pool.query<R & pg.QueryResultRow>({
+    const timeoutMs = Math.min(
+      bound?.timeoutMs ?? Infinity,
+      statementBoundMs(this.options.database.statementTimeoutMs),
+    );
+    if (!(timeoutMs > 0)) throw new Error('no time left for the statement');
+    const deadline = performance.now() + timeoutMs;
+    const client = await this.checkOutAnswering(pool, deadline);
+    const config: pg.QueryConfig & { query_timeout: number } = {
       name: statement.name,
       text: statement.text,
       values: [...values],
-    });
-    return result.rows;
+      // pg reads 0 as no timeout at all.
+      query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
+    };
+    const sentAt = performance.now();
+    try {
+      const result = await client.query<R & pg.QueryResultRow>(config);
+      this.answeredAt.set(client, performance.now());
+      client.release();
+      return result.rows;
+    } catch (error) {
+      // No SQLSTATE, and the whole bound gone: the server never answered.
+      const unanswered = !(error as { code?: string }).code && performance.now() - sentAt >= config.query_timeout;
+      if (unanswered) this.silentSince = performance.now();
+      // Never reused, as pool.query() would have it: pg-pool ends a connection released with an error, and pg
+      // destroys the socket of one whose statement is still unanswered (a timeout) rather than wait for goodbye.
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  }
+
+  /** A connection of the pool that has answered since a statement last went unanswered. */
+  private async checkOutAnswering(pool: pg.Pool, deadline: number): Promise<pg.PoolClient> {
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error('no time left for the statement');
+      const client = await checkOut(pool, left);
+      if ((this.answeredAt.get(client) ?? -Infinity) >= this.silentSince) return client;
+      client.release(true);
+    }
   }
 
   /** A connection outside the pool, for a session that must stay open (LISTEN); the caller ends it. */
@@ -106,8 +149,11 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
       connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
     });
-    // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
-    pool.on('connect', (client) => client.on('error', () => undefined));
+    pool.on('connect', (client) => {
+      this.answeredAt.set(client, performance.now());
+      // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
+      client.on('error', () => undefined);
+    });
     pool.on('error', (error) => this.logger.warn({ msg: 'an idle database connection failed', error: String(error) }));
     return pool;
   }
@@ -136,7 +182,7 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       connectionTimeoutMillis: connectTimeoutMs,
       statement_timeout: statementTimeoutMs,
-      query_timeout: statementTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS,
+      query_timeout: statementBoundMs(statementTimeoutMs),
     };
   }
 
@@ -153,4 +199,29 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
       return { host, port, user, password, database };
     }
   }
+}
+
+/**
+ * A connection of the pool within `timeoutMs` (pg-pool's own bound is `connectTimeoutMs`, which may be longer). One
+ * that comes after the caller gave up goes back to the pool unused.
+ */
+function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`no database connection within ${Math.round(timeoutMs)} ms`));
+    }, timeoutMs);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (error: Error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

@@ -10,9 +10,19 @@ export interface Statement {
   readonly text: string;
 }
 
+/**
+ * A caller's own bound on one statement, shorter than the client's: how long it may wait, from the call, for a
+ * connection and the statement's answer together (a settle waits no longer than its lease). When it passes, the
+ * call fails, and the connection, which may have gone silent, is not used again.
+ */
+export interface QueryBound {
+  timeoutMs: number;
+}
+
 /** Where statements run: a caller's transaction (through its EntityManager) or reliable-mail's own connections. */
 export interface SqlClient {
-  query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]>;
+  /** `bound` is honoured by reliable-mail's own connections; a caller's transaction keeps the caller's timeouts. */
+  query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]>;
 }
 
 /**

@@ -11,18 +11,18 @@ import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { claimRows } from '../outbox/sql/claim.js';
 import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
+import { releaseUnansweredClaims } from '../outbox/sql/release-unanswered.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
+import { SETTLE_MARGIN_MS } from './lease.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
 import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
-/** A settle gives up this long before the row's lease ends, rather than race another worker's claim. */
-const SETTLE_MARGIN_MS = 1_000;
 
 export interface LaneLoopDependencies {
   database: SqlClient;
@@ -82,6 +82,14 @@ export class LaneLoop {
    * send (a freed slot's next row may wait for a lease renewal before the loop ticks again).
    */
   private lastSignOfLife: Date | null = null;
+  /**
+   * The tokens of claims that failed, which may have committed all the same (the answer lost on a connection that
+   * went silent), with when their lease ends (`performance.now()`): their rows are handed back at the next ticks,
+   * at most once per poll interval, until that lease would free them anyway. Kept after a hand-back succeeds, since
+   * a claim may still reach the server late.
+   */
+  private readonly unansweredClaims = new Map<string, number>();
+  private nextHandBackAt = 0;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -132,6 +140,29 @@ export class LaneLoop {
         count: unstarted.length,
         error: String(error),
       });
+    }
+  }
+
+  /** Hands back the rows of claims that failed but may have committed (see `unansweredClaims`). */
+  private async handBackUnanswered(): Promise<void> {
+    const now = performance.now();
+    for (const [token, leaseEndsAt] of this.unansweredClaims)
+      if (leaseEndsAt <= now) this.unansweredClaims.delete(token);
+    if (this.unansweredClaims.size === 0 || now < this.nextHandBackAt) return;
+    this.nextHandBackAt = now + this.deps.options.dispatcher.pollIntervalMs;
+    try {
+      const count = await releaseUnansweredClaims(this.deps.database, this.lane.name, [
+        ...this.unansweredClaims.keys(),
+      ]);
+      if (count > 0)
+        this.deps.logger.warn({
+          msg: 'handed back rows of a claim whose answer was lost; they were not sent',
+          lane: this.lane.name,
+          count,
+        });
+    } catch (error) {
+      // The database is still away: the claim that follows fails too, and this is tried again at a later tick.
+      this.deps.logger.debug({ msg: 'could not hand back the rows of unanswered claims', error: String(error) });
     }
   }
 
@@ -187,13 +218,18 @@ export class LaneLoop {
         // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
         next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
+        await this.handBackUnanswered();
+        const lockToken = randomUUID();
         const rows = await claimRows(this.deps.database, {
           lane: this.lane.name,
           limit: granted,
-          lockToken: randomUUID(),
+          lockToken,
           workerId,
           leaseMs,
           maxAgeMs: this.deps.options.retry.maxAgeMs,
+        }).catch((error: unknown) => {
+          this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
+          throw error;
         });
         this.throttle.giveBack(granted - rows.length);
         if (rows.length > 0)
@@ -303,7 +339,9 @@ export class LaneLoop {
     if (left >= leaseMs - sendTimeoutMs / 2) return true;
     const renewedAt = performance.now();
     try {
-      if (!(await extendLease(this.deps.database, row, leaseMs))) {
+      // Bounded by the lease it renews: once that ended, the row may be another worker's.
+      const bound = { timeoutMs: left - SETTLE_MARGIN_MS };
+      if (!(await extendLease(this.deps.database, row, leaseMs, bound))) {
         this.deps.logger.warn({ msg: 'a row claimed ahead lost its lease before its send; not sent', id: row.id });
         return false;
       }

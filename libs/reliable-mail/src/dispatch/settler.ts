@@ -18,14 +18,26 @@ export interface SettleOutcome {
   event: StoredEvent | null;
 }
 
+/** A settlement waiting for its statement, with the end of the time its lease leaves it. */
+interface PendingSettle {
+  settlement: Settlement;
+  /** On the `performance.now()` clock. */
+  deadline: number;
+}
+
 /**
  * Writes what became of sent rows: the settlements of every lane that finish while one settle statement runs go
  * together into the next, each still guarded by its own lock token. An event is recorded with its settle only
  * when something in this process listens for it. A batch that PostgreSQL refuses for its values is written again
  * one settlement at a time, so that one value it cannot store holds back no other row.
+ *
+ * No statement outlives a lease it carries: each is bounded by the earliest deadline of its settlements, the wait
+ * for a connection included, and a settlement whose deadline passed while it waited for its turn (behind a
+ * statement on a connection gone silent) is not sent at all. A settle that still reaches the server after its lease
+ * changes nothing (see settle.ts).
  */
 export class Settler {
-  private readonly batcher: Batcher<Settlement, SettleOutcome>;
+  private readonly batcher: Batcher<PendingSettle, SettleOutcome | null>;
 
   constructor(
     database: SqlClient,
@@ -34,17 +46,21 @@ export class Settler {
     private readonly logger: Logger,
   ) {
     this.batcher = new Batcher(
-      async (settlements) => {
-        const recorded = settlements.map((settlement) =>
+      async (pending) => {
+        const now = performance.now();
+        const inTime = pending.filter(({ deadline }) => deadline > now);
+        const recorded = inTime.map(({ settlement }) =>
           settlement.eventName && publisher.isListenedTo(settlement.eventName)
             ? settlement
             : { ...settlement, eventName: null },
         );
-        const applied = await settleRows(database, recorded, eventLeaseMs);
-        return settlements.map((settlement) => ({
-          applied: applied.has(settlementKey(settlement)),
-          event: applied.get(settlementKey(settlement)) ?? null,
-        }));
+        const timeoutMs = Math.min(...inTime.map(({ deadline }) => deadline)) - now;
+        const applied = await settleRows(database, recorded, eventLeaseMs, { timeoutMs });
+        return pending.map(({ settlement, deadline }) =>
+          deadline > now
+            ? { applied: applied.has(settlementKey(settlement)), event: applied.get(settlementKey(settlement)) ?? null }
+            : null,
+        );
       },
       SETTLE_BATCH,
       { splitOn: refusedForItsValues },
@@ -64,7 +80,11 @@ export class Settler {
     let writing = settlement;
     for (let retries = 0; ;) {
       try {
-        const outcome = await this.batcher.add(writing);
+        const outcome = await this.batcher.add({ settlement: writing, deadline });
+        if (!outcome) {
+          this.gaveUp(settlement, retries, 'its turn came after the lease');
+          return null;
+        }
         if (!outcome.applied) {
           this.logger.warn({
             msg: 'settle ignored: the lease was lost and another worker owns the row',
@@ -87,13 +107,7 @@ export class Settler {
         }
         const wait = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** retries);
         if (performance.now() + wait > deadline) {
-          this.logger.error({
-            msg: 'settle failed until the lease ran out: the row is claimed again and sent again (same Message-ID)',
-            id: settlement.id,
-            outcome: settlement.outcome,
-            retries,
-            error: String(error),
-          });
+          this.gaveUp(settlement, retries, String(error));
           return null;
         }
         if (retries === 0) {
@@ -107,5 +121,15 @@ export class Settler {
         await sleep(wait);
       }
     }
+  }
+
+  private gaveUp(settlement: Settlement, retries: number, error: string): void {
+    this.logger.error({
+      msg: 'settle failed until the lease ran out: the row is claimed again and sent again (same Message-ID)',
+      id: settlement.id,
+      outcome: settlement.outcome,
+      retries,
+      error,
+    });
   }
 }

@@ -41,7 +41,9 @@ export interface DispatcherOptions {
   /**
    * How long a claim holds a row; after it another worker may claim the row again. At least twice `sendTimeoutMs`:
    * the send takes at most half of it, and the rest is the time its settle may spend retrying through a database
-   * restart or failover before the row could be claimed (and sent) again.
+   * restart or failover before the row could be claimed (and sent) again. And at least `sendTimeoutMs` +
+   * `database.statementTimeoutMs` + 5 s + 1 s, so that after a send that took its whole deadline the settle may
+   * still wait a statement's whole bound; no settle waits past the lease.
    * @default 600000
    */
   leaseMs?: number;
@@ -83,8 +85,8 @@ export interface DatabaseOptions {
    */
   poolSize?: number;
   /**
-   * The longest any of reliable-mail's statements may run (`statement_timeout`); the client gives up a few seconds
-   * later on a server that does not answer at all, and drops that connection.
+   * The longest any of reliable-mail's statements may run (`statement_timeout`); the client gives up 5 s later on a
+   * server that does not answer at all, and drops that connection. `dispatcher.leaseMs` must leave room for it.
    * @default 30000
    */
   statementTimeoutMs?: number;

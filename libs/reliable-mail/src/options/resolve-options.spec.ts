@@ -78,6 +78,7 @@ describe('resolveOptions', () => {
     dispatcher?: object;
     retry?: object;
     transport?: object;
+    database?: object;
   }>([
     { name: 'defaults for a URL transport', options: {} },
     {
@@ -114,10 +115,17 @@ describe('resolveOptions', () => {
     },
     {
       name: 'a lease of exactly twice the send timeout',
-      options: { dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 } },
+      options: { dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 }, database: { statementTimeoutMs: 4_000 } },
       dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 },
+      database: { statementTimeoutMs: 4_000 },
     },
-  ])('$name', ({ options, dispatcher, retry, transport = validSmtp }) => {
+    {
+      name: "a lease of exactly the send timeout, a statement's bound (its timeout and 5 s) and the settle's 1 s",
+      options: { dispatcher: { leaseMs: 9_000, sendTimeoutMs: 2_000 }, database: { statementTimeoutMs: 1_000 } },
+      dispatcher: { leaseMs: 9_000, sendTimeoutMs: 2_000 },
+      database: { statementTimeoutMs: 1_000 },
+    },
+  ])('$name', ({ options, dispatcher, retry, transport = validSmtp, database }) => {
     const input = { ...valid, ...options };
     const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
     expect(resolveOptions(input, 'worker-host', 4242)).toEqual({
@@ -135,7 +143,7 @@ describe('resolveOptions', () => {
       defaultLane: 'default',
       retention: { ...defaultRetention, enabled: resolvedDispatcher.enabled },
       health: defaultHealth,
-      database: defaultDatabase,
+      database: { ...defaultDatabase, ...database },
       events: defaultEvents,
       ...defaultContent,
       verp: null,
@@ -311,6 +319,21 @@ describe('resolveOptions', () => {
       option: 'dispatcher.leaseMs',
     },
     {
+      name: "a lease 1 ms short of the send timeout, a statement's bound and the settle's margin",
+      options: { dispatcher: { leaseMs: 8_999, sendTimeoutMs: 2_000 }, database: { statementTimeoutMs: 1_000 } },
+      option: 'dispatcher.leaseMs',
+    },
+    {
+      name: 'a statement timeout that leaves the default lease too short (180 + 414.001 + 5 + 1 s)',
+      options: { database: { statementTimeoutMs: 414_001 } },
+      option: 'dispatcher.leaseMs',
+    },
+    {
+      name: 'a lease of twice the send timeout that a statement cannot fit in (the issue: 15 s, 30 + 5 s)',
+      options: { dispatcher: { leaseMs: 15_000, sendTimeoutMs: 5_000 } },
+      option: 'dispatcher.leaseMs',
+    },
+    {
       name: 'maxAttempts that could be spent before maxAgeMs (8 by default before: 637 s of a day)',
       options: { retry: { maxAttempts: 8 } },
       option: 'retry.maxAttempts',
@@ -383,6 +406,16 @@ describe('resolveOptions', () => {
     },
   ])('rejects $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);
+  });
+
+  it("names the numbers of a lease too short for a send and a statement's bound", () => {
+    expect(() =>
+      resolveOptions(
+        { ...valid, dispatcher: { leaseMs: 8_999, sendTimeoutMs: 2_000 }, database: { statementTimeoutMs: 1_000 } },
+        'host',
+        1,
+      ),
+    ).toThrow('2000 + 1000 + 5000 + 1000 = 9000 ms');
   });
 
   it.each([

@@ -1,3 +1,5 @@
+import { CLIENT_TIMEOUT_MARGIN_MS } from '../database/statement-bound.js';
+import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from '../dispatch/lease.js';
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
@@ -151,6 +153,17 @@ export function resolveOptions(
   }
   if (database.url !== null && !/^postgres(ql)?:\/\//.test(String(database.url))) {
     throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
+  }
+  const leaseForSendAndSettle = leaseForSendAndSettleMs(dispatcher.sendTimeoutMs, database.statementTimeoutMs);
+  if (dispatcher.leaseMs < leaseForSendAndSettle) {
+    throw new InvalidOptionsError(
+      'dispatcher.leaseMs',
+      `must be at least dispatcher.sendTimeoutMs + database.statementTimeoutMs + ${CLIENT_TIMEOUT_MARGIN_MS} ms (the ` +
+        `client's bound on a silent connection) + ${SETTLE_MARGIN_MS} ms (the settle's margin) = ` +
+        `${dispatcher.sendTimeoutMs} + ${database.statementTimeoutMs} + ${CLIENT_TIMEOUT_MARGIN_MS} + ` +
+        `${SETTLE_MARGIN_MS} = ${leaseForSendAndSettle} ms: a send that takes its whole deadline must leave its ` +
+        `settle a whole statement before the row could be claimed and sent again; got ${dispatcher.leaseMs}`,
+    );
   }
 
   const events = { ...DEFAULT_EVENT_OPTIONS, ...options.events };

@@ -1,12 +1,16 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
 import { storableDateOrNull, storableIdentifier, storableJson } from '../../database/storable.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import type { QueryBound, SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
- * Applies settlements in one statement, several rows at a time. A row changes only while it is still `sending`
- * under the settling worker's lock token, so a worker whose lease ran out cannot overwrite what another worker did;
- * its attempt record is completed either way, as it tells what really happened on the wire. One batch may hold a
- * stale and a current settlement of the same row: only the one whose token won records its event and bounces.
+ * Applies settlements in one statement, several rows at a time. A settlement applies only within the lease it was
+ * claimed under: while its row is still `sending` under the settling worker's lock token and the lease has not ended
+ * when the statement starts. A statement that reaches the server late (a silent connection may deliver it minutes
+ * later, long after its worker gave up) changes nothing, neither the row nor the attempt record: once the lease
+ * ended, the row may have been claimed again, its attempt marked `unknown` by that claim and sent again on that
+ * ground, and a late write must not record that attempt `sent` as though the second copy had been sent knowingly.
+ * What the stale worker saw is in its log. One batch may hold a stale and a current settlement of the same row:
+ * only the one whose token won records its event and bounces.
  *
  * Both tables are reached through their primary keys, given as arrays ($3, $4) beside the JSON that repeats them.
  * The statement is planned once per connection, often while the outbox is nearly empty; its plan must stay right
@@ -44,6 +48,7 @@ export const SETTLE: Statement = {
         updated_at = now()
     from input i
     where o.id = any($3::uuid[]) and o.id = i.id and o.lock_token = i.lock_token and o.status = $5
+      and o.locked_until > now()
     returning o.id, o.status, i.lock_token
   ), attempts as (
     update mail_outbox_attempt a
@@ -52,7 +57,8 @@ export const SETTLE: Statement = {
         recipients = i.attempt_recipients, provider_message_id = i.provider_message_id,
         provider_request_id = i.provider_request_id, provider_accepted_at = i.provider_accepted_at,
         deduplicated_by_key = i.deduplicated_by_key
-    from input i where a.id = any($4::uuid[]) and a.id = i.attempt_id
+    from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
+    where a.id = any($4::uuid[]) and a.id = i.attempt_id
   ), suppressed as (
     insert into mail_suppression (address, reason, source, outbox_id)
     select distinct on (bounce.address) bounce.address, coalesce(bounce.reply, 'hard bounce'), 'bounce', i.id
@@ -148,9 +154,10 @@ export async function settleRows(
   db: SqlClient,
   settlements: Settlement[],
   eventLeaseMs: number,
+  bound?: QueryBound,
 ): Promise<AppliedSettlements> {
   if (settlements.length === 0) return new Map();
-  const rows = await db.query<SettledRecord>(SETTLE, settleValues(settlements, eventLeaseMs));
+  const rows = await db.query<SettledRecord>(SETTLE, settleValues(settlements, eventLeaseMs), bound);
   return new Map(
     rows.map((row) => [
       settlementKey({ id: row.id, lockToken: row.lock_token }),
