@@ -229,8 +229,10 @@ describe('no poison pill', () => {
     };
     const options = testMailOptions(smtp.url, {
       lanes: { default: {}, partner: { transport } },
-      // The shortest lease the options take for this send deadline: the row comes back after it.
-      dispatcher: { sendTimeoutMs: 1_000, leaseMs: 2_000 },
+      // The shortest lease the options take for this send deadline and statement bound (1 + 1 + 5 + 1 s): the row
+      // comes back after it.
+      dispatcher: { sendTimeoutMs: 1_000, leaseMs: 8_000 },
+      database: { statementTimeoutMs: 1_000 },
       retry: { maxAttempts: 2, baseDelayMs: 100, maxDelayMs: 100, maxAgeMs: 50 },
     });
     const app = await bed.startApp(options);
@@ -239,14 +241,14 @@ describe('no poison pill', () => {
     const good = await outbox.enqueue({ to: 'ann@example.com', subject: 'x', text: 'x' });
 
     await waitFor('the good mail sent', async () => (await outbox.get(good.id)).status === 'sent');
-    await waitFor('the throwing row final', async () => (await outbox.get(throwing.id)).status === 'dead', 15_000);
+    await waitFor('the throwing row final', async () => (await outbox.get(throwing.id)).status === 'dead', 25_000);
     expect(await outbox.get(throwing.id)).toMatchObject({
       status: 'dead',
       lastError: expect.stringContaining('its worker stopped without settling it'),
     });
     expect(smtp.copiesByMessageId().get(good.messageId)).toBe(1);
     expect(unhandled).toEqual([]);
-  }, 30_000);
+  }, 45_000);
 
   it.each([
     { skip: 'expired', set: `expires_at = now() - interval '1 second'` },
