@@ -55,7 +55,7 @@ const FIELDS: Record<keyof OutboxFilter, Rule> = {
     if (!Array.isArray(value) || value.length === 0 || !value.every((id) => isUuid(id))) {
       throw new OutboxFilterError(field, `must be a non-empty array of row ids, got ${shown(value)}`);
     }
-    return value;
+    return value as string[];
   },
   status: (field, value) => {
     const statuses = Array.isArray(value) ? value : [value];
