@@ -1,12 +1,31 @@
 import { InvalidOptionsError } from '../errors.js';
 
-/** An integer of at least `minimum`, or an `InvalidOptionsError` naming the option. */
-export function requirePositiveInteger(option: string, value: unknown, minimum = 1): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
-    throw new InvalidOptionsError(option, `must be an integer >= ${minimum}, got ${JSON.stringify(value)}`);
+/**
+ * The largest count or duration most options take: PostgreSQL's int, and the longest delay Node's timers keep (a
+ * longer one fires after 1 ms: a send deadline of 30 days would abort every send at once). 24.8 days in ms.
+ */
+export const LARGEST_OPTION = 2_147_483_647;
+
+/**
+ * The longest span an option that is no timer may give (a retry delay or age, how long rows are kept, a health
+ * window): 100 years, so that a date it is added to stays within the years PostgreSQL stores.
+ */
+export const LONGEST_SPAN_MS = 100 * 365.25 * 86_400_000;
+
+/** An integer from `minimum` to `maximum`, or an `InvalidOptionsError` naming the option. */
+export function requirePositiveInteger(option: string, value: unknown, minimum = 1, maximum = LARGEST_OPTION): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum || value > maximum) {
+    throw new InvalidOptionsError(
+      option,
+      `must be an integer from ${minimum} to ${maximum}, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
+
+/** A span in ms that is no timer (see `LONGEST_SPAN_MS`), from 1 ms. */
+export const requireSpan = (option: string, value: unknown): number =>
+  requirePositiveInteger(option, value, 1, LONGEST_SPAN_MS);
 
 /** A domain name, as `messageIdDomain` and `verp.domain` must be. */
 export const HOSTNAME_PATTERN =

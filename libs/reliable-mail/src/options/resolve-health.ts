@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { HealthOptions } from './reliable-mail-options.interface.js';
-import { requirePositiveInteger } from './require.js';
+import { requirePositiveInteger, requireSpan } from './require.js';
 
 const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxBacklog: 10_000,
@@ -19,16 +19,15 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
 /** The health indicator's thresholds, defaults applied, each checked. */
 export function resolveHealth(options: HealthOptions | undefined): Required<HealthOptions> {
   const health = { ...DEFAULT_HEALTH_OPTIONS, ...options };
+  requirePositiveInteger('health.maxBacklog', health.maxBacklog);
   for (const key of [
-    'maxBacklog',
     'maxLagMs',
     'deadLetterWindowMs',
     'maxDispatcherIdleMs',
     'maxEventAgeMs',
     'feedbackWindowMs',
-  ] as const) {
-    requirePositiveInteger(`health.${key}`, health[key]);
-  }
+  ] as const)
+    requireSpan(`health.${key}`, health[key]);
   requirePositiveInteger('health.maxDeadLetters', health.maxDeadLetters, 0);
   requirePositiveInteger('health.minSentForRates', health.minSentForRates, 0);
   for (const key of ['maxComplaintRate', 'maxHardBounceRate'] as const) {

@@ -226,6 +226,25 @@ describe('resolveOptions', () => {
       option: 'lanes.bulk.ratePerSecond',
     },
     {
+      name: 'an infinite lane rate (no rate is no ratePerSecond)',
+      options: { lanes: { bulk: { ratePerSecond: Infinity } } },
+      option: 'lanes.bulk.ratePerSecond',
+    },
+    // A timer longer than 2^31 - 1 ms fires after 1 ms: every send would be cut at once.
+    {
+      name: 'a send deadline of 30 days',
+      options: { dispatcher: { sendTimeoutMs: 30 * 86_400_000 } },
+      option: 'dispatcher.sendTimeoutMs',
+    },
+    // now + 1e300 ms is no date at all: every retry's settle would fail.
+    { name: 'a retry delay of 1e300 ms', options: { retry: { maxDelayMs: 1e300 } }, option: 'retry.maxDelayMs' },
+    {
+      name: 'rows kept for longer than 100 years',
+      options: { retention: { keepClosedForMs: 101 * 365.25 * 86_400_000 } },
+      option: 'retention.keepClosedForMs',
+    },
+    { name: 'a pool of 2^31 connections', options: { database: { poolSize: 2 ** 31 } }, option: 'database.poolSize' },
+    {
       name: 'a lane transport that is not SMTP',
       options: { lanes: { bulk: { transport: 'http://x.example.com' } } },
       option: 'lanes.bulk.transport',

@@ -5,7 +5,7 @@ import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { HOSTNAME_PATTERN, requirePositiveInteger } from './require.js';
+import { HOSTNAME_PATTERN, requirePositiveInteger, requireSpan } from './require.js';
 import { resolveHealth } from './resolve-health.js';
 import { resolveVerp } from './resolve-verp.js';
 import { resolveRetry } from './resolve-retry.js';
@@ -142,9 +142,8 @@ export function resolveOptions(
 
   const retention = { ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled, ...options.retention };
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
-  for (const key of ['keepClosedForMs', 'batchSize', 'intervalMs'] as const) {
-    requirePositiveInteger(`retention.${key}`, retention[key]);
-  }
+  requireSpan('retention.keepClosedForMs', retention.keepClosedForMs);
+  for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
   const health = resolveHealth(options.health);
 
   const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };
@@ -204,10 +203,13 @@ function resolveLane(
     );
   }
   const concurrency = requirePositiveInteger(`lanes.${name}.concurrency`, lane.concurrency ?? dispatcher.concurrency);
-  if (lane.ratePerSecond !== undefined && (typeof lane.ratePerSecond !== 'number' || !(lane.ratePerSecond > 0))) {
+  if (
+    lane.ratePerSecond !== undefined &&
+    (typeof lane.ratePerSecond !== 'number' || !(lane.ratePerSecond > 0) || !Number.isFinite(lane.ratePerSecond))
+  ) {
     throw new InvalidOptionsError(
       `lanes.${name}.ratePerSecond`,
-      `must be a number > 0, got ${JSON.stringify(lane.ratePerSecond)}`,
+      `must be a finite number > 0, got ${JSON.stringify(lane.ratePerSecond)}`,
     );
   }
   const transport =

@@ -1,7 +1,7 @@
 import { InvalidOptionsError } from '../errors.js';
 import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
 import type { RetryOptions } from './reliable-mail-options.interface.js';
-import { requirePositiveInteger } from './require.js';
+import { requirePositiveInteger, requireSpan } from './require.js';
 
 /** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
 const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
@@ -19,8 +19,7 @@ const MAX_ATTEMPTS = 2_147_483_647;
  */
 export function resolveRetry(options: RetryOptions = {}): RetryPolicy {
   const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
-  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const)
-    requirePositiveInteger(`retry.${key}`, delays[key]);
+  for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const) requireSpan(`retry.${key}`, delays[key]);
   if (delays.maxDelayMs < delays.baseDelayMs) {
     throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);
   }
