@@ -123,7 +123,7 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
    */
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
-    const givenBack = this.appPoolDeadCheckouts?.giveBack() ?? 0;
+    const givenBack = (await this.appPoolDeadCheckouts?.giveBack()) ?? 0;
     if (givenBack > 0) {
       this.logger.warn({
         msg: "gave back connections of the app's pool that were killed while checked out and never given back (kysely-org/kysely#1990), so that it can close",
