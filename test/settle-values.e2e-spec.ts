@@ -5,7 +5,7 @@ import { MailOutboxService } from '@reliable-mail/nestjs';
 import fc from 'fast-check';
 import pg from 'pg';
 import { UNSTORED_TEXT_NOTE } from '../libs/reliable-mail/src/dispatch/noted-settlement.js';
-import { malformedOutcome, outcomeFlaw } from '../libs/reliable-mail/src/dispatch/outcome-check.js';
+import { readOutcome } from '../libs/reliable-mail/src/dispatch/outcome-check.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { Settler } from '../libs/reliable-mail/src/dispatch/settler.js';
 import type { MailEventPublisher } from '../libs/reliable-mail/src/events/mail-event.publisher.js';
@@ -42,38 +42,69 @@ const anyNumber = fc.oneof(
 /** Dates out of PostgreSQL's range (and JavaScript's edges), invalid ones, none. */
 const anyDate = fc.oneof(fc.date({ noInvalidDate: false }), fc.constantFrom(null, undefined, new Date(0)));
 
+/** What a transport's own objects may carry besides the fields of a SendOutcome: none of it can be JSON. */
+const unserialisable = fc.constantFrom('none', 'a BigInt', 'a cycle', 'a toJSON that throws', 'a getter that throws');
+/** `value` with an extra field of that kind. */
+function carrying<T extends object>(value: T, extra: string): T {
+  if (extra === 'a BigInt') return Object.assign(value, { trace: 10n ** 30n });
+  if (extra === 'a cycle') return Object.assign(value, { self: value });
+  if (extra === 'a toJSON that throws')
+    return Object.assign(value, {
+      toJSON: () => {
+        throw new Error('the SDK cannot be written');
+      },
+    });
+  if (extra === 'a getter that throws')
+    return Object.defineProperty(value, 'trace', {
+      enumerable: true,
+      get: () => {
+        throw new Error('the SDK broke');
+      },
+    });
+  return value;
+}
 const recipientOutcome = (address: string) =>
-  fc.record({
-    address: fc.constant(address),
-    status: fc.constantFrom('accepted', 'deferred', 'refused', 'unknown', 'sent'),
-    replyCode: fc.oneof(fc.constant(null), anyNumber),
-    enhancedStatus: fc.option(hostileText),
-    reply: fc.option(hostileText),
-    perRecipient: fc.boolean(),
-    providerMessageId: fc.option(hostileText, { nil: undefined }),
-  });
+  fc
+    .tuple(
+      fc.record({
+        address: fc.constant(address),
+        status: fc.constantFrom('accepted', 'deferred', 'refused', 'unknown', 'sent'),
+        replyCode: fc.oneof(fc.constant(null), anyNumber),
+        enhancedStatus: fc.option(hostileText),
+        reply: fc.option(hostileText),
+        perRecipient: fc.boolean(),
+        providerMessageId: fc.option(hostileText, { nil: undefined }),
+      }),
+      unserialisable,
+    )
+    .map(([recipient, extra]) => carrying(recipient, extra));
 /** What a transport reports for the envelope: mostly an attempt, its recipients now and then wrong. */
 const transportOutcome: fc.Arbitrary<unknown> = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc.record(
-      {
-        kind: fc.constant('attempted'),
-        recipients: fc
-          .tuple(...ENVELOPE.map(recipientOutcome), fc.constantFrom('each once', 'one left out', 'one twice'))
-          .map(([ann, bob, shape]) =>
-            shape === 'each once' ? [ann, bob] : shape === 'one left out' ? [bob] : [ann, ann],
-          ),
-        reply: fc.option(hostileText),
-        providerMessageId: fc.option(hostileText),
-        providerRequestId: fc.option(hostileText, { nil: undefined }),
-        acceptedAt: anyDate,
-        deduplicatedByKey: fc.boolean(),
-        slowDown: fc.boolean(),
-        retryAfterMs: fc.option(anyNumber, { nil: undefined }),
-      },
-      { requiredKeys: ['kind', 'recipients', 'reply', 'providerMessageId', 'slowDown'] },
-    ),
+    arbitrary: fc
+      .tuple(
+        fc.record(
+          {
+            kind: fc.constant('attempted'),
+            recipients: fc
+              .tuple(...ENVELOPE.map(recipientOutcome), fc.constantFrom('each once', 'one left out', 'one twice'))
+              .map(([ann, bob, shape]) =>
+                shape === 'each once' ? [ann, bob] : shape === 'one left out' ? [bob] : [ann, ann],
+              ),
+            reply: fc.option(hostileText),
+            providerMessageId: fc.option(hostileText),
+            providerRequestId: fc.option(hostileText, { nil: undefined }),
+            acceptedAt: anyDate,
+            deduplicatedByKey: fc.boolean(),
+            slowDown: fc.boolean(),
+            retryAfterMs: fc.option(anyNumber, { nil: undefined }),
+          },
+          { requiredKeys: ['kind', 'recipients', 'reply', 'providerMessageId', 'slowDown'] },
+        ),
+        unserialisable,
+      )
+      .map(([outcome, extra]) => carrying(outcome, extra)),
   },
   {
     weight: 1,
@@ -188,9 +219,7 @@ describe('settle values against PostgreSQL', () => {
       fc.asyncProperty(transportOutcome, rowState, async (reported, state) => {
         errors.length = 0;
         const claim = await claimed(row.id, state);
-        const flaw = outcomeFlaw(reported, ENVELOPE);
-        const result = flaw === null ? (reported as SendOutcome) : malformedOutcome(ENVELOPE, flaw);
-        const settlement = settlementFor(claim, result, policy, new Date(), 12);
+        const settlement = settlementFor(claim, readOutcome(reported, ENVELOPE).outcome, policy, new Date(), 12);
         const { outcome, stored } = await settled(settlement);
         expect(errors).toEqual([]);
         expect(outcome?.applied).toBe(true);
@@ -344,7 +373,7 @@ describe('settle values against PostgreSQL', () => {
       providerRequestId: huge,
       slowDown: false,
     };
-    expect(outcomeFlaw(accepted, ENVELOPE)).toBeNull();
+    expect(readOutcome(accepted, ENVELOPE).flaw).toBeNull();
     const { outcome } = await settled(settlementFor(claim, accepted, policy, new Date(), 12));
     expect(outcome?.applied).toBe(true);
     expect(errors).toEqual([]);

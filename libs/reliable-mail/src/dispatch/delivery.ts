@@ -4,10 +4,10 @@ import type { RetryPolicy } from '../shared/retry-policy.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
-import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
+import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import { malformedOutcome, outcomeFlaw } from './outcome-check.js';
+import { readOutcome, shownSafely } from './outcome-check.js';
 import { type AttemptResult, settlementFor } from './settlement.js';
 import { envelopeOf, skipSettlement } from './settlement-closing.js';
 
@@ -104,21 +104,24 @@ export class Delivery {
       );
     } catch (error) {
       // A transport reports what the server did; a throw is its own fault, and the message may be tried again.
-      this.logger.error({
-        msg: 'the transport threw instead of reporting an outcome',
-        id: row.id,
-        error: String(error),
-      });
-      return everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
+      const shown = shownSafely(error);
+      this.logger.error({ msg: 'the transport threw instead of reporting an outcome', id: row.id, error: shown });
+      return everyRecipientDeferred(recipients, `the transport failed: ${shown}`);
     }
-    const flaw = outcomeFlaw(outcome, recipients);
-    if (flaw === null) return outcome as SendOutcome;
-    this.logger.error({
-      msg: 'the transport reported a malformed outcome; counted as unknown for every recipient',
-      id: row.id,
-      field: flaw,
-    });
-    return malformedOutcome(recipients, flaw);
+    const { outcome: read, flaw, dropped } = readOutcome(outcome, recipients);
+    if (dropped.length > 0)
+      this.logger.warn({
+        msg: 'the transport reported facts that cannot be kept; left out, the outcome kept without them',
+        id: row.id,
+        fields: dropped,
+      });
+    if (flaw !== null)
+      this.logger.error({
+        msg: 'the transport reported a malformed outcome; counted as unknown for every recipient',
+        id: row.id,
+        field: flaw,
+      });
+    return read;
   }
 
   /** Renders under the deadline; a template or resolver that never settles is left behind, its streams closed. */
