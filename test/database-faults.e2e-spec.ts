@@ -12,7 +12,7 @@ import { OutboxDatabase, POOL_CLOSE_TIMEOUT_MS } from '../libs/reliable-mail/src
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { claimRows, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
-import { settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { settleInputOf, settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { everyRecipient } from './support/send-outcomes.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
@@ -308,7 +308,7 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(bounced.bounced).toEqual([{ address: 'ann@example.com', reply: '550 5.1.1 No such user' }]);
     const acceptance = everyRecipient(['ann@example.com', 'bob@example.com'], 'accepted', '250 OK', 250);
     const sent = settlementFor(current, acceptance, retry, new Date(), 5);
-    const applied = await settleRows(database, [bounced, sent], 30_000);
+    const applied = await settleRows(database, [bounced, sent].map(settleInputOf), 30_000);
 
     expect([...applied.keys()]).toEqual([settlementKey(sent)]);
     const events = await withClient(cluster.url, (client) => client.query('select name from mail_outbox_event'));

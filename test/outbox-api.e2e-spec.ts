@@ -12,7 +12,7 @@ import {
 } from '@reliable-mail/nestjs';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
-import { settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { everyRecipient } from './support/send-outcomes.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
@@ -161,7 +161,11 @@ describe('the outbox API without a dispatcher', () => {
     expect(fresh.id).toBe(id);
 
     const sent = everyRecipient(['ann@example.com'], 'accepted', '250 OK', 250);
-    const staleResult = await settleRows(database, [settlementFor(stale, sent, retryPolicy, new Date(), 5)], 1_000);
+    const staleResult = await settleRows(
+      database,
+      [settleInputOf(settlementFor(stale, sent, retryPolicy, new Date(), 5))],
+      1_000,
+    );
     expect(staleResult.size).toBe(0);
     let row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
@@ -174,7 +178,11 @@ describe('the outbox API without a dispatcher', () => {
       ['worker-b', 'started'],
     ]);
 
-    const freshResult = await settleRows(database, [settlementFor(fresh, sent, retryPolicy, new Date(), 5)], 1_000);
+    const freshResult = await settleRows(
+      database,
+      [settleInputOf(settlementFor(fresh, sent, retryPolicy, new Date(), 5))],
+      1_000,
+    );
     expect([...freshResult.keys()]).toEqual([`${id}/${fresh.lockToken}`]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
@@ -225,7 +233,7 @@ describe('the outbox API without a dispatcher', () => {
     if (outcome.kind !== 'attempted') throw new Error('unreachable');
     outcome.recipients[0] = { ...outcome.recipients[0], status: 'accepted', reply: '250 OK' };
     outcome.recipients[1] = { ...outcome.recipients[1], status: 'unknown', replyCode: null, reply: 'no answer' };
-    await settleRows(database, [settlementFor(first, outcome, retryPolicy, new Date(), 5)], 1_000);
+    await settleRows(database, [settleInputOf(settlementFor(first, outcome, retryPolicy, new Date(), 5))], 1_000);
     await em.execute(`update mail_outbox set next_attempt_at = now() where id = ?`, [id]);
 
     const [retry] = await claim(1);

@@ -142,7 +142,8 @@ describe('settle values against PostgreSQL', () => {
     await migrate(database.url);
     app = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    settler = new Settler(sqlClientOf(pool), publisher, 30_000, logger);
+    // A statement's bound of 1 s: the settles here, with 1.5 s left, share statements as the lanes' do.
+    settler = new Settler(sqlClientOf(pool), publisher, 30_000, 1_000, logger);
     const { id, messageId } = await app
       .get(MailOutboxService)
       .enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: 'Your order', text: 'Thanks' }, { metadata: { order: 7 } });
@@ -229,7 +230,7 @@ describe('settle values against PostgreSQL', () => {
     );
   }, 300_000);
 
-  it('property: a settlement with hostile values in every field a peer reports is written in the status decided', async () => {
+  it('property: a settlement with hostile values in every field a peer reports, and objects JSON cannot write, is written in the status decided', async () => {
     const hostileRecipient = fc.record({
       replyCode: anyNumber,
       enhancedStatus: hostileText,
@@ -245,6 +246,8 @@ describe('settle values against PostgreSQL', () => {
       providerRequestId: hostileText,
       providerAcceptedAt: anyDate,
       recipients: fc.tuple(hostileRecipient, hostileRecipient),
+      // What a transport's own objects carry, had it reached the settlement unchecked.
+      extras: fc.tuple(unserialisable, unserialisable),
     });
     const statuses = fc.constantFrom('accepted', 'deferred', 'refused', 'unknown');
     await fc.assert(
@@ -266,15 +269,14 @@ describe('settle values against PostgreSQL', () => {
           slowDown: false,
         };
         const decided = settlementFor(claim, result, policy, new Date(), 12);
-        const { recipients, ...fields } = hostile;
+        const { recipients, extras, ...fields } = hostile;
         const settlement = {
           ...decided,
           ...fields,
           providerAcceptedAt: fields.providerAcceptedAt ?? null,
-          attemptRecipients: decided.attemptRecipients!.map((recipient, index) => ({
-            ...recipient,
-            ...recipients[index],
-          })),
+          attemptRecipients: decided.attemptRecipients!.map((recipient, index) =>
+            carrying({ ...recipient, ...recipients[index] }, extras[index]),
+          ),
           rejectedRecipients: decided.rejectedRecipients?.map((rejected, index) => ({
             ...rejected,
             reply: recipients[index % 2].reply,
@@ -296,63 +298,79 @@ describe('settle values against PostgreSQL', () => {
     );
   }, 300_000);
 
-  it('a batch holding one settlement PostgreSQL refuses: the others are written with their own replies, that one with a note, in its status', async () => {
-    const outbox = app.get(MailOutboxService);
-    // Rows of the same recipients: a claim of each is all a settlement needs of it.
-    const rows: Array<{ id: string; claim: ClaimedRow }> = [];
-    for (let index = 0; index < 10; index++) {
-      const { id } = await outbox.enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: `Order ${index}`, text: 'x' });
-      rows.push({ id, claim: await claimed(id, { attempts: 1, expiresInMs: null }) });
-    }
-    const settlements = rows.map(({ claim }, index) => {
-      const reply = `250 2.0.0 queued as Q${index}`;
-      const accepted: SendOutcome = {
-        kind: 'attempted',
-        recipients: ENVELOPE.map((address) => ({
-          address,
-          status: 'accepted',
-          replyCode: 250,
-          enhancedStatus: '2.0.0',
-          reply,
-          perRecipient: false,
-        })),
-        reply,
-        providerMessageId: `Q${index}`,
-        slowDown: false,
-      };
-      const settlement = settlementFor(claim, accepted, policy, new Date(), 12);
-      // A reply code no integer column takes: the statement fails for the whole batch.
-      return index === 4 ? { ...settlement, replyCode: 3_000_000_000 } : settlement;
-    });
-
-    // Added in one turn, as the lanes' settles are: one batch.
-    const outcomes = await Promise.all(
-      settlements.map((settlement) => settler.settle(settlement, performance.now() + 1_500)),
-    );
-
-    expect(outcomes.map((outcome) => outcome?.applied)).toEqual(rows.map(() => true));
-    const stored = (
-      await pool.query(`select id, status, provider_reply, last_reply_code from mail_outbox where id = any($1)`, [
-        rows.map(({ id }) => id),
-      ])
-    ).rows as Array<{ id: string; status: string; provider_reply: string; last_reply_code: number | null }>;
-    const byId = new Map(stored.map((entry) => [entry.id, entry]));
-    expect(rows.map(({ id }) => byId.get(id))).toEqual(
-      rows.map(({ id }, index) => ({
-        id,
-        status: 'sent',
-        provider_reply: index === 4 ? UNSTORED_TEXT_NOTE : `250 2.0.0 queued as Q${index}`,
-        last_reply_code: index === 4 ? null : 250,
-      })),
-    );
-    expect(outcomes[4]?.event?.payload).toMatchObject({ reply: UNSTORED_TEXT_NOTE, accepted: ENVELOPE });
-    expect(errors).toEqual([
-      expect.objectContaining({
-        msg: expect.stringContaining('PostgreSQL refused the values of a settle'),
-        id: rows[4].id,
+  it.each([
+    {
+      poison: 'a reply code no integer column takes (PostgreSQL refuses the statement)',
+      poisoned: (settlement: Settlement): Settlement => ({ ...settlement, replyCode: 3_000_000_000 }),
+      logged: 'PostgreSQL refused the values of a settle',
+    },
+    {
+      poison: 'a BigInt on a recipient, as a transport may leave one (JSON cannot write it)',
+      poisoned: (settlement: Settlement): Settlement => ({
+        ...settlement,
+        attemptRecipients: settlement.attemptRecipients!.map((recipient) => ({ ...recipient, trace: 10n })),
       }),
-    ]);
-  });
+      logged: 'a value of a settle cannot be written as JSON',
+    },
+  ])(
+    'a batch holding one settlement with $poison: the others are written with their own replies, that one with a note, in its status',
+    async ({ poisoned, logged }) => {
+      const outbox = app.get(MailOutboxService);
+      // Rows of the same recipients: a claim of each is all a settlement needs of it.
+      const rows: Array<{ id: string; claim: ClaimedRow }> = [];
+      for (let index = 0; index < 10; index++) {
+        const { id } = await outbox.enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: `Order ${index}`, text: 'x' });
+        rows.push({ id, claim: await claimed(id, { attempts: 1, expiresInMs: null }) });
+      }
+      const settlements = rows.map(({ claim }, index) => {
+        const reply = `250 2.0.0 queued as Q${index}`;
+        const accepted: SendOutcome = {
+          kind: 'attempted',
+          recipients: ENVELOPE.map((address) => ({
+            address,
+            status: 'accepted',
+            replyCode: 250,
+            enhancedStatus: '2.0.0',
+            reply,
+            perRecipient: false,
+          })),
+          reply,
+          providerMessageId: `Q${index}`,
+          slowDown: false,
+        };
+        const settlement = settlementFor(claim, accepted, policy, new Date(), 12);
+        return index === 4 ? poisoned(settlement) : settlement;
+      });
+
+      // Added in one turn, as the lanes' settles are: one batch.
+      const outcomes = await Promise.all(
+        settlements.map((settlement) => settler.settle(settlement, performance.now() + 1_500)),
+      );
+
+      expect(outcomes.map((outcome) => outcome?.applied)).toEqual(rows.map(() => true));
+      const stored = (
+        await pool.query(`select id, status, provider_reply, last_reply_code from mail_outbox where id = any($1)`, [
+          rows.map(({ id }) => id),
+        ])
+      ).rows as Array<{ id: string; status: string; provider_reply: string; last_reply_code: number | null }>;
+      const byId = new Map(stored.map((entry) => [entry.id, entry]));
+      expect(rows.map(({ id }) => byId.get(id))).toEqual(
+        rows.map(({ id }, index) => ({
+          id,
+          status: 'sent',
+          provider_reply: index === 4 ? UNSTORED_TEXT_NOTE : `250 2.0.0 queued as Q${index}`,
+          last_reply_code: index === 4 ? null : 250,
+        })),
+      );
+      expect(outcomes[4]?.event?.payload).toMatchObject({ reply: UNSTORED_TEXT_NOTE, accepted: ENVELOPE });
+      expect(errors).toEqual([
+        expect.objectContaining({
+          msg: expect.stringContaining(logged),
+          id: rows[4].id,
+        }),
+      ]);
+    },
+  );
 
   it('a provider id of a megabyte (an index cannot hold it) is stored as none, and the rest of the settle as reported', async () => {
     const claim = await claimed(row.id, { attempts: 1, expiresInMs: null });
