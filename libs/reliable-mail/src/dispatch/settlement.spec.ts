@@ -418,7 +418,7 @@ describe('skipSettlement', () => {
     },
   );
 
-  it('every recipient suppressed after one took it: sent, the suppressed ones reported as such', () => {
+  it('every recipient suppressed after one took it: sent, the one that took it accepted only, the other suppressed', () => {
     const row = claimedRow({
       attemptId: null,
       acceptedRecipients: ['ann@example.com'],
@@ -426,10 +426,21 @@ describe('skipSettlement', () => {
     });
     const settlement = skipSettlement({ ...row, skipReason: 'suppressed' });
     expect(settlement).toMatchObject({ status: 'sent', eventName: EMAIL_SENT_EVENT });
-    expect(settlement.rejectedRecipients?.map((rejected) => rejected.reply)).toEqual([
-      'suppressed: not sent',
-      'suppressed: not sent',
-    ]);
+    const rejected = [{ address: 'bob@example.com', reply: 'suppressed: not sent', replyCode: null }];
+    expect(settlement.rejectedRecipients).toEqual(rejected);
+    expect(settlement.eventPayload).toMatchObject({ accepted: ['ann@example.com'], rejected });
+  });
+
+  it('a recipient that refused with a hard bounce (and was suppressed for it) is reported refused once', () => {
+    const bounce = { address: 'bob@example.com', reply: '550 5.1.1 no such user', replyCode: 550 };
+    const row = claimedRow({
+      acceptedRecipients: [],
+      rejectedRecipients: [bounce],
+      suppressed: ['bob@example.com'],
+    });
+    const settlement = settle(row, attempted([recipient('ann@example.com', 'accepted', ok)], ok));
+    expect(settlement).toMatchObject({ status: 'sent', acceptedRecipients: ['ann@example.com'] });
+    expect(settlement.rejectedRecipients).toEqual([bounce]);
   });
 });
 
