@@ -14,6 +14,13 @@ import { envelopeOf, skipSettlement } from './settlement-closing.js';
 /** The send of a row that must finish before its lease leaves too little for the settle. */
 const LEASE_MARGIN_MS = 1_000;
 
+/** Those of the recipients an earlier attempt may have reached that this attempt is for (its envelope). */
+function possiblyTakenIn(possiblyTaken: string[], envelope: string[]): string[] {
+  if (possiblyTaken.length === 0) return possiblyTaken;
+  const sending = new Set(envelope);
+  return possiblyTaken.filter((address) => sending.has(address));
+}
+
 /**
  * Tells the lane what an attempt said about its server, and returns when the lane sends again: the time a lane
  * outage's row is retried.
@@ -94,7 +101,7 @@ export class Delivery {
           lane: row.lane,
           mail,
           recipients,
-          possiblyTakenBefore: row.possiblyTakenBefore,
+          possiblyTakenBefore: possiblyTakenIn(row.possiblyTakenBefore, recipients),
           envelopeSenders: this.verp
             ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
             : undefined,

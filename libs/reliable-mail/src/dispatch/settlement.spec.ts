@@ -364,6 +364,22 @@ describe('settlementFor an attempt', () => {
     });
   });
 
+  it('an attempt stopped at shutdown with a recipient whose outcome is unknown: charged, and retried as an unknown outcome', () => {
+    const stopped = 'not tried in this attempt: the app shut down after request 1 of 2';
+    const result = {
+      ...attempted([recipient('ann@example.com', 'unknown', null), recipient('bob@example.com', 'deferred', stopped)]),
+      stoppedAtShutdown: true,
+    };
+    const settlement = settle(claimedRow({ attempts: 1 }), result);
+    expect(settlement).toMatchObject({
+      status: 'pending',
+      refundAttempt: 0,
+      outcome: 'unknown',
+      eventName: EMAIL_FAILED_EVENT,
+    });
+    expect(settlement.eventPayload).toMatchObject({ cause: 'unknown', outcomeUnknown: true });
+  });
+
   it('suppressed recipients are reported as rejected once the row is sent', () => {
     const result = attempted([recipient('ann@example.com', 'accepted', ok)], ok);
     const settlement = settle(claimedRow({ suppressed: ['bob@example.com'] }), result);
