@@ -12,6 +12,8 @@ import {
 } from '@reliable-mail/nestjs';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
+import { releaseRows } from '../libs/reliable-mail/src/outbox/sql/release.js';
+import { releaseUnansweredClaims } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
 import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { everyRecipient } from './support/send-outcomes.js';
@@ -214,6 +216,38 @@ describe('the outbox API without a dispatcher', () => {
     const row = await outbox.get(id);
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown']);
   });
+
+  it.each([
+    { handBack: 'released unstarted (claimed ahead, then shutdown)', release: 'rows' },
+    { handBack: 'handed back as the rows of a claim whose answer was lost', release: 'unanswered' },
+  ])(
+    'a reclaimed row with no attempt left, $handBack, is closed as dead at its next claim, not sent once more',
+    async ({ release }) => {
+      const database = app.get(OutboxDatabase);
+      const { id } = await outbox.enqueue(mail);
+      await em.execute(`update mail_outbox set max_attempts = 1 where id = ?`, [id]);
+      const claim = (leaseMs: number) =>
+        claimRows(database, {
+          lane: 'default',
+          limit: 1,
+          leaseMs,
+          maxAgeMs: 86_400_000,
+          workerId: 'worker-a',
+          lockToken: randomUUID(),
+        });
+      await claim(1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Its worker died: the claim that takes it over finds no attempt left, and the row is given back unsent.
+      const [reclaimed] = await claim(60_000);
+      expect(reclaimed).toMatchObject({ id, skipReason: 'dead' });
+      if (release === 'rows') await releaseRows(database, [reclaimed]);
+      else await releaseUnansweredClaims(database, 'default', [reclaimed.lockToken]);
+      expect(await outbox.get(id)).toMatchObject({ status: 'pending', attempts: 1 });
+
+      const [next] = await claim(60_000);
+      expect(next).toMatchObject({ id, skipReason: 'dead', attemptId: null });
+    },
+  );
 
   it('a claim names the recipients an earlier attempt may have reached: unknown ones, or all when it recorded none', async () => {
     const database = app.get(OutboxDatabase);
