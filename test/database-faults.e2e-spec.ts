@@ -152,10 +152,55 @@ describe('reliable-mail when the database misbehaves', () => {
     proxy.blackHole();
     // The first statement takes an idle connection and waits its whole bound (1 s + 5 s) for an answer.
     await expect(select('select 1 as one')).rejects.toThrow(/timeout/);
-    // The next gets a new connection at once: the four idle ones had not answered since the first went silent.
-    const started = Date.now();
+    // The next gets a new connection: the four idle ones had not answered since the first went silent, and are given
+    // up without a statement on them (one tried would hold this one a whole bound, and then fail it).
+    const opened = proxy.connectionsOpened;
     await expect(select('select 1 as one')).resolves.toEqual([{ one: 1 }]);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(proxy.connectionsOpened).toBe(opened + 1);
+    expect(await database.poolFigures()).toEqual({ total: 1, idle: 1, waiting: 0 });
+  }, 60_000);
+
+  it("a statement cut by its caller's tighter bound on a live server gives up that connection only, not the idle ones", async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const server = await smtpServer();
+    const application = later(
+      await createTestApp(
+        cluster.url,
+        testMailOptions(server.url, {
+          dispatcher: { enabled: false },
+          database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, statementTimeoutMs: 1_000 },
+        }),
+      ),
+    );
+    const database = application.get(OutboxDatabase);
+    const select = (text: string) => database.query<{ one: number }>({ text }, []);
+    await Promise.all(Array.from({ length: 5 }, () => select('select pg_sleep(0.2), 1 as one')));
+    const opened = proxy.connectionsOpened;
+
+    // A settle near its lease's end: the caller's bound passes long before the server's own would.
+    await expect(database.query({ text: 'select pg_sleep(0.5)' }, [], { timeoutMs: 100 })).rejects.toThrow(/timeout/);
+    // The four idle connections answer the next statements: none was given up for a silence nobody saw.
+    await expect(Promise.all(Array.from({ length: 4 }, () => select('select 1 as one')))).resolves.toHaveLength(4);
+    expect(proxy.connectionsOpened).toBe(opened);
+    expect(await database.poolFigures()).toEqual({ total: 4, idle: 4, waiting: 0 });
+  }, 60_000);
+
+  it('a statement PostgreSQL refuses keeps its connection: no reconnect for a refusal', async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const application = await app(cluster.url, {
+      dispatcher: { enabled: false },
+      database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` },
+    });
+    const database = application.get(OutboxDatabase);
+    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    const opened = proxy.connectionsOpened;
+
+    await expect(database.query({ text: `select 'x'::int as one` }, [])).rejects.toMatchObject({ code: '22P02' });
+    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    expect(proxy.connectionsOpened).toBe(opened);
+    expect(await database.poolFigures()).toEqual({ total: 1, idle: 1, waiting: 0 });
   }, 60_000);
 
   it('shutdown with the database black-holed and sends in flight ends within dispatcher.shutdownTimeoutMs and the pool-close bound', async () => {
