@@ -13,6 +13,7 @@ import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
 import { releaseUnansweredClaims } from '../outbox/sql/release-unanswered.js';
 import type { SqlClient } from '../database/sql-client.js';
+import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
@@ -83,7 +84,7 @@ export class LaneLoop {
    */
   private lastSignOfLife: Date | null = null;
   /**
-   * The tokens of claims that failed, which may have committed all the same (the answer lost on a connection that
+   * The tokens of claims that failed but may have committed all the same (the answer lost on a connection that
    * went silent), with when their lease ends (`performance.now()`): their rows are handed back at the next ticks,
    * at most once per poll interval, until that lease would free them anyway. Kept after a hand-back succeeds, since
    * a claim may still reach the server late.
@@ -228,7 +229,9 @@ export class LaneLoop {
           leaseMs,
           maxAgeMs: this.deps.options.retry.maxAgeMs,
         }).catch((error: unknown) => {
-          this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
+          // Only a claim that may have committed holds rows: one that never left, or that PostgreSQL refused (and
+          // so rolled back), has nothing to hand back.
+          if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
           throw error;
         });
         this.throttle.giveBack(granted - rows.length);
