@@ -3,13 +3,17 @@ import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
+import type { MailTemplate } from '../templates/mail-template.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
+import { SETTLE_MARGIN_MS } from './lease.js';
 import type { MailTransport, OutboundMessage } from '../transport/mail-transport.interface.js';
 import { Delivery } from './delivery.js';
 import { MailRenderer } from './mail-renderer.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const SEND_TIMEOUT_MS = 3_000;
+/** A statement's bound: 1 s of statement_timeout and the client's 5 s. */
+const STATEMENT_BOUND_MS = 6_000;
 
 function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
   return {
@@ -75,14 +79,16 @@ const acceptedBy = (message: OutboundMessage) =>
     slowDown: false,
   });
 
-function delivery(transport: MailTransport) {
+function delivery(transport: MailTransport, templates: MailTemplate[] = []) {
   const logged: Array<{ level: string; entry: Record<string, unknown> }> = [];
   const log = (level: string) => (entry: Record<string, unknown>) => logged.push({ level, entry });
   const logger = { debug: log('debug'), warn: log('warn'), error: log('error') } as unknown as Logger;
   const metrics = { recordAttempt: () => undefined } as unknown as MailMetrics;
-  const renderer = new MailRenderer(new MailTemplateRegistry(), { attachmentResolver: null });
+  const registry = new MailTemplateRegistry();
+  for (const template of templates) registry.register(template);
+  const renderer = new MailRenderer(registry, { attachmentResolver: null });
   return {
-    delivery: new Delivery(renderer, transport, policy, SEND_TIMEOUT_MS, metrics, logger, null),
+    delivery: new Delivery(renderer, transport, policy, SEND_TIMEOUT_MS, STATEMENT_BOUND_MS, metrics, logger, null),
     logged,
   };
 }
@@ -91,6 +97,19 @@ const pace = () => new Date();
 const notStopping = new AbortController().signal;
 
 describe('Delivery', () => {
+  it("cuts the send's deadline so that the settle keeps a statement's whole bound of the lease, and its margin", async () => {
+    const hang: MailTemplate = { name: 'hang', version: 1, render: () => new Promise(() => undefined) };
+    const { transport } = transportAnswering(acceptedBy);
+    const row = claimedRow({
+      payload: { ...claimedRow().payload, v: 2, template: { name: 'hang', version: 1, params: {} } } as never,
+      leaseEndsAt: performance.now() + STATEMENT_BOUND_MS + SETTLE_MARGIN_MS + 300,
+    });
+    const settlement = await delivery(transport, [hang]).delivery.deliver(row, pace, notStopping);
+    const deadline = /^rendering did not finish within the send deadline \((\d+) ms\)/.exec(settlement.lastError ?? '');
+    expect(Number(deadline?.[1])).toBeGreaterThan(0);
+    expect(Number(deadline?.[1])).toBeLessThanOrEqual(300);
+  });
+
   it("tells the transport only those of the recipients an earlier attempt may have reached that are in this attempt's envelope", async () => {
     const { transport, messages } = transportAnswering(acceptedBy);
     const row = claimedRow({

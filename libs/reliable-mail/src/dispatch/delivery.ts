@@ -10,9 +10,7 @@ import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import { readOutcome, shownSafely } from './outcome-check.js';
 import { type AttemptResult, settlementFor } from './settlement.js';
 import { envelopeOf, skipSettlement } from './settlement-closing.js';
-
-/** The send of a row that must finish before its lease leaves too little for the settle. */
-const LEASE_MARGIN_MS = 1_000;
+import { SETTLE_MARGIN_MS } from './lease.js';
 
 /** Those of the recipients an earlier attempt may have reached that this attempt is for (its envelope). */
 function possiblyTakenIn(possiblyTaken: string[], envelope: string[]): string[] {
@@ -29,8 +27,8 @@ export type Pace = (result: AttemptResult) => Date;
 
 /**
  * Delivers one claimed row: renders it and sends it to the recipients still waiting for it, under a hard deadline
- * (`dispatcher.sendTimeoutMs`, and never past the row's lease), and decides what becomes of the row. It never
- * touches the database; the settler writes its result.
+ * (`dispatcher.sendTimeoutMs`, and never so long that the lease leaves its settle less than a statement's bound),
+ * and decides what becomes of the row. It never touches the database; the settler writes its result.
  */
 export class Delivery {
   constructor(
@@ -38,6 +36,8 @@ export class Delivery {
     private readonly transport: MailTransport,
     private readonly retry: RetryPolicy,
     private readonly sendTimeoutMs: number,
+    /** A statement's bound (`statementBoundMs`): what a send leaves of its row's lease for the settle. */
+    private readonly statementBoundMs: number,
     private readonly metrics: MailMetrics,
     private readonly logger: Logger,
     private readonly verp: Verp | null,
@@ -47,7 +47,9 @@ export class Delivery {
   async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
     if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
     const started = performance.now();
-    const timeoutMs = Math.max(0, Math.min(this.sendTimeoutMs, row.leaseEndsAt - started - LEASE_MARGIN_MS));
+    // Never past what the lease leaves once the settle has had a statement's whole bound and its margin.
+    const leftForSend = row.leaseEndsAt - started - this.statementBoundMs - SETTLE_MARGIN_MS;
+    const timeoutMs = Math.max(0, Math.floor(Math.min(this.sendTimeoutMs, leftForSend)));
     // A timer cleared when the send ends: AbortSignal.timeout() would keep each send's signal alive for the whole
     // timeout, a send's worth of memory times the sends of three minutes.
     const deadline = new AbortController();

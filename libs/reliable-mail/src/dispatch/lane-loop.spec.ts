@@ -14,6 +14,11 @@ import type { Settler } from './settler.js';
 
 // The lane loop against a database that answers as each test says: which statements it runs, and which rows it sends.
 
+/**
+ * The shortest lease these timeouts allow: a 4 s send, a statement's bound (1 s + the client's 5 s) and the settle's
+ * 1 s. A row claimed ahead that waited a second has 10 s left: more than half a send less than its lease, and less
+ * than a send and its settle need.
+ */
 const options = resolveOptions(
   {
     transport: 'smtp://127.0.0.1:1',
@@ -26,6 +31,25 @@ const options = resolveOptions(
   'test',
   1,
 );
+
+const claimRecord = (id: string) => ({
+  id,
+  message_id: `<${id}@test.example.com>`,
+  idempotency_key: null,
+  payload: {},
+  metadata: null,
+  attempts: 1,
+  max_attempts: 3,
+  age_from: new Date(),
+  lane: 'default',
+  expires_at: null,
+  attempt_id: `attempt-${id}`,
+  skip_reason: null,
+  suppressed: [],
+  possibly_taken: [],
+  accepted_recipients: null,
+  rejected_recipients: null,
+});
 
 type Answer = (statement: string) => Promise<unknown[]> | undefined;
 
@@ -112,6 +136,40 @@ describe('LaneLoop', () => {
       const { statements } = started(laneWith(failingOnce(error)));
       await wait(150);
       expect(statements).toContain('reliable_mail_release_unanswered');
+    });
+  });
+
+  describe('a row claimed ahead', () => {
+    /** Two rows claimed at once; the second waits in memory for the first's send to end. */
+    const twoRows = (extendLease: () => Promise<unknown[]>): Answer => {
+      let claimed = false;
+      return (statement) => {
+        if (statement === 'reliable_mail_extend_lease') return extendLease();
+        if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+        claimed = true;
+        return Promise.resolve([claimRecord('first'), claimRecord('second')]);
+      };
+    };
+
+    it('whose lease would no longer hold a whole send and its settle is renewed before its send', async () => {
+      const lane = started(laneWith(twoRows(() => Promise.resolve([{ id: 'second' }]))));
+      await wait(50);
+      expect(lane.delivered).toEqual(['first']);
+      await wait(1_000);
+      lane.sends.shift()!();
+      await wait(50);
+      expect(lane.statements).toContain('reliable_mail_extend_lease');
+      expect(lane.delivered).toEqual(['first', 'second']);
+    });
+
+    it('whose renewal fails is not sent when a whole send and its settle no longer fit in its lease', async () => {
+      const lane = started(laneWith(twoRows(() => Promise.reject(new Error('Query read timeout')))));
+      await wait(50);
+      await wait(1_000);
+      lane.sends.shift()!();
+      await wait(50);
+      expect(lane.statements).toContain('reliable_mail_extend_lease');
+      expect(lane.delivered).toEqual(['first']);
     });
   });
 });

@@ -97,6 +97,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         this.transports.get(lane.name)!,
         this.options.retry,
         this.options.dispatcher.sendTimeoutMs,
+        statementBoundMs(this.options.database.statementTimeoutMs),
         this.metrics,
         this.logger,
         this.options.verp,
