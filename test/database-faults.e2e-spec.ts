@@ -12,7 +12,7 @@ import { OutboxDatabase, POOL_CLOSE_TIMEOUT_MS } from '../libs/reliable-mail/src
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { claimRows, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
-import { settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { settleInputOf, settleRows, settlementKey } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { everyRecipient } from './support/send-outcomes.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
@@ -152,10 +152,55 @@ describe('reliable-mail when the database misbehaves', () => {
     proxy.blackHole();
     // The first statement takes an idle connection and waits its whole bound (1 s + 5 s) for an answer.
     await expect(select('select 1 as one')).rejects.toThrow(/timeout/);
-    // The next gets a new connection at once: the four idle ones had not answered since the first went silent.
-    const started = Date.now();
+    // The next gets a new connection: the four idle ones had not answered since the first went silent, and are given
+    // up without a statement on them (one tried would hold this one a whole bound, and then fail it).
+    const opened = proxy.connectionsOpened;
     await expect(select('select 1 as one')).resolves.toEqual([{ one: 1 }]);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(proxy.connectionsOpened).toBe(opened + 1);
+    expect(await database.poolFigures()).toEqual({ total: 1, idle: 1, waiting: 0 });
+  }, 60_000);
+
+  it("a statement cut by its caller's tighter bound on a live server gives up that connection only, not the idle ones", async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const server = await smtpServer();
+    const application = later(
+      await createTestApp(
+        cluster.url,
+        testMailOptions(server.url, {
+          dispatcher: { enabled: false },
+          database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, statementTimeoutMs: 1_000 },
+        }),
+      ),
+    );
+    const database = application.get(OutboxDatabase);
+    const select = (text: string) => database.query<{ one: number }>({ text }, []);
+    await Promise.all(Array.from({ length: 5 }, () => select('select pg_sleep(0.2), 1 as one')));
+    const opened = proxy.connectionsOpened;
+
+    // A settle near its lease's end: the caller's bound passes long before the server's own would.
+    await expect(database.query({ text: 'select pg_sleep(0.5)' }, [], { timeoutMs: 100 })).rejects.toThrow(/timeout/);
+    // The four idle connections answer the next statements: none was given up for a silence nobody saw.
+    await expect(Promise.all(Array.from({ length: 4 }, () => select('select 1 as one')))).resolves.toHaveLength(4);
+    expect(proxy.connectionsOpened).toBe(opened);
+    expect(await database.poolFigures()).toEqual({ total: 4, idle: 4, waiting: 0 });
+  }, 60_000);
+
+  it('a statement PostgreSQL refuses keeps its connection: no reconnect for a refusal', async () => {
+    const cluster = await privateCluster();
+    const proxy = later(await TcpProxy.start(cluster.port));
+    const application = await app(cluster.url, {
+      dispatcher: { enabled: false },
+      database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` },
+    });
+    const database = application.get(OutboxDatabase);
+    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    const opened = proxy.connectionsOpened;
+
+    await expect(database.query({ text: `select 'x'::int as one` }, [])).rejects.toMatchObject({ code: '22P02' });
+    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    expect(proxy.connectionsOpened).toBe(opened);
+    expect(await database.poolFigures()).toEqual({ total: 1, idle: 1, waiting: 0 });
   }, 60_000);
 
   it('shutdown with the database black-holed and sends in flight ends within dispatcher.shutdownTimeoutMs and the pool-close bound', async () => {
@@ -308,7 +353,7 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(bounced.bounced).toEqual([{ address: 'ann@example.com', reply: '550 5.1.1 No such user' }]);
     const acceptance = everyRecipient(['ann@example.com', 'bob@example.com'], 'accepted', '250 OK', 250);
     const sent = settlementFor(current, acceptance, retry, new Date(), 5);
-    const applied = await settleRows(database, [bounced, sent], 30_000);
+    const applied = await settleRows(database, [bounced, sent].map(settleInputOf), 30_000);
 
     expect([...applied.keys()]).toEqual([settlementKey(sent)]);
     const events = await withClient(cluster.url, (client) => client.query('select name from mail_outbox_event'));

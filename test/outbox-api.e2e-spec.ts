@@ -12,7 +12,9 @@ import {
 } from '@reliable-mail/nestjs';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
-import { settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { releaseRows } from '../libs/reliable-mail/src/outbox/sql/release.js';
+import { releaseUnansweredClaims } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
+import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { everyRecipient } from './support/send-outcomes.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
@@ -161,7 +163,11 @@ describe('the outbox API without a dispatcher', () => {
     expect(fresh.id).toBe(id);
 
     const sent = everyRecipient(['ann@example.com'], 'accepted', '250 OK', 250);
-    const staleResult = await settleRows(database, [settlementFor(stale, sent, retryPolicy, new Date(), 5)], 1_000);
+    const staleResult = await settleRows(
+      database,
+      [settleInputOf(settlementFor(stale, sent, retryPolicy, new Date(), 5))],
+      1_000,
+    );
     expect(staleResult.size).toBe(0);
     let row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sending', lockedBy: 'worker-b', attempts: 2, sentAt: null });
@@ -174,7 +180,11 @@ describe('the outbox API without a dispatcher', () => {
       ['worker-b', 'started'],
     ]);
 
-    const freshResult = await settleRows(database, [settlementFor(fresh, sent, retryPolicy, new Date(), 5)], 1_000);
+    const freshResult = await settleRows(
+      database,
+      [settleInputOf(settlementFor(fresh, sent, retryPolicy, new Date(), 5))],
+      1_000,
+    );
     expect([...freshResult.keys()]).toEqual([`${id}/${fresh.lockToken}`]);
     row = await outbox.get(id);
     expect(row).toMatchObject({ status: 'sent', lockedBy: null, attempts: 2 });
@@ -207,6 +217,38 @@ describe('the outbox API without a dispatcher', () => {
     expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown']);
   });
 
+  it.each([
+    { handBack: 'released unstarted (claimed ahead, then shutdown)', release: 'rows' },
+    { handBack: 'handed back as the rows of a claim whose answer was lost', release: 'unanswered' },
+  ])(
+    'a reclaimed row with no attempt left, $handBack, is closed as dead at its next claim, not sent once more',
+    async ({ release }) => {
+      const database = app.get(OutboxDatabase);
+      const { id } = await outbox.enqueue(mail);
+      await em.execute(`update mail_outbox set max_attempts = 1 where id = ?`, [id]);
+      const claim = (leaseMs: number) =>
+        claimRows(database, {
+          lane: 'default',
+          limit: 1,
+          leaseMs,
+          maxAgeMs: 86_400_000,
+          workerId: 'worker-a',
+          lockToken: randomUUID(),
+        });
+      await claim(1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Its worker died: the claim that takes it over finds no attempt left, and the row is given back unsent.
+      const [reclaimed] = await claim(60_000);
+      expect(reclaimed).toMatchObject({ id, skipReason: 'dead' });
+      if (release === 'rows') await releaseRows(database, [reclaimed]);
+      else await releaseUnansweredClaims(database, 'default', [reclaimed.lockToken]);
+      expect(await outbox.get(id)).toMatchObject({ status: 'pending', attempts: 1 });
+
+      const [next] = await claim(60_000);
+      expect(next).toMatchObject({ id, skipReason: 'dead', attemptId: null });
+    },
+  );
+
   it('a claim names the recipients an earlier attempt may have reached: unknown ones, or all when it recorded none', async () => {
     const database = app.get(OutboxDatabase);
     const { id } = await outbox.enqueue({ ...mail, cc: ['bob@example.com', 'carl@example.com'] });
@@ -225,7 +267,7 @@ describe('the outbox API without a dispatcher', () => {
     if (outcome.kind !== 'attempted') throw new Error('unreachable');
     outcome.recipients[0] = { ...outcome.recipients[0], status: 'accepted', reply: '250 OK' };
     outcome.recipients[1] = { ...outcome.recipients[1], status: 'unknown', replyCode: null, reply: 'no answer' };
-    await settleRows(database, [settlementFor(first, outcome, retryPolicy, new Date(), 5)], 1_000);
+    await settleRows(database, [settleInputOf(settlementFor(first, outcome, retryPolicy, new Date(), 5))], 1_000);
     await em.execute(`update mail_outbox set next_attempt_at = now() where id = ?`, [id]);
 
     const [retry] = await claim(1);

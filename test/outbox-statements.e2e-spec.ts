@@ -4,7 +4,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
-import { SETTLE, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { SETTLE, settleInputOf, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { RECORD_FEEDBACK } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
 import { RELEASE_UNANSWERED } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -122,7 +122,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
   });
 
   it('settle finds the outbox and attempt rows by primary key', async () => {
-    const plan = await plans(SETTLE.text, settleValues([settlement], 30_000), growAttempts);
+    const plan = await plans(SETTLE.text, settleValues([settleInputOf(settlement)], 30_000), growAttempts);
     expect(plan).toMatch(/Index Scan using mail_outbox_pkey/);
     expect(plan).toMatch(/Index Scan using mail_outbox_attempt_pkey/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
@@ -186,13 +186,15 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
       const replies = ['250 queued\0 as A1', '250 queued as \\u0000B2'];
       const applied = await settleRows(
         db,
-        claimed.map((row, index) => ({
-          ...settlement,
-          id: row.id,
-          lockToken: row.lockToken,
-          attemptId: row.attemptId,
-          reply: replies[index],
-        })),
+        claimed.map((row, index) =>
+          settleInputOf({
+            ...settlement,
+            id: row.id,
+            lockToken: row.lockToken,
+            attemptId: row.attemptId,
+            reply: replies[index],
+          }),
+        ),
         30_000,
       );
       expect(applied.size).toBe(2);

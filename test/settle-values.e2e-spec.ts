@@ -5,7 +5,7 @@ import { MailOutboxService } from '@reliable-mail/nestjs';
 import fc from 'fast-check';
 import pg from 'pg';
 import { UNSTORED_TEXT_NOTE } from '../libs/reliable-mail/src/dispatch/noted-settlement.js';
-import { malformedOutcome, outcomeFlaw } from '../libs/reliable-mail/src/dispatch/outcome-check.js';
+import { readOutcome } from '../libs/reliable-mail/src/dispatch/outcome-check.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { Settler } from '../libs/reliable-mail/src/dispatch/settler.js';
 import type { MailEventPublisher } from '../libs/reliable-mail/src/events/mail-event.publisher.js';
@@ -42,38 +42,69 @@ const anyNumber = fc.oneof(
 /** Dates out of PostgreSQL's range (and JavaScript's edges), invalid ones, none. */
 const anyDate = fc.oneof(fc.date({ noInvalidDate: false }), fc.constantFrom(null, undefined, new Date(0)));
 
+/** What a transport's own objects may carry besides the fields of a SendOutcome: none of it can be JSON. */
+const unserialisable = fc.constantFrom('none', 'a BigInt', 'a cycle', 'a toJSON that throws', 'a getter that throws');
+/** `value` with an extra field of that kind. */
+function carrying<T extends object>(value: T, extra: string): T {
+  if (extra === 'a BigInt') return Object.assign(value, { trace: 10n ** 30n });
+  if (extra === 'a cycle') return Object.assign(value, { self: value });
+  if (extra === 'a toJSON that throws')
+    return Object.assign(value, {
+      toJSON: () => {
+        throw new Error('the SDK cannot be written');
+      },
+    });
+  if (extra === 'a getter that throws')
+    return Object.defineProperty(value, 'trace', {
+      enumerable: true,
+      get: () => {
+        throw new Error('the SDK broke');
+      },
+    });
+  return value;
+}
 const recipientOutcome = (address: string) =>
-  fc.record({
-    address: fc.constant(address),
-    status: fc.constantFrom('accepted', 'deferred', 'refused', 'unknown', 'sent'),
-    replyCode: fc.oneof(fc.constant(null), anyNumber),
-    enhancedStatus: fc.option(hostileText),
-    reply: fc.option(hostileText),
-    perRecipient: fc.boolean(),
-    providerMessageId: fc.option(hostileText, { nil: undefined }),
-  });
+  fc
+    .tuple(
+      fc.record({
+        address: fc.constant(address),
+        status: fc.constantFrom('accepted', 'deferred', 'refused', 'unknown', 'sent'),
+        replyCode: fc.oneof(fc.constant(null), anyNumber),
+        enhancedStatus: fc.option(hostileText),
+        reply: fc.option(hostileText),
+        perRecipient: fc.boolean(),
+        providerMessageId: fc.option(hostileText, { nil: undefined }),
+      }),
+      unserialisable,
+    )
+    .map(([recipient, extra]) => carrying(recipient, extra));
 /** What a transport reports for the envelope: mostly an attempt, its recipients now and then wrong. */
 const transportOutcome: fc.Arbitrary<unknown> = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc.record(
-      {
-        kind: fc.constant('attempted'),
-        recipients: fc
-          .tuple(...ENVELOPE.map(recipientOutcome), fc.constantFrom('each once', 'one left out', 'one twice'))
-          .map(([ann, bob, shape]) =>
-            shape === 'each once' ? [ann, bob] : shape === 'one left out' ? [bob] : [ann, ann],
-          ),
-        reply: fc.option(hostileText),
-        providerMessageId: fc.option(hostileText),
-        providerRequestId: fc.option(hostileText, { nil: undefined }),
-        acceptedAt: anyDate,
-        deduplicatedByKey: fc.boolean(),
-        slowDown: fc.boolean(),
-        retryAfterMs: fc.option(anyNumber, { nil: undefined }),
-      },
-      { requiredKeys: ['kind', 'recipients', 'reply', 'providerMessageId', 'slowDown'] },
-    ),
+    arbitrary: fc
+      .tuple(
+        fc.record(
+          {
+            kind: fc.constant('attempted'),
+            recipients: fc
+              .tuple(...ENVELOPE.map(recipientOutcome), fc.constantFrom('each once', 'one left out', 'one twice'))
+              .map(([ann, bob, shape]) =>
+                shape === 'each once' ? [ann, bob] : shape === 'one left out' ? [bob] : [ann, ann],
+              ),
+            reply: fc.option(hostileText),
+            providerMessageId: fc.option(hostileText),
+            providerRequestId: fc.option(hostileText, { nil: undefined }),
+            acceptedAt: anyDate,
+            deduplicatedByKey: fc.boolean(),
+            slowDown: fc.boolean(),
+            retryAfterMs: fc.option(anyNumber, { nil: undefined }),
+          },
+          { requiredKeys: ['kind', 'recipients', 'reply', 'providerMessageId', 'slowDown'] },
+        ),
+        unserialisable,
+      )
+      .map(([outcome, extra]) => carrying(outcome, extra)),
   },
   {
     weight: 1,
@@ -111,7 +142,8 @@ describe('settle values against PostgreSQL', () => {
     await migrate(database.url);
     app = await createTestApp(database.url, testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false } }));
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    settler = new Settler(sqlClientOf(pool), publisher, 30_000, logger);
+    // A statement's bound of 1 s: the settles here, with 1.5 s left, share statements as the lanes' do.
+    settler = new Settler(sqlClientOf(pool), publisher, 30_000, 1_000, logger);
     const { id, messageId } = await app
       .get(MailOutboxService)
       .enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: 'Your order', text: 'Thanks' }, { metadata: { order: 7 } });
@@ -188,9 +220,7 @@ describe('settle values against PostgreSQL', () => {
       fc.asyncProperty(transportOutcome, rowState, async (reported, state) => {
         errors.length = 0;
         const claim = await claimed(row.id, state);
-        const flaw = outcomeFlaw(reported, ENVELOPE);
-        const result = flaw === null ? (reported as SendOutcome) : malformedOutcome(ENVELOPE, flaw);
-        const settlement = settlementFor(claim, result, policy, new Date(), 12);
+        const settlement = settlementFor(claim, readOutcome(reported, ENVELOPE).outcome, policy, new Date(), 12);
         const { outcome, stored } = await settled(settlement);
         expect(errors).toEqual([]);
         expect(outcome?.applied).toBe(true);
@@ -200,7 +230,7 @@ describe('settle values against PostgreSQL', () => {
     );
   }, 300_000);
 
-  it('property: a settlement with hostile values in every field a peer reports is written in the status decided', async () => {
+  it('property: a settlement with hostile values in every field a peer reports, and objects JSON cannot write, is written in the status decided', async () => {
     const hostileRecipient = fc.record({
       replyCode: anyNumber,
       enhancedStatus: hostileText,
@@ -216,6 +246,8 @@ describe('settle values against PostgreSQL', () => {
       providerRequestId: hostileText,
       providerAcceptedAt: anyDate,
       recipients: fc.tuple(hostileRecipient, hostileRecipient),
+      // What a transport's own objects carry, had it reached the settlement unchecked.
+      extras: fc.tuple(unserialisable, unserialisable),
     });
     const statuses = fc.constantFrom('accepted', 'deferred', 'refused', 'unknown');
     await fc.assert(
@@ -237,15 +269,14 @@ describe('settle values against PostgreSQL', () => {
           slowDown: false,
         };
         const decided = settlementFor(claim, result, policy, new Date(), 12);
-        const { recipients, ...fields } = hostile;
+        const { recipients, extras, ...fields } = hostile;
         const settlement = {
           ...decided,
           ...fields,
           providerAcceptedAt: fields.providerAcceptedAt ?? null,
-          attemptRecipients: decided.attemptRecipients!.map((recipient, index) => ({
-            ...recipient,
-            ...recipients[index],
-          })),
+          attemptRecipients: decided.attemptRecipients!.map((recipient, index) =>
+            carrying({ ...recipient, ...recipients[index] }, extras[index]),
+          ),
           rejectedRecipients: decided.rejectedRecipients?.map((rejected, index) => ({
             ...rejected,
             reply: recipients[index % 2].reply,
@@ -267,63 +298,79 @@ describe('settle values against PostgreSQL', () => {
     );
   }, 300_000);
 
-  it('a batch holding one settlement PostgreSQL refuses: the others are written with their own replies, that one with a note, in its status', async () => {
-    const outbox = app.get(MailOutboxService);
-    // Rows of the same recipients: a claim of each is all a settlement needs of it.
-    const rows: Array<{ id: string; claim: ClaimedRow }> = [];
-    for (let index = 0; index < 10; index++) {
-      const { id } = await outbox.enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: `Order ${index}`, text: 'x' });
-      rows.push({ id, claim: await claimed(id, { attempts: 1, expiresInMs: null }) });
-    }
-    const settlements = rows.map(({ claim }, index) => {
-      const reply = `250 2.0.0 queued as Q${index}`;
-      const accepted: SendOutcome = {
-        kind: 'attempted',
-        recipients: ENVELOPE.map((address) => ({
-          address,
-          status: 'accepted',
-          replyCode: 250,
-          enhancedStatus: '2.0.0',
-          reply,
-          perRecipient: false,
-        })),
-        reply,
-        providerMessageId: `Q${index}`,
-        slowDown: false,
-      };
-      const settlement = settlementFor(claim, accepted, policy, new Date(), 12);
-      // A reply code no integer column takes: the statement fails for the whole batch.
-      return index === 4 ? { ...settlement, replyCode: 3_000_000_000 } : settlement;
-    });
-
-    // Added in one turn, as the lanes' settles are: one batch.
-    const outcomes = await Promise.all(
-      settlements.map((settlement) => settler.settle(settlement, performance.now() + 1_500)),
-    );
-
-    expect(outcomes.map((outcome) => outcome?.applied)).toEqual(rows.map(() => true));
-    const stored = (
-      await pool.query(`select id, status, provider_reply, last_reply_code from mail_outbox where id = any($1)`, [
-        rows.map(({ id }) => id),
-      ])
-    ).rows as Array<{ id: string; status: string; provider_reply: string; last_reply_code: number | null }>;
-    const byId = new Map(stored.map((entry) => [entry.id, entry]));
-    expect(rows.map(({ id }) => byId.get(id))).toEqual(
-      rows.map(({ id }, index) => ({
-        id,
-        status: 'sent',
-        provider_reply: index === 4 ? UNSTORED_TEXT_NOTE : `250 2.0.0 queued as Q${index}`,
-        last_reply_code: index === 4 ? null : 250,
-      })),
-    );
-    expect(outcomes[4]?.event?.payload).toMatchObject({ reply: UNSTORED_TEXT_NOTE, accepted: ENVELOPE });
-    expect(errors).toEqual([
-      expect.objectContaining({
-        msg: expect.stringContaining('PostgreSQL refused the values of a settle'),
-        id: rows[4].id,
+  it.each([
+    {
+      poison: 'a reply code no integer column takes (PostgreSQL refuses the statement)',
+      poisoned: (settlement: Settlement): Settlement => ({ ...settlement, replyCode: 3_000_000_000 }),
+      logged: 'PostgreSQL refused the values of a settle',
+    },
+    {
+      poison: 'a BigInt on a recipient, as a transport may leave one (JSON cannot write it)',
+      poisoned: (settlement: Settlement): Settlement => ({
+        ...settlement,
+        attemptRecipients: settlement.attemptRecipients!.map((recipient) => ({ ...recipient, trace: 10n })),
       }),
-    ]);
-  });
+      logged: 'a value of a settle cannot be written as JSON',
+    },
+  ])(
+    'a batch holding one settlement with $poison: the others are written with their own replies, that one with a note, in its status',
+    async ({ poisoned, logged }) => {
+      const outbox = app.get(MailOutboxService);
+      // Rows of the same recipients: a claim of each is all a settlement needs of it.
+      const rows: Array<{ id: string; claim: ClaimedRow }> = [];
+      for (let index = 0; index < 10; index++) {
+        const { id } = await outbox.enqueue({ to: ENVELOPE[0], cc: ENVELOPE[1], subject: `Order ${index}`, text: 'x' });
+        rows.push({ id, claim: await claimed(id, { attempts: 1, expiresInMs: null }) });
+      }
+      const settlements = rows.map(({ claim }, index) => {
+        const reply = `250 2.0.0 queued as Q${index}`;
+        const accepted: SendOutcome = {
+          kind: 'attempted',
+          recipients: ENVELOPE.map((address) => ({
+            address,
+            status: 'accepted',
+            replyCode: 250,
+            enhancedStatus: '2.0.0',
+            reply,
+            perRecipient: false,
+          })),
+          reply,
+          providerMessageId: `Q${index}`,
+          slowDown: false,
+        };
+        const settlement = settlementFor(claim, accepted, policy, new Date(), 12);
+        return index === 4 ? poisoned(settlement) : settlement;
+      });
+
+      // Added in one turn, as the lanes' settles are: one batch.
+      const outcomes = await Promise.all(
+        settlements.map((settlement) => settler.settle(settlement, performance.now() + 1_500)),
+      );
+
+      expect(outcomes.map((outcome) => outcome?.applied)).toEqual(rows.map(() => true));
+      const stored = (
+        await pool.query(`select id, status, provider_reply, last_reply_code from mail_outbox where id = any($1)`, [
+          rows.map(({ id }) => id),
+        ])
+      ).rows as Array<{ id: string; status: string; provider_reply: string; last_reply_code: number | null }>;
+      const byId = new Map(stored.map((entry) => [entry.id, entry]));
+      expect(rows.map(({ id }) => byId.get(id))).toEqual(
+        rows.map(({ id }, index) => ({
+          id,
+          status: 'sent',
+          provider_reply: index === 4 ? UNSTORED_TEXT_NOTE : `250 2.0.0 queued as Q${index}`,
+          last_reply_code: index === 4 ? null : 250,
+        })),
+      );
+      expect(outcomes[4]?.event?.payload).toMatchObject({ reply: UNSTORED_TEXT_NOTE, accepted: ENVELOPE });
+      expect(errors).toEqual([
+        expect.objectContaining({
+          msg: expect.stringContaining(logged),
+          id: rows[4].id,
+        }),
+      ]);
+    },
+  );
 
   it('a provider id of a megabyte (an index cannot hold it) is stored as none, and the rest of the settle as reported', async () => {
     const claim = await claimed(row.id, { attempts: 1, expiresInMs: null });
@@ -344,7 +391,7 @@ describe('settle values against PostgreSQL', () => {
       providerRequestId: huge,
       slowDown: false,
     };
-    expect(outcomeFlaw(accepted, ENVELOPE)).toBeNull();
+    expect(readOutcome(accepted, ENVELOPE).flaw).toBeNull();
     const { outcome } = await settled(settlementFor(claim, accepted, policy, new Date(), 12));
     expect(outcome?.applied).toBe(true);
     expect(errors).toEqual([]);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { MailOutboxService, type OutgoingMail, type ReliableMailOptions } from '@reliable-mail/nestjs';
 import pg from 'pg';
+import { POOL_CLOSE_TIMEOUT_MS } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { WakeUpNotifier } from '../libs/reliable-mail/src/outbox/wake-up.notifier.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from './support/test-app.js';
 import { PrivatePostgres } from './support/private-postgres.js';
@@ -90,17 +91,19 @@ describe("shutdown, and the app's pool when an enqueue's connection is killed", 
   }, 60_000);
 
   it('a transport whose close never returns holds app.close() no longer than the shutdown bound', async () => {
+    const shutdownTimeoutMs = 1_000;
     const { app } = await start({
       transport: {
         send: () => Promise.reject(new Error('no mail is sent here')),
         verify: () => Promise.resolve(),
         close: () => new Promise(() => undefined),
       },
-      dispatcher: { shutdownTimeoutMs: 1_000 },
+      dispatcher: { shutdownTimeoutMs },
     });
+    // The dispatcher's bound, then the pool's close (at most its own bound), and a little for the app's other modules.
     const closed = await within(
       app.close().then(() => 'closed'),
-      15_000,
+      shutdownTimeoutMs + POOL_CLOSE_TIMEOUT_MS + 2_000,
     );
     expect(closed).toBe('closed');
   }, 60_000);

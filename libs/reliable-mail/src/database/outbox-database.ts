@@ -6,6 +6,7 @@ import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { DeadCheckouts } from './dead-checkouts.js';
 import type { QueryBound, SqlClient, Statement } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
+import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
 
 /** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
 const KEEPALIVE_DELAY_MS = 10_000;
@@ -50,14 +51,14 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
   ) {}
 
   async query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]> {
-    if (this.closed) throw new Error("reliable-mail's database connections are closed: the app has shut down");
-    const pool = await (this.pool ??= this.createPool());
-    const timeoutMs = Math.min(
-      bound?.timeoutMs ?? Infinity,
-      statementBoundMs(this.options.database.statementTimeoutMs),
-    );
-    if (!(timeoutMs > 0)) throw new Error('no time left for the statement');
+    if (this.closed)
+      throw new StatementNotSentError("reliable-mail's database connections are closed: the app has shut down");
+    const { statementTimeoutMs } = this.options.database;
+    const ownBoundMs = statementBoundMs(statementTimeoutMs);
+    const timeoutMs = Math.min(bound?.timeoutMs ?? Infinity, ownBoundMs);
+    if (!(timeoutMs > 0)) throw new StatementNotSentError('no time left for the statement');
     const deadline = performance.now() + timeoutMs;
+    const pool = await (this.pool ??= this.createPool());
     const client = await this.checkOutAnswering(pool, deadline);
     const config: pg.QueryConfig & { query_timeout: number } = {
       name: statement.name,
@@ -66,6 +67,10 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
       // pg reads 0 as no timeout at all.
       query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
     };
+    // Only the client's own bound, with the statement itself given more than statement_timeout, shows the connection
+    // silent when it passes: a live server would have cancelled the statement and said so (57014) within the client's
+    // margin. A caller's tighter bound (a settle near its lease's end) passing says nothing of the connection.
+    const silentIfUnanswered = timeoutMs === ownBoundMs && config.query_timeout > statementTimeoutMs;
     const sentAt = performance.now();
     try {
       const result = await client.query<R & pg.QueryResultRow>(config);
@@ -73,21 +78,27 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
       client.release();
       return result.rows;
     } catch (error) {
-      // No SQLSTATE, and the whole bound gone: the server never answered.
-      const unanswered = !(error as { code?: string }).code && performance.now() - sentAt >= config.query_timeout;
-      if (unanswered) this.silentSince = performance.now();
-      // Never reused, as pool.query() would have it: pg-pool ends a connection released with an error, and pg
-      // destroys the socket of one whose statement is still unanswered (a timeout) rather than wait for goodbye.
-      client.release(error instanceof Error ? error : true);
+      const answered = sqlStateOf(error) !== null;
+      if (answered) this.answeredAt.set(client, performance.now());
+      else if (silentIfUnanswered && performance.now() - sentAt >= config.query_timeout)
+        this.silentSince = performance.now();
+      // A refusal leaves the connection as it was (pg-pool drops one whose session ended, a FATAL, all the same).
+      // Without an answer it is never reused, as pool.query() would have it: pg-pool ends a connection released with
+      // an error, and pg destroys the socket of one whose statement is still unanswered (a timeout) rather than wait
+      // for goodbye.
+      client.release(answered ? undefined : error instanceof Error ? error : true);
       throw error;
     }
   }
 
-  /** A connection of the pool that has answered since a statement last went unanswered. */
+  /**
+   * A connection of the pool that has answered since a statement last went unanswered. Throws
+   * `StatementNotSentError` when there is none within the deadline, or none at all (refused, the pool closed).
+   */
   private async checkOutAnswering(pool: pg.Pool, deadline: number): Promise<pg.PoolClient> {
     for (;;) {
       const left = deadline - performance.now();
-      if (left <= 0) throw new Error('no time left for the statement');
+      if (left <= 0) throw new StatementNotSentError('no time left for the statement');
       const client = await checkOut(pool, left);
       if ((this.answeredAt.get(client) ?? -Infinity) >= this.silentSince) return client;
       client.release(true);
@@ -210,7 +221,7 @@ function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
     let late = false;
     const timer = setTimeout(() => {
       late = true;
-      reject(new Error(`no database connection within ${Math.round(timeoutMs)} ms`));
+      reject(new StatementNotSentError(`no database connection within ${Math.round(timeoutMs)} ms`));
     }, timeoutMs);
     pool.connect().then(
       (client) => {
@@ -220,7 +231,7 @@ function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
       },
       (error: Error) => {
         clearTimeout(timer);
-        reject(error);
+        reject(new StatementNotSentError(error.message, { cause: error }));
       },
     );
   });

@@ -1,10 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { refusedForItsValues } from './statement-refusal.js';
+import {
+  mayHaveCommittedUnanswered,
+  refusedForItsValues,
+  sqlStateOf,
+  StatementNotSentError,
+} from './statement-refusal.js';
 
 /** An error as pg raises it for a server's ErrorResponse: a DatabaseError with the SQLSTATE as its code. */
-function databaseError(code: string, message: string): Error {
-  return Object.assign(new pg.DatabaseError(message, 0, 'error'), { code });
+function databaseError(code: string, message: string, severity = 'ERROR'): Error {
+  return Object.assign(new pg.DatabaseError(message, 0, 'error'), { code, severity });
 }
 
 describe('refusedForItsValues', () => {
@@ -35,8 +40,8 @@ describe('refusedForItsValues', () => {
   it.each([
     { name: 'a socket error', error: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) },
     {
-      name: 'a broken pipe, whose code has five characters',
-      error: Object.assign(new Error('EPIPE'), { code: 'EPIPE' }),
+      name: "a broken pipe, whose code has a SQLSTATE's shape (Node gives it an errno)",
+      error: Object.assign(new Error('write EPIPE'), { code: 'EPIPE', errno: -32, syscall: 'write' }),
     },
     { name: "pg's client-side timeout, without a code", error: new Error('Query read timeout') },
     { name: 'a code that is not a string', error: Object.assign(new Error('odd'), { code: 22003 }) },
@@ -45,5 +50,48 @@ describe('refusedForItsValues', () => {
     { name: 'nothing', error: undefined },
   ])('$name: not refused for its values', ({ error }) => {
     expect(refusedForItsValues(error)).toBe(false);
+  });
+});
+
+describe('sqlStateOf', () => {
+  it.each([
+    { name: "PostgreSQL's answer", error: databaseError('57014', 'canceling statement'), state: '57014' },
+    { name: 'a broken pipe', error: Object.assign(new Error('EPIPE'), { code: 'EPIPE', errno: -32 }), state: null },
+    {
+      name: 'a reset',
+      error: Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET', errno: -104 }),
+      state: null,
+    },
+    { name: "pg's client-side timeout", error: new Error('Query read timeout'), state: null },
+    { name: 'nothing', error: null, state: null },
+  ])('$name: $state', ({ error, state }) => {
+    expect(sqlStateOf(error)).toBe(state);
+  });
+});
+
+describe('mayHaveCommittedUnanswered', () => {
+  it.each([
+    { name: "pg's client-side timeout (the statement left, no answer came)", error: new Error('Query read timeout') },
+    { name: 'a connection reset mid-statement', error: Object.assign(new Error('read ECONNRESET'), { errno: -104 }) },
+    { name: 'the connection ended', error: new Error('Connection terminated unexpectedly') },
+    {
+      name: "the session terminated (a FATAL, which may follow the statement's commit)",
+      error: databaseError('57P01', 'terminating connection due to administrator command', 'FATAL'),
+    },
+  ])('$name: may have', ({ error }) => {
+    expect(mayHaveCommittedUnanswered(error)).toBe(true);
+  });
+
+  it.each([
+    {
+      name: 'no connection within the bound',
+      error: new StatementNotSentError('no database connection within 100 ms'),
+    },
+    { name: 'no time left', error: new StatementNotSentError('no time left for the statement') },
+    { name: 'a statement timeout PostgreSQL cancelled', error: databaseError('57014', 'canceling statement') },
+    { name: 'a serialization failure', error: databaseError('40001', 'could not serialize access') },
+    { name: 'a value refused', error: databaseError('22P02', 'invalid input syntax') },
+  ])('$name: has not', ({ error }) => {
+    expect(mayHaveCommittedUnanswered(error)).toBe(false);
   });
 });

@@ -1,7 +1,17 @@
-// A statement can fail in two ways that call for opposite answers. The connection, the server's state or a timeout
-// fails every statement alike, and the same statement succeeds once that passes: it is retried as it is. Or the
-// server read the statement and refused what it carried: it would refuse the same values every time, and in a batch
-// one such value fails every other row with it, so the batch is split and the value replaced.
+// A statement can fail in three ways that call for different answers. It never left (no connection in time, none at
+// all, no time left for it): nothing happened. The connection, the server's state or a timeout fails every statement
+// alike, and the same statement succeeds once that passes: it is retried as it is, and one whose answer never came
+// may have run all the same. Or the server read the statement and refused what it carried: it would refuse the same
+// values every time, and in a batch one such value fails every other row with it, so the batch is split and the
+// value replaced.
+
+/**
+ * A statement of reliable-mail's own connections that never reached the server: no connection in time, none at all
+ * (refused, the pool closed at shutdown), or no time left for it under its caller's bound.
+ */
+export class StatementNotSentError extends Error {
+  override readonly name = 'StatementNotSentError';
+}
 
 /**
  * The SQLSTATE classes in which PostgreSQL refuses a statement for its values: 22 data exception (invalid text
@@ -12,8 +22,19 @@
  */
 const REFUSED_VALUE_CLASSES = new Set(['22', '23', '54']);
 
-/** A five-character SQLSTATE (`22P02`); Node's own codes (`ECONNRESET`, `EPIPE`) are not one of its classes. */
+/** A five-character SQLSTATE (`22P02`): digits and capitals. */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * The SQLSTATE PostgreSQL answered `error` with, or null when it is not the server's answer (a socket error, pg's
+ * client-side timeout, a statement never sent). A few of Node's own codes have a SQLSTATE's shape (`EPIPE`, `EBADF`):
+ * Node's errors carry an `errno`, which PostgreSQL's never do.
+ */
+export function sqlStateOf(error: unknown): string | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const { code, errno } = error as { code?: unknown; errno?: unknown };
+  return typeof code === 'string' && SQLSTATE.test(code) && errno === undefined ? code : null;
+}
 
 /**
  * Whether PostgreSQL answered `error` and refused the statement for the values it carried, as it would again. False
@@ -21,7 +42,19 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  * failure or deadlock (40), a lack of resources (53), a client-side timeout or any error without a SQLSTATE.
  */
 export function refusedForItsValues(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && SQLSTATE.test(code) && REFUSED_VALUE_CLASSES.has(code.slice(0, 2));
+  const code = sqlStateOf(error);
+  return code !== null && REFUSED_VALUE_CLASSES.has(code.slice(0, 2));
+}
+
+/**
+ * Whether a statement that failed with `error` may have committed all the same, its answer lost: it left, and no
+ * answer came (no SQLSTATE), or the session was ended (a FATAL error, such as an administrator's
+ * `pg_terminate_backend`), which may come after the commit. An error PostgreSQL answered (a timeout it cancelled,
+ * a serialization failure) rolled the statement back, and one never sent did nothing.
+ */
+export function mayHaveCommittedUnanswered(error: unknown): boolean {
+  if (error instanceof StatementNotSentError) return false;
+  if (sqlStateOf(error) === null) return true;
+  const { severity } = error as { severity?: unknown };
+  return severity === 'FATAL' || severity === 'PANIC';
 }

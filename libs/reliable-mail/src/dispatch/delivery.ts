@@ -4,15 +4,20 @@ import type { RetryPolicy } from '../shared/retry-policy.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
-import type { MailTransport, RenderedMail, SendOutcome } from '../transport/mail-transport.interface.js';
+import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
-import { malformedOutcome, outcomeFlaw } from './outcome-check.js';
+import { readOutcome, shownSafely } from './outcome-check.js';
 import { type AttemptResult, settlementFor } from './settlement.js';
 import { envelopeOf, skipSettlement } from './settlement-closing.js';
+import { SETTLE_MARGIN_MS } from './lease.js';
 
-/** The send of a row that must finish before its lease leaves too little for the settle. */
-const LEASE_MARGIN_MS = 1_000;
+/** Those of the recipients an earlier attempt may have reached that this attempt is for (its envelope). */
+function possiblyTakenIn(possiblyTaken: string[], envelope: string[]): string[] {
+  if (possiblyTaken.length === 0) return possiblyTaken;
+  const sending = new Set(envelope);
+  return possiblyTaken.filter((address) => sending.has(address));
+}
 
 /**
  * Tells the lane what an attempt said about its server, and returns when the lane sends again: the time a lane
@@ -22,8 +27,8 @@ export type Pace = (result: AttemptResult) => Date;
 
 /**
  * Delivers one claimed row: renders it and sends it to the recipients still waiting for it, under a hard deadline
- * (`dispatcher.sendTimeoutMs`, and never past the row's lease), and decides what becomes of the row. It never
- * touches the database; the settler writes its result.
+ * (`dispatcher.sendTimeoutMs`, and never so long that the lease leaves its settle less than a statement's bound),
+ * and decides what becomes of the row. It never touches the database; the settler writes its result.
  */
 export class Delivery {
   constructor(
@@ -31,6 +36,8 @@ export class Delivery {
     private readonly transport: MailTransport,
     private readonly retry: RetryPolicy,
     private readonly sendTimeoutMs: number,
+    /** A statement's bound (`statementBoundMs`): what a send leaves of its row's lease for the settle. */
+    private readonly statementBoundMs: number,
     private readonly metrics: MailMetrics,
     private readonly logger: Logger,
     private readonly verp: Verp | null,
@@ -40,7 +47,9 @@ export class Delivery {
   async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
     if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
     const started = performance.now();
-    const timeoutMs = Math.max(0, Math.min(this.sendTimeoutMs, row.leaseEndsAt - started - LEASE_MARGIN_MS));
+    // Never past what the lease leaves once the settle has had a statement's whole bound and its margin.
+    const leftForSend = row.leaseEndsAt - started - this.statementBoundMs - SETTLE_MARGIN_MS;
+    const timeoutMs = Math.max(0, Math.floor(Math.min(this.sendTimeoutMs, leftForSend)));
     // A timer cleared when the send ends: AbortSignal.timeout() would keep each send's signal alive for the whole
     // timeout, a send's worth of memory times the sends of three minutes.
     const deadline = new AbortController();
@@ -94,7 +103,7 @@ export class Delivery {
           lane: row.lane,
           mail,
           recipients,
-          possiblyTakenBefore: row.possiblyTakenBefore,
+          possiblyTakenBefore: possiblyTakenIn(row.possiblyTakenBefore, recipients),
           envelopeSenders: this.verp
             ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
             : undefined,
@@ -104,21 +113,24 @@ export class Delivery {
       );
     } catch (error) {
       // A transport reports what the server did; a throw is its own fault, and the message may be tried again.
-      this.logger.error({
-        msg: 'the transport threw instead of reporting an outcome',
-        id: row.id,
-        error: String(error),
-      });
-      return everyRecipientDeferred(recipients, `the transport failed: ${String(error)}`);
+      const shown = shownSafely(error);
+      this.logger.error({ msg: 'the transport threw instead of reporting an outcome', id: row.id, error: shown });
+      return everyRecipientDeferred(recipients, `the transport failed: ${shown}`);
     }
-    const flaw = outcomeFlaw(outcome, recipients);
-    if (flaw === null) return outcome as SendOutcome;
-    this.logger.error({
-      msg: 'the transport reported a malformed outcome; counted as unknown for every recipient',
-      id: row.id,
-      field: flaw,
-    });
-    return malformedOutcome(recipients, flaw);
+    const { outcome: read, flaw, dropped } = readOutcome(outcome, recipients);
+    if (dropped.length > 0)
+      this.logger.warn({
+        msg: 'the transport reported facts that cannot be kept; left out, the outcome kept without them',
+        id: row.id,
+        fields: dropped,
+      });
+    if (flaw !== null)
+      this.logger.error({
+        msg: 'the transport reported a malformed outcome; counted as unknown for every recipient',
+        id: row.id,
+        field: flaw,
+      });
+    return read;
   }
 
   /** Renders under the deadline; a template or resolver that never settles is left behind, its streams closed. */

@@ -13,16 +13,22 @@ import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
 import { releaseUnansweredClaims } from '../outbox/sql/release-unanswered.js';
 import type { SqlClient } from '../database/sql-client.js';
+import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
-import { SETTLE_MARGIN_MS } from './lease.js';
+import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
 import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
+/**
+ * How long past its deadline a send may still run before the loop counts as stuck: the deadline aborts it, and the
+ * transport must stop at once and report; a moment more is its own cleanup on a busy machine.
+ */
+const SEND_ABORT_SLACK_MS = 1_000;
 
 export interface LaneLoopDependencies {
   database: SqlClient;
@@ -83,7 +89,7 @@ export class LaneLoop {
    */
   private lastSignOfLife: Date | null = null;
   /**
-   * The tokens of claims that failed, which may have committed all the same (the answer lost on a connection that
+   * The tokens of claims that failed but may have committed all the same (the answer lost on a connection that
    * went silent), with when their lease ends (`performance.now()`): their rows are handed back at the next ticks,
    * at most once per poll interval, until that lease would free them anyway. Kept after a hand-back succeeds, since
    * a claim may still reach the server late.
@@ -228,7 +234,9 @@ export class LaneLoop {
           leaseMs,
           maxAgeMs: this.deps.options.retry.maxAgeMs,
         }).catch((error: unknown) => {
-          this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
+          // Only a claim that may have committed holds rows: one that never left, or that PostgreSQL refused (and
+          // so rolled back), has nothing to hand back.
+          if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
           throw error;
         });
         this.throttle.giveBack(granted - rows.length);
@@ -287,7 +295,8 @@ export class LaneLoop {
     const lastSeen = this.lastSignOfLife;
     if (lastSeen === null || this.sendsStartedAt.size < this.lane.concurrency) return lastSeen;
     const oldest = Math.min(...this.sendsStartedAt.values());
-    const withinDeadline = performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SETTLE_MARGIN_MS;
+    const withinDeadline =
+      performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SEND_ABORT_SLACK_MS;
     return withinDeadline ? new Date() : lastSeen;
   }
 
@@ -329,14 +338,17 @@ export class LaneLoop {
   }
 
   /**
-   * A row claimed ahead may have waited for its slot, for up to one send. Once it waited more than half a send
-   * timeout, its lease is renewed before its own send, so that the send gets its whole deadline and its settle time
-   * to retry through a database hiccup. A row whose claim was lost meanwhile is not sent.
+   * A row claimed ahead may have waited for its slot, for up to one send. Its lease is renewed before its own send
+   * once it waited more than half a send timeout, or once what is left would cut its send by more than a tenth of
+   * its deadline: the send must leave its settle a statement's whole bound (`leaseForSendAndSettleMs`), and is cut
+   * to fit (see `Delivery`). A row whose claim was lost meanwhile is not sent; nor is one whose renewal failed, unless
+   * a whole send and its settle's statement still fit in what is left.
    */
   private async holdsLease(row: ClaimedRow): Promise<boolean> {
     const { leaseMs, sendTimeoutMs } = this.deps.options.dispatcher;
+    const needed = leaseForSendAndSettleMs(sendTimeoutMs, this.deps.options.database.statementTimeoutMs);
     const left = row.leaseEndsAt - performance.now();
-    if (left >= leaseMs - sendTimeoutMs / 2) return true;
+    if (left >= leaseMs - sendTimeoutMs / 2 && left >= needed - sendTimeoutMs / 10) return true;
     const renewedAt = performance.now();
     try {
       // Bounded by the lease it renews: once that ended, the row may be another worker's.
@@ -348,13 +360,15 @@ export class LaneLoop {
       row.leaseEndsAt = renewedAt + leaseMs;
       return true;
     } catch (error) {
-      // The database is away: the send may still go if its deadline fits in what is left of the lease.
+      const fits = row.leaseEndsAt - performance.now() >= needed;
       this.deps.logger.warn({
-        msg: 'could not renew the lease of a row claimed ahead',
+        msg: fits
+          ? 'could not renew the lease of a row claimed ahead; sent, as a send and its settle still fit in its lease'
+          : 'could not renew the lease of a row claimed ahead; not sent, it is claimed again after its lease',
         id: row.id,
         error: String(error),
       });
-      return row.leaseEndsAt - performance.now() > sendTimeoutMs;
+      return fits;
     }
   }
 

@@ -11,6 +11,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { statementBoundMs } from '../database/statement-bound.js';
 import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { MailRenderer } from './mail-renderer.js';
@@ -83,13 +84,20 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       () => this.publisher.redeliverUnconfirmed(),
       this.logger,
     );
-    const settler = new Settler(this.database, this.publisher, this.options.dispatcher.eventLeaseMs, this.logger);
+    const settler = new Settler(
+      this.database,
+      this.publisher,
+      this.options.dispatcher.eventLeaseMs,
+      statementBoundMs(this.options.database.statementTimeoutMs),
+      this.logger,
+    );
     for (const lane of this.options.lanes) {
       const delivery = new Delivery(
         this.renderer,
         this.transports.get(lane.name)!,
         this.options.retry,
         this.options.dispatcher.sendTimeoutMs,
+        statementBoundMs(this.options.database.statementTimeoutMs),
         this.metrics,
         this.logger,
         this.options.verp,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { malformedOutcome, outcomeFlaw } from './outcome-check.js';
+import { malformedOutcome, readOutcome } from './outcome-check.js';
 
 const envelope = ['ann@example.com', 'bob@example.com'];
 const accepted = (address: string) => ({
@@ -18,9 +18,12 @@ const attempted = {
   slowDown: false,
 };
 const outage = { kind: 'outage', replyCode: 554, enhancedStatus: null, reply: '554 No SMTP service here' };
-const withRecipient = (index: number, fields: Record<string, unknown>) => ({
+/** `base` with `fields` as they are defined: a getter stays a getter, not read until the check reads it. */
+const withFields = (base: object, fields: object): Record<string, unknown> =>
+  Object.defineProperties({ ...base }, Object.getOwnPropertyDescriptors(fields));
+const withRecipient = (index: number, fields: object) => ({
   ...attempted,
-  recipients: attempted.recipients.map((recipient, at) => (at === index ? { ...recipient, ...fields } : recipient)),
+  recipients: attempted.recipients.map((recipient, at) => (at === index ? withFields(recipient, fields) : recipient)),
 });
 /** A value as a test name shows it: a string quoted, a date in ISO form. */
 const shown = (value: unknown) =>
@@ -34,7 +37,13 @@ const shown = (value: unknown) =>
 const without = <T extends object>(value: T, field: keyof T) =>
   Object.fromEntries(Object.entries(value).filter(([key]) => key !== field));
 
-describe('outcomeFlaw', () => {
+function revokedProxy(): object {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
+describe('readOutcome', () => {
   it.each<{ name: string; outcome: unknown }>([
     { name: 'an attempt', outcome: attempted },
     {
@@ -60,9 +69,10 @@ describe('outcomeFlaw', () => {
       name: 'an outage with a request id and a Retry-After',
       outcome: { ...outage, providerRequestId: 'r', retryAfterMs: 1 },
     },
-    { name: 'a field the dispatcher does not know', outcome: { ...attempted, providerTrace: { hops: 3 } } },
-  ])('$name: well-formed', ({ outcome }) => {
-    expect(outcomeFlaw(outcome, envelope)).toBeNull();
+  ])('$name: well-formed, copied as it is', ({ outcome }) => {
+    const read = readOutcome(outcome, envelope);
+    expect(read).toEqual({ outcome, flaw: null, dropped: [] });
+    expect(read.outcome).not.toBe(outcome);
   });
 
   it.each<{ name: string; outcome: unknown; flaw: string }>([
@@ -123,22 +133,76 @@ describe('outcomeFlaw', () => {
       outcome: withRecipient(0, { perRecipient: undefined }),
       flaw: 'recipients[0].perRecipient must be a boolean',
     },
-    {
-      name: "a recipient's provider id that is a number",
-      outcome: withRecipient(0, { providerMessageId: 7 }),
-      flaw: 'recipients[0].providerMessageId must be a string or null',
-    },
     { name: 'a reply that is a number', outcome: { ...attempted, reply: 250 }, flaw: 'reply must be a string or null' },
     {
       name: 'no providerMessageId',
       outcome: without(attempted, 'providerMessageId'),
       flaw: 'providerMessageId must be a string or null',
     },
+    { name: 'slowDown missing', outcome: without(attempted, 'slowDown'), flaw: 'slowDown must be a boolean' },
     {
-      name: 'a providerRequestId that is an object',
-      outcome: { ...attempted, providerRequestId: {} },
-      flaw: 'providerRequestId must be a string or null',
+      name: 'deduplicatedByKey a string',
+      outcome: { ...attempted, deduplicatedByKey: 'yes' },
+      flaw: 'deduplicatedByKey must be a boolean',
     },
+    { name: 'an outage without a reply', outcome: without(outage, 'reply'), flaw: 'reply must be a string' },
+    {
+      name: 'an outage with a bad reply code',
+      outcome: { ...outage, replyCode: -1 },
+      flaw: 'replyCode must be a three-digit reply code or null',
+    },
+    {
+      name: 'more entries than recipients',
+      outcome: { ...attempted, recipients: [...attempted.recipients, accepted('eve@example.com')] },
+      flaw: "recipients report 3 entries for the attempt's 2 recipients",
+    },
+    {
+      name: 'an outcome whose kind throws when it is read',
+      outcome: {
+        get kind(): never {
+          throw new Error('the partner SDK broke');
+        },
+      },
+      flaw: 'reading the outcome threw: Error: the partner SDK broke',
+    },
+    {
+      name: 'a recipient whose status throws when it is read',
+      outcome: withRecipient(1, {
+        get status(): never {
+          throw new TypeError('no status');
+        },
+      }),
+      flaw: 'reading the outcome threw: TypeError: no status',
+    },
+    {
+      name: 'a revoked Proxy',
+      outcome: revokedProxy(),
+      flaw: "reading the outcome threw: TypeError: Cannot perform 'IsArray' on a proxy that has been revoked",
+    },
+    {
+      name: 'a throw that cannot be shown as text',
+      outcome: {
+        get kind(): never {
+          // eslint-disable-next-line @typescript-eslint/only-throw-error -- what a careless SDK may throw
+          throw {
+            toString() {
+              throw new Error('nor this');
+            },
+          };
+        },
+      },
+      flaw: 'reading the outcome threw: a value that cannot be shown as text',
+    },
+  ])('$name: $flaw', ({ outcome, flaw }) => {
+    expect(readOutcome(outcome, envelope)).toEqual({
+      outcome: malformedOutcome(envelope, flaw),
+      flaw,
+      dropped: [],
+    });
+  });
+
+  /** Facts the provider reported about the request: a wrong one is left out, and the recipients' verdict stands. */
+  it.each<{ name: string; outcome: Record<string, unknown>; field: string; dropped: string }>([
     ...[
       new Date(Number.NaN),
       new Date('+200000-01-01T00:00:00.000Z'),
@@ -148,32 +212,90 @@ describe('outcomeFlaw', () => {
     ].map((acceptedAt) => ({
       name: `acceptedAt ${shown(acceptedAt)}`,
       outcome: { ...attempted, acceptedAt },
-      flaw: 'acceptedAt must be a valid Date within the years 1 to 9999, or null',
+      field: 'acceptedAt',
+      dropped: 'acceptedAt must be a valid Date within the years 1 to 9999, or null',
     })),
-    { name: 'slowDown missing', outcome: without(attempted, 'slowDown'), flaw: 'slowDown must be a boolean' },
     {
-      name: 'deduplicatedByKey a string',
-      outcome: { ...attempted, deduplicatedByKey: 'yes' },
-      flaw: 'deduplicatedByKey must be a boolean',
+      name: 'a providerRequestId that is an object',
+      outcome: { ...attempted, providerRequestId: {} },
+      field: 'providerRequestId',
+      dropped: 'providerRequestId must be a string or null',
     },
     ...[-1, Number.NaN, Infinity, '3000', null].map((retryAfterMs) => ({
       name: `a Retry-After of ${shown(retryAfterMs)}`,
       outcome: { ...attempted, retryAfterMs },
-      flaw: 'retryAfterMs must be a finite number of milliseconds >= 0',
+      field: 'retryAfterMs',
+      dropped: 'retryAfterMs must be a finite number of milliseconds >= 0',
     })),
-    { name: 'an outage without a reply', outcome: without(outage, 'reply'), flaw: 'reply must be a string' },
-    {
-      name: 'an outage with a bad reply code',
-      outcome: { ...outage, replyCode: -1 },
-      flaw: 'replyCode must be a three-digit reply code or null',
-    },
     {
       name: 'an outage with a negative Retry-After',
       outcome: { ...outage, retryAfterMs: -5 },
-      flaw: 'retryAfterMs must be a finite number of milliseconds >= 0',
+      field: 'retryAfterMs',
+      dropped: 'retryAfterMs must be a finite number of milliseconds >= 0',
     },
-  ])('$name: $flaw', ({ outcome, flaw }) => {
-    expect(outcomeFlaw(outcome, envelope)).toBe(flaw);
+  ])('$name: left out ($dropped), the rest kept', ({ outcome, field, dropped }) => {
+    const { [field]: _left, ...kept } = outcome;
+    expect(readOutcome(outcome, envelope)).toEqual({ outcome: kept, flaw: null, dropped: [dropped] });
+    expect(readOutcome(outcome, envelope).outcome).not.toHaveProperty(field);
+  });
+
+  it("a recipient's provider id that is a number: left out of that recipient, whose verdict stands", () => {
+    const read = readOutcome(withRecipient(0, { providerMessageId: 7 }), envelope);
+    expect(read).toEqual({
+      outcome: attempted,
+      flaw: null,
+      dropped: ['recipients[0].providerMessageId must be a string or null'],
+    });
+    expect(read.outcome.kind === 'attempted' && read.outcome.recipients[0]).not.toHaveProperty('providerMessageId');
+  });
+});
+
+describe('readOutcome copies only the fields of a SendOutcome', () => {
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  const unserialisable = {
+    big: 10n,
+    circular,
+    toJSON: () => {
+      throw new Error('not JSON');
+    },
+    get trace(): never {
+      throw new Error('never read');
+    },
+  };
+
+  it('leaves out what a transport adds, to the outcome and to each recipient: what is stored is only what is known', () => {
+    const read = readOutcome(withFields(withRecipient(1, unserialisable), unserialisable), envelope);
+    expect(read).toEqual({ outcome: attempted, flaw: null, dropped: [] });
+    expect(() => JSON.stringify(read.outcome)).not.toThrow();
+  });
+
+  it('reads each field once: the value checked is the value kept', () => {
+    let reads = 0;
+    const changing = withRecipient(0, {
+      get status() {
+        reads += 1;
+        return reads === 1 ? 'accepted' : 'sent';
+      },
+    });
+    const read = readOutcome(changing, envelope);
+    expect(read.flaw).toBeNull();
+    expect(read.outcome.kind === 'attempted' && read.outcome.recipients[0].status).toBe('accepted');
+    expect(reads).toBe(1);
+  });
+
+  it('keeps an accept time as a plain Date: a subclass with its own toJSON stays behind', () => {
+    class HostileDate extends Date {
+      override toJSON(): string {
+        throw new Error('not JSON');
+      }
+    }
+    const at = new HostileDate('2026-12-01T12:00:00.000Z');
+    const read = readOutcome({ ...attempted, acceptedAt: at }, envelope);
+    expect(read.flaw).toBeNull();
+    const kept = read.outcome.kind === 'attempted' ? read.outcome.acceptedAt : undefined;
+    expect(Object.getPrototypeOf(kept)).toBe(Date.prototype);
+    expect(JSON.stringify(kept)).toBe('"2026-12-01T12:00:00.000Z"');
   });
 });
 
@@ -189,6 +311,6 @@ describe('malformedOutcome', () => {
         reply: 'the transport reported a malformed outcome: recipients must be an array',
       })),
     });
-    expect(outcomeFlaw(outcome, envelope)).toBeNull();
+    expect(readOutcome(outcome, envelope)).toEqual({ outcome, flaw: null, dropped: [] });
   });
 });

@@ -37,9 +37,13 @@ export interface Closing {
 /** A final settlement: `sent` with its event, or a failure with the event saying why. */
 export function closed(row: ClaimedRow, now: Date, durationMs: number, closing: Closing): Settlement {
   const refundAttempt = closing.refund ? 1 : 0;
+  // A recipient suppressed since it took the mail or refused it (a later hard bounce) is reported as that, once.
+  const settled = new Set([...closing.accepted, ...closing.rejected.map((recipient) => recipient.address)]);
   const rejected = [
     ...closing.rejected,
-    ...row.suppressed.map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
+    ...row.suppressed
+      .filter((address) => !settled.has(address))
+      .map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
   ];
   const settlement = {
     ...base(row, durationMs),

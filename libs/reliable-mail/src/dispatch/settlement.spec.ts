@@ -364,6 +364,22 @@ describe('settlementFor an attempt', () => {
     });
   });
 
+  it('an attempt stopped at shutdown with a recipient whose outcome is unknown: charged, and retried as an unknown outcome', () => {
+    const stopped = 'not tried in this attempt: the app shut down after request 1 of 2';
+    const result = {
+      ...attempted([recipient('ann@example.com', 'unknown', null), recipient('bob@example.com', 'deferred', stopped)]),
+      stoppedAtShutdown: true,
+    };
+    const settlement = settle(claimedRow({ attempts: 1 }), result);
+    expect(settlement).toMatchObject({
+      status: 'pending',
+      refundAttempt: 0,
+      outcome: 'unknown',
+      eventName: EMAIL_FAILED_EVENT,
+    });
+    expect(settlement.eventPayload).toMatchObject({ cause: 'unknown', outcomeUnknown: true });
+  });
+
   it('suppressed recipients are reported as rejected once the row is sent', () => {
     const result = attempted([recipient('ann@example.com', 'accepted', ok)], ok);
     const settlement = settle(claimedRow({ suppressed: ['bob@example.com'] }), result);
@@ -418,7 +434,7 @@ describe('skipSettlement', () => {
     },
   );
 
-  it('every recipient suppressed after one took it: sent, the suppressed ones reported as such', () => {
+  it('every recipient suppressed after one took it: sent, the one that took it accepted only, the other suppressed', () => {
     const row = claimedRow({
       attemptId: null,
       acceptedRecipients: ['ann@example.com'],
@@ -426,10 +442,21 @@ describe('skipSettlement', () => {
     });
     const settlement = skipSettlement({ ...row, skipReason: 'suppressed' });
     expect(settlement).toMatchObject({ status: 'sent', eventName: EMAIL_SENT_EVENT });
-    expect(settlement.rejectedRecipients?.map((rejected) => rejected.reply)).toEqual([
-      'suppressed: not sent',
-      'suppressed: not sent',
-    ]);
+    const rejected = [{ address: 'bob@example.com', reply: 'suppressed: not sent', replyCode: null }];
+    expect(settlement.rejectedRecipients).toEqual(rejected);
+    expect(settlement.eventPayload).toMatchObject({ accepted: ['ann@example.com'], rejected });
+  });
+
+  it('a recipient that refused with a hard bounce (and was suppressed for it) is reported refused once', () => {
+    const bounce = { address: 'bob@example.com', reply: '550 5.1.1 no such user', replyCode: 550 };
+    const row = claimedRow({
+      acceptedRecipients: [],
+      rejectedRecipients: [bounce],
+      suppressed: ['bob@example.com'],
+    });
+    const settlement = settle(row, attempted([recipient('ann@example.com', 'accepted', ok)], ok));
+    expect(settlement).toMatchObject({ status: 'sent', acceptedRecipients: ['ann@example.com'] });
+    expect(settlement.rejectedRecipients).toEqual([bounce]);
   });
 });
 

@@ -144,9 +144,11 @@ export function settlementFor(
     sentAt: null,
     ...event,
   });
-  if (result.stoppedAtShutdown) {
+  if (result.stoppedAtShutdown && outcome !== 'unknown') {
     // The app shut down between two transactions or requests: what went out is recorded, the rest were not tried.
-    // Not charged, and no failed event: the next claim sends to them at once, wherever it runs.
+    // Not charged, and no failed event: the next claim sends to them at once, wherever it runs. An attempt that may
+    // have reached a recipient (unknown) is charged as any other: a refund would hide from the next claim that the
+    // row was sent before, and with it the recipients it may have taken (`possiblyTakenBefore`).
     return pending(1, now, { eventName: null, eventPayload: {} });
   }
   const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';

@@ -68,7 +68,7 @@ export class MailEventPublisher {
         return ids.map(() => undefined);
       },
       CONFIRM_BATCH,
-      { lingerMs: CONFIRM_LINGER_MS },
+      CONFIRM_LINGER_MS,
     );
   }
 

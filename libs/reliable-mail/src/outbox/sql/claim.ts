@@ -56,10 +56,14 @@ export const CLAIM: Statement = {
     select claimed.*, suppressed.addresses as suppressed, earlier.addresses as possibly_taken,
            case when claimed.cancel_requested_at is not null then 'cancelled'
                 when claimed.expires_at <= now() then 'expired'
-                -- A reclaimed row past its limits is closed here: its worker died without a settle to decide.
-                when claimed.id in (select id from expired)
-                     and (claimed.attempts > claimed.max_attempts
-                          or claimed.age_from <= now() - $6::float8 * interval '1 millisecond') then 'dead'
+                -- A row past its limits is closed here: its worker died without a settle to decide. Past its
+                -- attempts, whatever its status: a reclaimed row given back unsent (claimed ahead, or a claim whose
+                -- answer was lost) is pending again with the dead worker's attempt counted. No other row is: a settle
+                -- dead-letters a row at its last attempt, and a requeue counts from zero. Past its age only when
+                -- reclaimed: a pending row is tried once more, and its settle decides.
+                when claimed.attempts > claimed.max_attempts
+                     or (claimed.id in (select id from expired)
+                         and claimed.age_from <= now() - $6::float8 * interval '1 millisecond') then 'dead'
                 when jsonb_array_length(suppressed.addresses) = recipients.total then 'suppressed'
            end as skip_reason
     from claimed

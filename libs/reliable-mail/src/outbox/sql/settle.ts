@@ -80,13 +80,27 @@ export const SETTLE: Statement = {
   from settled left join events on events.outbox_id = settled.id`,
 };
 
+/**
+ * A settlement as the statement takes it, its JSON written once, before it joins a batch: what JSON cannot write (a
+ * BigInt, a cycle, a toJSON that throws) then fails this settlement alone, where it failed its whole batch.
+ */
+export interface SettleInput {
+  settlement: Settlement;
+  json: string;
+}
+
+/** Throws when a value of the settlement cannot be written as JSON. */
+export function settleInputOf(settlement: Settlement): SettleInput {
+  return { settlement, json: storableJson(settleInput(settlement)) };
+}
+
 /** The settle's parameters in statement order. */
-export function settleValues(settlements: Settlement[], eventLeaseMs: number): unknown[] {
+export function settleValues(inputs: readonly SettleInput[], eventLeaseMs: number): unknown[] {
   return [
-    storableJson(settlements.map(settleInput)),
+    `[${inputs.map(({ json }) => json).join(',')}]`,
     eventLeaseMs,
-    settlements.map((s) => s.id),
-    settlements.flatMap((s) => (s.attemptId ? [s.attemptId] : [])),
+    inputs.map(({ settlement }) => settlement.id),
+    inputs.flatMap(({ settlement }) => (settlement.attemptId ? [settlement.attemptId] : [])),
     'sending',
   ];
 }
@@ -152,12 +166,12 @@ export const settlementKey = (settlement: Pick<Settlement, 'id' | 'lockToken'>):
 
 export async function settleRows(
   db: SqlClient,
-  settlements: Settlement[],
+  inputs: readonly SettleInput[],
   eventLeaseMs: number,
   bound?: QueryBound,
 ): Promise<AppliedSettlements> {
-  if (settlements.length === 0) return new Map();
-  const rows = await db.query<SettledRecord>(SETTLE, settleValues(settlements, eventLeaseMs), bound);
+  if (inputs.length === 0) return new Map();
+  const rows = await db.query<SettledRecord>(SETTLE, settleValues(inputs, eventLeaseMs), bound);
   return new Map(
     rows.map((row) => [
       settlementKey({ id: row.id, lockToken: row.lock_token }),

@@ -1,0 +1,175 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { Logger } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import pg from 'pg';
+import type { SqlClient, Statement } from '../database/sql-client.js';
+import { StatementNotSentError } from '../database/statement-refusal.js';
+import type { MailEventPublisher } from '../events/mail-event.publisher.js';
+import type { MailMetrics } from '../metrics/mail-metrics.js';
+import { resolveOptions } from '../options/resolve-options.js';
+import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import type { Delivery } from './delivery.js';
+import { LaneLoop } from './lane-loop.js';
+import type { Settler } from './settler.js';
+
+// The lane loop against a database that answers as each test says: which statements it runs, and which rows it sends.
+
+/**
+ * The shortest lease these timeouts allow: a 4 s send, a statement's bound (1 s + the client's 5 s) and the settle's
+ * 1 s. A row claimed ahead that waited a second has 10 s left: more than half a send less than its lease, and less
+ * than a send and its settle need.
+ */
+const options = resolveOptions(
+  {
+    transport: 'smtp://127.0.0.1:1',
+    from: 'shop@example.com',
+    messageIdDomain: 'test.example.com',
+    lanes: { default: { concurrency: 1 } },
+    dispatcher: { pollIntervalMs: 10, leaseMs: 11_000, sendTimeoutMs: 4_000 },
+    database: { statementTimeoutMs: 1_000 },
+  },
+  'test',
+  1,
+);
+
+const claimRecord = (id: string) => ({
+  id,
+  message_id: `<${id}@test.example.com>`,
+  idempotency_key: null,
+  payload: {},
+  metadata: null,
+  attempts: 1,
+  max_attempts: 3,
+  age_from: new Date(),
+  lane: 'default',
+  expires_at: null,
+  attempt_id: `attempt-${id}`,
+  skip_reason: null,
+  suppressed: [],
+  possibly_taken: [],
+  accepted_recipients: null,
+  rejected_recipients: null,
+});
+
+type Answer = (statement: string) => Promise<unknown[]> | undefined;
+
+/** A lane loop whose database answers each statement by `answer` (an empty result when it gives none). */
+function laneWith(answer: Answer) {
+  const statements: string[] = [];
+  const database: SqlClient = {
+    query<R>(statement: Statement): Promise<R[]> {
+      statements.push(statement.name ?? statement.text);
+      return (answer(statement.name ?? '') ?? Promise.resolve([])) as Promise<R[]>;
+    },
+  };
+  const delivered: string[] = [];
+  const sends: Array<() => void> = [];
+  const delivery = {
+    deliver: (row: ClaimedRow) => {
+      delivered.push(row.id);
+      return new Promise<Settlement>((resolve) => sends.push(() => resolve({ status: 'sent' } as Settlement)));
+    },
+  } as unknown as Delivery;
+  const settler = { settle: async () => ({ applied: true, event: null }) } as unknown as Settler;
+  const quiet = () => undefined;
+  const logger = { debug: quiet, log: quiet, warn: quiet, error: quiet } as unknown as Logger;
+  const loop = new LaneLoop(options.lanes[0], {
+    database,
+    scheduler: new SchedulerRegistry(),
+    delivery,
+    settler,
+    publisher: { publish: quiet } as unknown as MailEventPublisher,
+    metrics: { recordFinal: quiet } as unknown as MailMetrics,
+    options,
+    logger,
+  });
+  return { loop, statements, delivered, sends };
+}
+
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** An error as pg raises it for a server's ErrorResponse. */
+const databaseError = (code: string, severity: string) =>
+  Object.assign(new pg.DatabaseError('refused', 0, 'error'), { code, severity });
+
+describe('LaneLoop', () => {
+  const lanes: Array<ReturnType<typeof laneWith>> = [];
+  afterEach(async () => {
+    for (const { loop, sends } of lanes.splice(0)) {
+      const stopped = loop.stop(1_000);
+      for (const send of sends.splice(0)) send();
+      await stopped;
+    }
+  });
+  const started = (lane: ReturnType<typeof laneWith>) => {
+    lanes.push(lane);
+    lane.loop.start();
+    return lane;
+  };
+
+  describe('a failed claim', () => {
+    const failingOnce = (error: Error): Answer => {
+      let failed = false;
+      return (statement) => {
+        if (statement !== 'reliable_mail_claim' || failed) return undefined;
+        failed = true;
+        return Promise.reject(error);
+      };
+    };
+
+    it.each([
+      { name: 'that never left (no connection)', error: new StatementNotSentError('no database connection in 10 ms') },
+      { name: 'that had no time left', error: new StatementNotSentError('no time left for the statement') },
+      { name: 'that PostgreSQL cancelled (57014)', error: databaseError('57014', 'ERROR') },
+      { name: 'that PostgreSQL refused to serialize (40001)', error: databaseError('40001', 'ERROR') },
+    ])('$name holds no rows: nothing is handed back for it', async ({ error }) => {
+      const { statements } = started(laneWith(failingOnce(error)));
+      await wait(150);
+      expect(statements.filter((name) => name === 'reliable_mail_claim').length).toBeGreaterThan(2);
+      expect(statements).not.toContain('reliable_mail_release_unanswered');
+    });
+
+    it.each([
+      { name: 'whose answer never came', error: new Error('Query read timeout') },
+      { name: 'whose connection ended under it', error: new Error('Connection terminated unexpectedly') },
+      { name: 'whose session was terminated (FATAL)', error: databaseError('57P01', 'FATAL') },
+    ])('$name may have committed: its rows are handed back', async ({ error }) => {
+      const { statements } = started(laneWith(failingOnce(error)));
+      await wait(150);
+      expect(statements).toContain('reliable_mail_release_unanswered');
+    });
+  });
+
+  describe('a row claimed ahead', () => {
+    /** Two rows claimed at once; the second waits in memory for the first's send to end. */
+    const twoRows = (extendLease: () => Promise<unknown[]>): Answer => {
+      let claimed = false;
+      return (statement) => {
+        if (statement === 'reliable_mail_extend_lease') return extendLease();
+        if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+        claimed = true;
+        return Promise.resolve([claimRecord('first'), claimRecord('second')]);
+      };
+    };
+
+    it('whose lease would no longer hold a whole send and its settle is renewed before its send', async () => {
+      const lane = started(laneWith(twoRows(() => Promise.resolve([{ id: 'second' }]))));
+      await wait(50);
+      expect(lane.delivered).toEqual(['first']);
+      await wait(1_000);
+      lane.sends.shift()!();
+      await wait(50);
+      expect(lane.statements).toContain('reliable_mail_extend_lease');
+      expect(lane.delivered).toEqual(['first', 'second']);
+    });
+
+    it('whose renewal fails is not sent when a whole send and its settle no longer fit in its lease', async () => {
+      const lane = started(laneWith(twoRows(() => Promise.reject(new Error('Query read timeout')))));
+      await wait(50);
+      await wait(1_000);
+      lane.sends.shift()!();
+      await wait(50);
+      expect(lane.statements).toContain('reliable_mail_extend_lease');
+      expect(lane.delivered).toEqual(['first']);
+    });
+  });
+});
