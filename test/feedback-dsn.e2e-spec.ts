@@ -359,6 +359,8 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
 /** A lone UTF-16 surrogate (the high half of a pair, alone), as an encoded word decodes it. */
 const LONE_SURROGATE_WORD = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8]).toString('base64')}?=`;
 const SUPPRESSION_PREFIX = 'dsn hard bounce: 5.1.1 ';
+/** Padding that puts an emoji's high surrogate at code unit 498, where the 500-unit cut (with its `…`) falls. */
+const EMOJI_PAD = 'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 2);
 
 /** The DSNs of item 3: each is a hard bounce of gone@example.org, with something PostgreSQL cannot store as it came. */
 const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; reason?: string }]> = [
@@ -378,12 +380,9 @@ const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; r
     (dsn) =>
       dsn.replace(
         'Diagnostic-Code: smtp; 550 5.1.1 user unknown',
-        `Diagnostic-Code: smtp; 550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}😀 unknown`,
+        `Diagnostic-Code: smtp; 550 5.1.1 ${EMOJI_PAD}😀 unknown`,
       ),
-    {
-      reportedAt: new Date('2026-12-03T10:10:10Z'),
-      reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}…`,
-    },
+    { reportedAt: new Date('2026-12-03T10:10:10Z'), reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${EMOJI_PAD}…` },
   ],
   [
     'a Last-Attempt-Date in the year 200000 (a date to JavaScript, none to PostgreSQL)',
