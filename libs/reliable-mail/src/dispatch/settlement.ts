@@ -52,7 +52,8 @@ function leadingReply(recipients: RecipientOutcome[]): RecipientOutcome | undefi
  * What becomes of a claimed row after one attempt: its new state, the attempt's record and the event that reports
  * it. The row is `sent` once every recipient took the message or refused it and one took it; recipients deferred
  * are retried on their own, with the same Message-ID, until they are settled or the row runs out of attempts or
- * time. A lane outage is retried when the lane resumes (`outageEndsAt`) and not counted as an attempt.
+ * time. A lane outage, and a send its transport held back, are retried when the lane resumes (`outageEndsAt`) and
+ * not counted as an attempt.
  */
 export function settlementFor(
   row: ClaimedRow,
@@ -144,10 +145,11 @@ export function settlementFor(
     sentAt: null,
     ...event,
   });
-  if (result.stoppedAtShutdown) {
-    // The app shut down between two transactions or requests: what went out is recorded, the rest were not tried.
-    // Not charged, and no failed event: the next claim sends to them at once, wherever it runs.
-    return pending(1, now, { eventName: null, eventPayload: {} });
+  if (result.stoppedAtShutdown || result.heldBack) {
+    // The app shut down between two transactions or requests, or the transport held the send back (a Retry-After
+    // past its deadline): what went out is recorded, the rest were not tried. Not charged, and no failed event: the
+    // next claim sends to them, at once after a shutdown, once the lane resumes after a hold.
+    return pending(1, result.heldBack ? outageEndsAt : now, { eventName: null, eventPayload: {} });
   }
   const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
   const retry = decideRetry(row, true, policy, now, random);
