@@ -71,7 +71,7 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
         recipient: 'gone@example.org',
         kind: 'bounced',
         bounceType: 'hard',
-        providerEventId: '<dsn-1@mx.example.org>',
+        providerEventId: `<dsn-1@mx.example.org> to ${received.sender}`,
         status: '5.1.1',
         diagnostic: expect.stringMatching(/^550 5\.1\.1 <gone@example\.org>: Recipient address rejected: User unknown/),
         reportedAt: new Date('2026-12-03T10:10:10Z'),
@@ -269,6 +269,23 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     expect((await admin.listSuppressions()).map((entry) => entry.address)).toEqual(['ann@example.org']);
   });
 
+  it('a forged DSN that took a genuine one’s Message-ID first, through another return path, does not make the genuine one a repeat', async () => {
+    const { admin, feedback, returnPathOf } = await sendToTwo();
+    // Ann guesses the Message-ID the bounce of Bob's copy will have, and gets hers in first.
+    const messageId = '<dsn-bob@mx.example.org>';
+    const forged = hardBounce(returnPathOf('ann@example.org'), 'bob@example.org', messageId);
+    expect(await feedback.ingestDsn(forged)).toMatchObject({ stored: 1, duplicates: 0 });
+    const genuine = hardBounce(returnPathOf('bob@example.org'), 'bob@example.org', messageId);
+    expect(await feedback.ingestDsn(genuine)).toMatchObject({ stored: 1, duplicates: 0 });
+    // The genuine one delivered again is still a repeat.
+    expect(await feedback.ingestDsn(genuine)).toMatchObject({ stored: 0, duplicates: 1 });
+    expect(await admin.listSuppressions()).toEqual([expect.objectContaining({ address: 'bob@example.org' })]);
+    const rows = (await feedbackRows()) as Array<{ provider_event_id: string }>;
+    expect(rows.map((row) => row.provider_event_id).sort()).toEqual(
+      ['ann@example.org', 'bob@example.org'].map((recipient) => `${messageId} to ${returnPathOf(recipient)}`).sort(),
+    );
+  });
+
   it('secrets rotate: mail sent under the old secret is authenticated while [old, new] is configured, not once the old one is dropped', async () => {
     const oldSecret = verp.secret;
     const newSecret = 'the-new-VERP-secret-of-32-characters-or-more';
@@ -359,6 +376,8 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
 /** A lone UTF-16 surrogate (the high half of a pair, alone), as an encoded word decodes it. */
 const LONE_SURROGATE_WORD = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8]).toString('base64')}?=`;
 const SUPPRESSION_PREFIX = 'dsn hard bounce: 5.1.1 ';
+/** Padding that puts an emoji's high surrogate at code unit 498, where the 500-unit cut (with its `…`) falls. */
+const EMOJI_PAD = 'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 2);
 
 /** The DSNs of item 3: each is a hard bounce of gone@example.org, with something PostgreSQL cannot store as it came. */
 const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; reason?: string }]> = [
@@ -378,12 +397,9 @@ const unstorable: Array<[string, (dsn: string) => string, { reportedAt?: Date; r
     (dsn) =>
       dsn.replace(
         'Diagnostic-Code: smtp; 550 5.1.1 user unknown',
-        `Diagnostic-Code: smtp; 550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}😀 unknown`,
+        `Diagnostic-Code: smtp; 550 5.1.1 ${EMOJI_PAD}😀 unknown`,
       ),
-    {
-      reportedAt: new Date('2026-12-03T10:10:10Z'),
-      reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${'u'.repeat(500 - SUPPRESSION_PREFIX.length - '550 5.1.1 '.length - 1)}…`,
-    },
+    { reportedAt: new Date('2026-12-03T10:10:10Z'), reason: `${SUPPRESSION_PREFIX}550 5.1.1 ${EMOJI_PAD}…` },
   ],
   [
     'a Last-Attempt-Date in the year 200000 (a date to JavaScript, none to PostgreSQL)',
@@ -419,7 +435,7 @@ describe('DSNs PostgreSQL cannot store as they came', () => {
           { address: 'gone@example.org', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' },
         ],
       });
-    return { app, outbox, admin, feedback: app.get(MailFeedbackService), mail, dsn };
+    return { app, outbox, admin, feedback: app.get(MailFeedbackService), mail, dsn, returnPath: received.sender };
   }
 
   it.each(unstorable)(
@@ -442,7 +458,7 @@ describe('DSNs PostgreSQL cannot store as they came', () => {
   );
 
   it('an IMAP-style poll over such DSNs, and one it cannot read, quarantines what it cannot ingest and goes on to the next', async () => {
-    const { admin, feedback, dsn } = await start();
+    const { admin, feedback, dsn, returnPath } = await start();
     const mailbox = [
       ...unstorable.map(([, spoil], index) => spoil(dsn(`<dsn-${index}@mx.example.org>`))),
       dsn('<dsn-unreadable@mx.example.org>').replace('message/delivery-status', 'text/plain'),
@@ -465,8 +481,68 @@ describe('DSNs PostgreSQL cannot store as they came', () => {
     expect(await bed.execute(`select provider_event_id from mail_outbox_feedback order by provider_event_id`)).toEqual(
       [...unstorable.map((_, index) => `<dsn-${index}@mx.example.org>`), '<dsn-last@mx.example.org>']
         .sort()
-        .map((id) => ({ provider_event_id: id })),
+        .map((id) => ({ provider_event_id: `${id} to ${returnPath}` })),
     );
     expect(await admin.listSuppressions()).toEqual([expect.objectContaining({ address: 'gone@example.org' })]);
+  });
+});
+
+describe('DSNs of many recipients: bounded, each row with its own recipient group', () => {
+  const bed = useTestBed();
+  const groups = (count: number) =>
+    Array.from({ length: count }, (_, index) => ({
+      address: `r${index}@example.org`,
+      action: 'failed' as const,
+      status: '5.1.1',
+      diagnostic: '550 5.1.1 user unknown',
+    }));
+
+  async function start() {
+    const { app } = await bed.start();
+    return app.get(MailFeedbackService);
+  }
+
+  it.each([
+    [
+      '12,799 recipient groups in 2.8 MB',
+      groups(12_799),
+      /the delivery-status part has \d+ bytes, more than the 1048576/,
+    ],
+    ['1,001 recipient groups', groups(1_001), /the delivery-status part has 1001 recipient groups, more than the 1000/],
+  ])('a DSN of %s is refused with FeedbackPayloadError, nothing stored', async (_case, recipients, reason) => {
+    const feedback = await start();
+    const refusal = feedback.ingestDsn(
+      dsnMessage({ to: 'shop@example.com', messageId: '<many@x.example>', recipients }),
+    );
+    await expect(refusal).rejects.toBeInstanceOf(FeedbackPayloadError);
+    await expect(refusal).rejects.toThrow(reason);
+    expect(await bed.execute(`select count(*)::int as n from mail_outbox_feedback`)).toEqual([{ n: 0 }]);
+  });
+
+  it('a message larger than 16 MiB is no DSN it reads: refused with FeedbackPayloadError', async () => {
+    const feedback = await start();
+    const dsn = dsnMessage({
+      to: 'shop@example.com',
+      recipients: groups(1),
+      original: { raw: `Subject: big\r\n\r\n${'x'.repeat(16 * 1_048_576)}`, as: 'message' },
+    });
+    await expect(feedback.ingestDsn(dsn)).rejects.toThrow(/the message has \d+ bytes, more than the 16777216/);
+  });
+
+  it('a DSN of 1,000 recipient groups: stored, each row with the per-message group and its own group only', async () => {
+    const feedback = await start();
+    const dsn = dsnMessage({ to: 'shop@example.com', messageId: '<many@x.example>', recipients: groups(1_000) });
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 1_000, duplicates: 0 });
+    const rows = (await bed.execute(
+      `select recipient, payload->>'deliveryStatus' as status, pg_column_size(payload) as size from mail_outbox_feedback`,
+    )) as Array<{ recipient: string; status: string; size: number }>;
+    expect(rows).toHaveLength(1_000);
+    for (const { recipient, status } of rows) {
+      expect(status.match(/Final-Recipient/g)).toEqual(['Final-Recipient']);
+      expect(status).toContain(`Final-Recipient: rfc822; ${recipient}`);
+      expect(status).toMatch(/^Reporting-MTA: dns; mx\.example\.org/);
+    }
+    // Each row about 500 bytes, where each carried the whole 217 KB part before.
+    expect(rows.reduce((sum, row) => sum + row.size, 0)).toBeLessThan(1_000_000);
   });
 });

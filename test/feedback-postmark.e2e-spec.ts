@@ -145,7 +145,9 @@ describe('Postmark feedback (basic auth and a secret header)', () => {
 
   // Half of an emoji where the suppression reason ("postmark hard bounce: 5.1.1 smtp;550 5.1.1 …") is cut at 500.
   const beforeTheCut = 'postmark hard bounce: 5.1.1 smtp;550 5.1.1 ';
-  const splitAtTheCut = `550 5.1.1 ${'a'.repeat(500 - beforeTheCut.length - 1)}😀 gone`;
+  // The emoji's high surrogate at code unit 498, where the cut to 499 units and an ellipsis falls.
+  const pad = 'a'.repeat(500 - beforeTheCut.length - 2);
+  const splitAtTheCut = `550 5.1.1 ${pad}😀 gone`;
   it.each([
     [
       'Details with a lone surrogate',
@@ -157,7 +159,7 @@ describe('Postmark feedback (basic auth and a secret header)', () => {
       (body: string) =>
         body.replace('550 5.1.1 The email account that you tried to reach does not exist.', splitAtTheCut),
       // Cut before the emoji, not between its halves.
-      `${beforeTheCut}${'a'.repeat(500 - beforeTheCut.length - 1)}…`,
+      `${beforeTheCut}${pad}…`,
     ],
   ])(
     'a hard bounce with %s: stored (200), the recipient suppressed with a reason PostgreSQL took',

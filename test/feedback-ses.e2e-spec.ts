@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { EmailComplainedEvent, EmailDeliveredEvent } from '@reliable-mail/nestjs';
-import { CERT_URL, useSnsTestServer } from './support/sns-test-server.js';
+import { FAILURE_MEMORY_MS } from '../libs/reliable-mail/src/feedback/sources/sns-certificates.js';
+import { CERT_URL, certificateUrl, useSnsTestServer } from './support/sns-test-server.js';
 import { waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
@@ -130,44 +131,57 @@ describe('Amazon SES feedback through SNS', () => {
     expect(await admin.listSuppressions()).toEqual([]);
   });
 
-  it('the certificate host answers 503 once: that notification gets a 5xx and nothing is kept; its retry and another signed with the certificate are stored', async () => {
+  it('the certificate host answers 503 once: that notification gets a 503 and nothing is kept; within 15 s the URL is answered 503 unfetched, then its retry and another signed with the certificate are stored', async () => {
     const { post, sendMail, outbox } = await start();
     const mail = await sendMail('gone@example.org');
     const before = sns().requests.length;
     sns().certificateHost.replies.push({ status: 503, body: '<html>Service Unavailable</html>' });
     const first = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0010')));
     const second = JSON.stringify(sns().notification(TOPIC, sesNotification('Bounce', mail, 'ses-0011')));
+    const pemFetches = () =>
+      sns()
+        .requests.slice(before)
+        .filter((path) => path.endsWith('.pem')).length;
 
     // A 5xx, which SNS retries; a 401 it would not, and the report would be lost.
-    expect((await post('ses', first, snsHeaders)).status).toBeGreaterThanOrEqual(500);
+    expect((await post('ses', first, snsHeaders)).status).toBe(503);
     expect(await feedbackRows(bed)).toEqual([]);
+    // Anyone can post a message naming the URL: the failure is remembered, and the host not asked again at once.
+    expect((await post('ses', first, snsHeaders)).status).toBe(503);
+    expect(pemFetches()).toBe(1);
 
+    // SNS retries 20 s later by default.
+    await new Promise((resolve) => setTimeout(resolve, FAILURE_MEMORY_MS));
     expect(await (await post('ses', first, snsHeaders)).json()).toMatchObject({ stored: 1 });
     expect(await (await post('ses', second, snsHeaders)).json()).toMatchObject({ stored: 1 });
     expect((await outbox.get(mail.id)).feedback.map((entry) => entry.kind)).toEqual(['delivered', 'bounced']);
     // The failed fetch, the good one, and no more: the certificate is cached once it checked out.
-    expect(
-      sns()
-        .requests.slice(before)
-        .filter((path) => path.endsWith('.pem')),
-    ).toHaveLength(2);
+    expect(pemFetches()).toBe(2);
   });
 
-  it.each([
-    ['a 200 that is not a certificate', { status: 200, body: '<html>Please sign in</html>' }],
-    ['a 200 that looks like a PEM but does not parse', { status: 200, body: '-----BEGIN CERTIFICATE-----\nAAAA\n' }],
-    ['a 404', { status: 404, body: 'Not Found' }],
-  ])(
-    '%s from the certificate host is a 5xx, kept for nothing: the next request fetches again and is stored',
-    async (_case, reply) => {
-      const { post, sendMail } = await start();
-      const mail = await sendMail('gone@example.org');
+  it('a 200 that is not a certificate, a 200 that looks like a PEM but does not parse, a 404 from the certificate host: each a 503, kept for nothing; after 15 s the next request fetches again and is stored', async () => {
+    const { post, sendMail } = await start();
+    const mail = await sendMail('gone@example.org');
+    const replies = [
+      { status: 200, body: '<html>Please sign in</html>' },
+      { status: 200, body: '-----BEGIN CERTIFICATE-----\nAAAA\n' },
+      { status: 404, body: 'Not Found' },
+    ];
+    // Each signed with a certificate URL of its own, so that each is fetched apart.
+    const bodies = replies.map((_, index) =>
+      JSON.stringify(
+        sns().notification(TOPIC, sesNotification('Delivery', mail, `ses-001${index}`), {
+          SigningCertURL: certificateUrl(`bad${index}`),
+        }),
+      ),
+    );
+    for (const [index, reply] of replies.entries()) {
       sns().certificateHost.replies.push(reply);
-      const body = JSON.stringify(sns().notification(TOPIC, sesNotification('Delivery', mail, 'ses-0012')));
-      expect((await post('ses', body, snsHeaders)).status).toBeGreaterThanOrEqual(500);
-      expect(await (await post('ses', body, snsHeaders)).json()).toMatchObject({ stored: 1 });
-    },
-  );
+      expect((await post('ses', bodies[index], snsHeaders)).status).toBe(503);
+    }
+    await new Promise((resolve) => setTimeout(resolve, FAILURE_MEMORY_MS));
+    for (const body of bodies) expect(await (await post('ses', body, snsHeaders)).json()).toMatchObject({ stored: 1 });
+  });
 
   it('notifications that need the certificate at the same time share one fetch', async () => {
     const { post, sendMail } = await start();
@@ -261,6 +275,12 @@ describe('Amazon SES feedback through SNS', () => {
       name: 'a certificate from a host outside the pinned AWS pattern',
       spoil: (body: Record<string, string>) =>
         sns().sign({ ...body, SigningCertURL: CERT_URL.replace('amazonaws.com', 'amazonaws.com.evil.example') }),
+      fetches: 0,
+    },
+    {
+      name: 'a certificate of another region than the topic’s (us-east-1)',
+      spoil: (body: Record<string, string>) =>
+        sns().sign({ ...body, SigningCertURL: CERT_URL.replace('us-east-1', 'eu-west-1') }),
       fetches: 0,
     },
     {

@@ -14,7 +14,8 @@ import { useTestBed } from './support/test-bed.js';
 import { feedbackRows, startWebhookApp } from './support/webhook-app.js';
 
 const resend = { resend: { secret: RESEND_SECRET } };
-const TOPIC = 'arn:aws:sns:eu-west-1:123456789012:ses-feedback';
+// In the region of the stand-in's certificate host (sns.us-east-1): SNS signs a topic's messages with its own region's.
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:ses-feedback';
 const POSTMARK_SECRET = { name: 'X-Webhook-Secret', value: 'postmark-secret' };
 
 /** A hard bounce of `address` as each provider posts it, naming the message by the id the provider gave it. */

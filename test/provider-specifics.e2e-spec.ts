@@ -293,6 +293,28 @@ describe('what each provider transport does of its own', () => {
     expect(api.messages.map((message) => message.messageId).sort()).toEqual(rows.map((row) => row.messageId).sort());
   });
 
+  it('Resend: a 429 with a Retry-After longer than the send deadline: the sends waiting are held back at once, charged nothing, then every mail once', async () => {
+    const api = await started(new ResendTestApi());
+    // 8 s, where a send may take 5 (the tests' sendTimeoutMs).
+    api.script.next(RESEND_ERRORS.rateLimitedFor(8));
+    const app = await startApp({ transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }) });
+    const outbox = app.get(MailOutboxService);
+    const rows = await outbox.enqueueMany(
+      Array.from({ length: 20 }, (_, index) => ({
+        mail: { to: `user${index}@example.com`, subject: 'Hi', text: 'x' },
+      })),
+    );
+    await waitFor('20 sent events', () => app.events.sent.length === 20, 60_000);
+
+    const [throttled, ...after] = api.requests.filter((request) => request.method === 'POST');
+    expect(after[0].receivedAt - throttled.receivedAt).toBeGreaterThanOrEqual(7_990);
+    expect(after).toHaveLength(20);
+    // The one request answered 429 is charged (and reported); the sends that made none are not.
+    expect(app.events.failed).toHaveLength(1);
+    const attempts = await Promise.all(rows.map(async (row) => (await outbox.get(row.id)).attempts));
+    expect(attempts.sort()).toEqual([...Array(19).fill(1), 2]);
+  });
+
   it('Postmark: a 429 with Retry-After: 3 pauses the lane 3 s, not its first second', async () => {
     const api = await started(new PostmarkTestApi());
     api.script.next(POSTMARK_ERRORS.rateLimitedFor(3));

@@ -8,6 +8,7 @@ const verp = { domain: 'bounces.example.com', secret };
 /** The address the module makes for a recipient of a row, as the options resolve it. */
 const addressOf = (rowId: string, recipient: string) =>
   verpAddress({ ...verp, localPart: 'bounces', secrets: [secret] }, rowId, recipient);
+const greylisted = { code: 451, text: '4.7.1 Greylisted, please try again later' };
 
 describe('VERP: the envelope sender of every recipient’s copy names its row and the recipient', () => {
   const bed = useTestBed();
@@ -54,6 +55,80 @@ describe('VERP: the envelope sender of every recipient’s copy names its row an
       attempts: 1,
       acceptedRecipients: ['ann@example.com', 'cid@example.com', 'bob@example.com'],
     });
+  });
+
+  it.each([
+    {
+      stage: 'RCPT',
+      script: (defer: (address: string) => boolean) => ({
+        onRcptTo: (to: string) => (defer(to) ? greylisted : undefined),
+      }),
+    },
+    {
+      stage: 'the final dot',
+      script: (defer: (address: string) => boolean) => ({
+        onData: ({ recipients }: { recipients: string[] }) => (defer(recipients[0]) ? greylisted : undefined),
+      }),
+    },
+  ])(
+    'the first of 3 recipients greylisted at $stage: the other two taken in the same attempt, the first at the retry, on a new connection',
+    async ({ script }) => {
+      const tried = new Set<string>();
+      // Greylisting: the first try of each (sender, recipient) pair is put off.
+      const { outbox, app } = await bed.start(
+        script((address) => address === 'ann@example.com' && !tried.has(address) && !!tried.add(address)),
+        { verp },
+      );
+      const mail = await outbox.enqueue({
+        to: ['ann@example.com', 'bob@example.com', 'cid@example.com'],
+        subject: 'Hi',
+        text: 'x',
+      });
+      await waitFor('sent', () => app.events.sent.length === 1, 20_000);
+      const row = await outbox.get(mail.id);
+      expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['partial', 'sent']);
+      expect(row.attemptLog[0].recipients!.map(({ address, status, reply }) => ({ address, status, reply }))).toEqual([
+        { address: 'ann@example.com', status: 'deferred', reply: `451 ${greylisted.text}` },
+        { address: 'bob@example.com', status: 'accepted', reply: expect.stringMatching(/^250/) },
+        { address: 'cid@example.com', status: 'accepted', reply: expect.stringMatching(/^250/) },
+      ]);
+      expect(bed.smtp.copiesByRecipient(mail.messageId)).toEqual(
+        new Map([
+          ['bob@example.com', 1],
+          ['cid@example.com', 1],
+          ['ann@example.com', 1],
+        ]),
+      );
+      // The rule stays: a connection that saw a deferral is not reused, so Ann's retry goes over a new one.
+      const sessions = bed.smtp.received.map((message) => message.sessionId);
+      expect(sessions[0]).toBe(sessions[1]);
+      expect(sessions[2]).not.toBe(sessions[0]);
+    },
+  );
+
+  it('the first of 3 recipients answered "slow down" at RCPT: the other two not tried, saying why, and all taken later', async () => {
+    let throttled = false;
+    const throttle = { code: 450, text: '4.7.1 Rate limit exceeded, slow down' };
+    const { outbox, app } = await bed.start(
+      { onRcptTo: (to) => (to === 'ann@example.com' && !throttled && (throttled = true) ? throttle : undefined) },
+      { verp },
+    );
+    const mail = await outbox.enqueue({
+      to: ['ann@example.com', 'bob@example.com', 'cid@example.com'],
+      subject: 'Hi',
+      text: 'x',
+    });
+    await waitFor('sent', () => app.events.sent.length === 1, 20_000);
+    const row = await outbox.get(mail.id);
+    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['transient', 'sent']);
+    const untried =
+      'not tried in this attempt: the server asked to slow down (450 4.7.1 Rate limit exceeded, slow down)';
+    expect(row.attemptLog[0].recipients!.map(({ address, status, reply }) => ({ address, status, reply }))).toEqual([
+      { address: 'ann@example.com', status: 'deferred', reply: '450 4.7.1 Rate limit exceeded, slow down' },
+      { address: 'bob@example.com', status: 'deferred', reply: untried },
+      { address: 'cid@example.com', status: 'deferred', reply: untried },
+    ]);
+    expect(bed.smtp.copiesByMessageId().get(mail.messageId)).toBe(3);
   });
 
   it('a server refusing the VERP sender refuses the lane: an outage, no attempt charged, sent once it takes it', async () => {

@@ -10,6 +10,9 @@ import { connect, type ConnectionOptions } from 'node:tls';
 
 export const SNS_HOST = 'sns.us-east-1.amazonaws.com';
 export const CERT_URL = `https://${SNS_HOST}/SimpleNotificationService-0123456789abcdef0123456789abcdef.pem`;
+/** Another URL of the host's, for a test that needs certificates fetched apart. */
+export const certificateUrl = (name: string) =>
+  `https://${SNS_HOST}/SimpleNotificationService-${name.padEnd(32, '0').slice(0, 32)}.pem`;
 
 /** The fields SNS signs, in order, per message type (AWS's "Verifying the signatures of Amazon SNS messages"). */
 const SIGNED_FIELDS: Record<string, string[]> = {
@@ -17,7 +20,10 @@ const SIGNED_FIELDS: Record<string, string[]> = {
   SubscriptionConfirmation: ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'],
 };
 
-/** What the certificate URL answers: `replies` first, one per request, then the certificate; each after `delayMs`. */
+/**
+ * What the certificate URLs answer: `replies` first, one per request to any of them, then the certificate; each after
+ * `delayMs`.
+ */
 export interface CertificateHost {
   replies: Array<{ status: number; body: string }>;
   delayMs: number;
@@ -72,7 +78,10 @@ export class SnsTestServer {
       const certificateHost: CertificateHost = { replies: [], delayMs: 0 };
       const server = createServer({ key, cert }, (request, response) => {
         requests.push(request.url ?? '');
-        if (request.url !== new URL(CERT_URL).pathname) return response.end('<ConfirmSubscriptionResponse/>');
+        // Every signing certificate's path serves the one certificate: a test may sign with several URLs.
+        if (!/^\/SimpleNotificationService-\w{32}\.pem$/.test(request.url ?? '')) {
+          return response.end('<ConfirmSubscriptionResponse/>');
+        }
         const { status, body } = certificateHost.replies.shift() ?? { status: 200, body: cert };
         setTimeout(() => response.writeHead(status).end(body), certificateHost.delayMs);
       });

@@ -82,6 +82,16 @@ export class FeedbackPayloadError extends ReliableMailError {
   }
 }
 
+/**
+ * A webhook could not be checked now, through no fault of its sender (the SNS signing certificate could not be had,
+ * or too many are being fetched at once): nothing of it was stored, and a retry later may succeed. Answered 503.
+ */
+export class FeedbackUnavailableError extends ReliableMailError {
+  constructor(readonly reason: string) {
+    super(`Feedback cannot be checked now: ${reason}`);
+  }
+}
+
 /** `MailFeedbackService.ingest` was given a source that no `ReliableMailWebhooksModule` configured. */
 export class UnknownFeedbackSourceError extends ReliableMailError {
   constructor(readonly source: string) {

@@ -29,6 +29,7 @@ export {
   ReliableMailError,
   FeedbackPayloadError,
   FeedbackSignatureError,
+  FeedbackUnavailableError,
   UnknownFeedbackSourceError,
 } from './errors.js';
 

@@ -5,7 +5,7 @@ import {
   cutText,
   indexableKey,
   isStorableDate,
-  MAX_IDENTIFIER_LENGTH,
+  MAX_IDENTIFIER_BYTES,
   storableIdentifier,
   storableJson,
   storableText,
@@ -44,6 +44,17 @@ describe('the values on their way to PostgreSQL', () => {
     expect(indexableKey('9'.repeat(10_000))).not.toBe(indexableKey('9'.repeat(10_001)));
   });
 
+  it('measures a key and an identifier alike: in UTF-8 bytes, once made storable', () => {
+    // A NUL is dropped before the key is measured: 512 bytes are left, kept as they are.
+    expect(indexableKey(`${'x'.repeat(512)}\0`)).toBe('x'.repeat(512));
+    expect(indexableKey('key-\uD800')).toBe('key-\uFFFD');
+    expect(indexableKey(`${'x'.repeat(600)}\uD800`)).toBe(indexableKey(`${'x'.repeat(600)}\uFFFD`));
+    // 85 characters of 3 bytes: 255 bytes, an identifier; one more is past the bound, though 86 UTF-16 units.
+    expect(storableIdentifier('€'.repeat(85))).toBe('€'.repeat(85));
+    expect(storableIdentifier('€'.repeat(86))).toBeNull();
+    expect(storableIdentifier(`${'x'.repeat(MAX_IDENTIFIER_BYTES)}\0`)).toBe('x'.repeat(MAX_IDENTIFIER_BYTES));
+  });
+
   it('takes the dates PostgreSQL reads back from toISOString, and no others', () => {
     expect(isStorableDate(new Date('0001-01-01T00:00:00.000Z'))).toBe(true);
     expect(isStorableDate(new Date('9999-12-31T23:59:59.999Z'))).toBe(true);
@@ -70,10 +81,10 @@ describe('the values on their way to PostgreSQL', () => {
     { name: 'half a character', value: 'pm-\uD83D', stored: 'pm-\uFFFD' },
     {
       name: 'as long as an id may be',
-      value: 'x'.repeat(MAX_IDENTIFIER_LENGTH),
-      stored: 'x'.repeat(MAX_IDENTIFIER_LENGTH),
+      value: 'x'.repeat(MAX_IDENTIFIER_BYTES),
+      stored: 'x'.repeat(MAX_IDENTIFIER_BYTES),
     },
-    { name: 'longer: no id at all', value: 'x'.repeat(MAX_IDENTIFIER_LENGTH + 1), stored: null },
+    { name: 'longer: no id at all', value: 'x'.repeat(MAX_IDENTIFIER_BYTES + 1), stored: null },
   ])("a peer's identifier, $name, is stored as $stored", ({ value, stored }) => {
     expect(storableIdentifier(value)).toBe(stored);
   });

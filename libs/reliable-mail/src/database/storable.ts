@@ -76,33 +76,27 @@ function storableTree(value: unknown): unknown {
 }
 
 /**
- * The longest identifier a peer gives (a provider's message or request id, a queue id) that is stored as one. The
- * longest any provider sends is about 70 characters; an index entry holds at most 2,704 bytes, which 255 UTF-16 code
- * units (765 bytes of UTF-8 at most) keep well within.
+ * A peer's identifiers and keys are measured in UTF-8 bytes once made storable, as the index holds them: a btree
+ * entry holds at most 2,704 bytes for all its columns, and a longer one fails the insert, and with it the
+ * statement (a megabyte-long "message id" failed the settle of its row). An identifier that must match another (a
+ * provider's message or request id, a queue id: the longest any provider sends is about 70 bytes) is none past
+ * `MAX_IDENTIFIER_BYTES`, since cut it would match nothing; a key that must only stay unique (a report's dedupe
+ * key) is kept past `MAX_KEY_BYTES` as its SHA-256 (`sha256:<hex>`), as unique as the value was.
  */
-export const MAX_IDENTIFIER_LENGTH = 255;
-
-/**
- * A peer's identifier as PostgreSQL can store and index it, or null when it is none: longer than
- * `MAX_IDENTIFIER_LENGTH`, it would fail the index it is looked up by (a megabyte-long "message id" failed the
- * settle of its row), and cut it would match nothing anyway.
- */
-export function storableIdentifier(value: string | null | undefined): string | null {
-  if (value === null || value === undefined || value.length > MAX_IDENTIFIER_LENGTH) return null;
-  return storableText(value);
-}
-
-/** The most UTF-8 bytes of a key kept as it came; a btree index entry holds at most 2,704 bytes, for all its columns. */
+export const MAX_IDENTIFIER_BYTES = 255;
 const MAX_KEY_BYTES = 512;
 
-/**
- * `value` as a column of a unique index takes it: as it is when short, else its SHA-256 (`sha256:<hex>`), which
- * stays as unique as the value was. A longer entry (a peer's 10 KB id) fails the insert, and with it the statement.
- * For a key that must stay unique (a report's dedupe key); an identifier that must match another is
- * `storableIdentifier`'s.
- */
+/** A peer's identifier as PostgreSQL can store and index it, or null when it is none (see above). */
+export function storableIdentifier(value: string | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  const stored = storableText(value);
+  return Buffer.byteLength(stored) > MAX_IDENTIFIER_BYTES ? null : stored;
+}
+
+/** `value` as a column of a unique index takes it: storable, and as it is when short, else its SHA-256 (see above). */
 export function indexableKey(value: string): string {
-  return Buffer.byteLength(value) <= MAX_KEY_BYTES
-    ? value
-    : `sha256:${createHash('sha256').update(value).digest('hex')}`;
+  const stored = storableText(value);
+  return Buffer.byteLength(stored) <= MAX_KEY_BYTES
+    ? stored
+    : `sha256:${createHash('sha256').update(stored).digest('hex')}`;
 }

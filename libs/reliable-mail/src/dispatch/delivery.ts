@@ -80,6 +80,7 @@ export class Delivery {
     timeoutMs: number,
     stopping: AbortSignal,
   ): Promise<AttemptResult> {
+    const deadlineAt = Date.now() + timeoutMs;
     const recipients = envelopeOf(row);
     // Every recipient left was suppressed since the last attempt: nothing to send.
     if (recipients.length === 0)
@@ -108,6 +109,7 @@ export class Delivery {
             ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
             : undefined,
           stopping,
+          deadlineAt,
         },
         signal,
       );

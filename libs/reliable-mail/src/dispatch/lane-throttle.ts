@@ -1,5 +1,3 @@
-import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
-
 /**
  * What one send tells the lane about its server: it took mail (`ok`), it asked to slow down, the connection failed
  * mid-conversation, or it refused the session altogether (an outage: connection refused, a 5yz greeting, a
@@ -77,7 +75,8 @@ export class LaneThrottle {
 
   /**
    * Records what a send said about the server; `retryAfterMs`, how long it asked the lane to wait (a Retry-After,
-   * honoured up to `LONGEST_RETRY_AFTER_MS`), makes the pause at least that long.
+   * bounded to `LONGEST_RETRY_AFTER_MS` where it came in: `retryAfterMs` for a provider's header, the outcome check
+   * for a transport's outcome), makes the pause at least that long.
    */
   record(signal: SendSignal, now: number, retryAfterMs = 0): void {
     if (signal === 'ok') {
@@ -87,8 +86,7 @@ export class LaneThrottle {
     }
     if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return;
     this.connectionFailures = 0;
-    const asked = Number.isFinite(retryAfterMs) ? Math.min(Math.max(0, retryAfterMs), LONGEST_RETRY_AFTER_MS) : 0;
-    const askedUntil = now + asked;
+    const askedUntil = now + retryAfterMs;
     // Sends that were already under way when the lane paused report in as well: they do not lengthen it, unless one
     // was asked to wait longer than the pause lasts.
     if (this.isPaused(now)) {

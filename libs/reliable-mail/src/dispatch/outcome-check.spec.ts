@@ -270,6 +270,16 @@ describe('readOutcome copies only the fields of a SendOutcome', () => {
     expect(() => JSON.stringify(read.outcome)).not.toThrow();
   });
 
+  it('keeps heldBack, which makes the attempt uncharged: a transport that held its send back is not charged for it', () => {
+    const held = { ...attempted, heldBack: true, retryAfterMs: 8_000 };
+    expect(readOutcome(held, envelope)).toEqual({ outcome: held, flaw: null, dropped: [] });
+  });
+
+  it("bounds a custom transport's Retry-After to an hour, as a provider's header is: a lane is never paused for years", () => {
+    const read = readOutcome({ ...attempted, retryAfterMs: 1e12 }, envelope);
+    expect(read.outcome).toMatchObject({ retryAfterMs: 3_600_000 });
+  });
+
   it('reads each field once: the value checked is the value kept', () => {
     let reads = 0;
     const changing = withRecipient(0, {

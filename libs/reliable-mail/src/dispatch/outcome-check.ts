@@ -1,4 +1,5 @@
 import { cutText, isStorableDate } from '../database/storable.js';
+import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 
 // A transport is any object the app gives (`transport`), so what its send resolves to is read where it enters the
@@ -51,6 +52,10 @@ const status = check(
   "one of 'accepted', 'deferred', 'refused', 'unknown'",
 );
 
+/** A Retry-After pauses the lane that long: a custom transport's is bounded as a provider's header is. */
+const retryAfterCopy = (value: unknown): unknown =>
+  Number.isFinite(value) ? Math.min(value as number, LONGEST_RETRY_AFTER_MS) : value;
+
 /** A Date as its time alone: a subclass's own toJSON or toISOString stays behind. */
 function dateCopy(value: unknown): unknown {
   if (!(value instanceof Date)) return value;
@@ -71,14 +76,15 @@ const ATTEMPTED: readonly Field[] = [
   { name: 'deduplicatedByKey', check: flag, kind: 'optional' },
   { name: 'slowDown', check: flag, kind: 'required' },
   { name: 'stoppedAtShutdown', check: flag, kind: 'optional' },
-  { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact' },
+  { name: 'heldBack', check: flag, kind: 'optional' },
+  { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
 ];
 const OUTAGE: readonly Field[] = [
   { name: 'replyCode', check: replyCode, kind: 'required' },
   { name: 'enhancedStatus', check: textOrNull, kind: 'required' },
   { name: 'reply', check: text, kind: 'required' },
   { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
-  { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact' },
+  { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
 ];
 const RECIPIENT: readonly Field[] = [
   { name: 'address', check: text, kind: 'required' },

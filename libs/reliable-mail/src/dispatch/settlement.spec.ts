@@ -380,6 +380,28 @@ describe('settlementFor an attempt', () => {
     expect(settlement.eventPayload).toMatchObject({ cause: 'unknown', outcomeUnknown: true });
   });
 
+  it('an attempt its transport held back (a Retry-After past its deadline) on its last attempt: not charged, no event, again once the lane resumes', () => {
+    const held =
+      "not tried in this attempt: the provider's Retry-After or rate limit allows no request before the send deadline";
+    const result = {
+      ...attempted(
+        [recipient('ann@example.com', 'deferred', held), recipient('bob@example.com', 'deferred', held)],
+        null,
+      ),
+      slowDown: true,
+      retryAfterMs: 600_000,
+      heldBack: true,
+    };
+    const settlement = settle(claimedRow({ attempts: 3 }), result, at(600_000));
+    expect(settlement).toMatchObject({
+      status: 'pending',
+      refundAttempt: 1,
+      nextAttemptAt: at(600_000),
+      acceptedRecipients: [],
+      eventName: null,
+    });
+  });
+
   it('suppressed recipients are reported as rejected once the row is sent', () => {
     const result = attempted([recipient('ann@example.com', 'accepted', ok)], ok);
     const settlement = settle(claimedRow({ suppressed: ['bob@example.com'] }), result);

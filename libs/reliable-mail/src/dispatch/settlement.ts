@@ -52,7 +52,8 @@ function leadingReply(recipients: RecipientOutcome[]): RecipientOutcome | undefi
  * What becomes of a claimed row after one attempt: its new state, the attempt's record and the event that reports
  * it. The row is `sent` once every recipient took the message or refused it and one took it; recipients deferred
  * are retried on their own, with the same Message-ID, until they are settled or the row runs out of attempts or
- * time. A lane outage is retried when the lane resumes (`outageEndsAt`) and not counted as an attempt.
+ * time. A lane outage, and a send its transport held back, are retried when the lane resumes (`outageEndsAt`) and
+ * not counted as an attempt.
  */
 export function settlementFor(
   row: ClaimedRow,
@@ -144,12 +145,13 @@ export function settlementFor(
     sentAt: null,
     ...event,
   });
-  if (result.stoppedAtShutdown && outcome !== 'unknown') {
-    // The app shut down between two transactions or requests: what went out is recorded, the rest were not tried.
-    // Not charged, and no failed event: the next claim sends to them at once, wherever it runs. An attempt that may
+  if ((result.stoppedAtShutdown || result.heldBack) && outcome !== 'unknown') {
+    // The app shut down between two transactions or requests, or the transport held the send back (a Retry-After
+    // past its deadline): what went out is recorded, the rest were not tried. Not charged, and no failed event: the
+    // next claim sends to them, at once after a shutdown, once the lane resumes after a hold. An attempt that may
     // have reached a recipient (unknown) is charged as any other: a refund would hide from the next claim that the
     // row was sent before, and with it the recipients it may have taken (`possiblyTakenBefore`).
-    return pending(1, now, { eventName: null, eventPayload: {} });
+    return pending(1, result.heldBack ? outageEndsAt : now, { eventName: null, eventPayload: {} });
   }
   const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
   const retry = decideRetry(row, true, policy, now, random);

@@ -10,7 +10,7 @@ export function everyRecipientDeferred(
   recipients: string[],
   reason: string,
   { slowDown = false }: { slowDown?: boolean } = {},
-): SendOutcome {
+): Extract<SendOutcome, { kind: 'attempted' }> {
   return {
     kind: 'attempted',
     recipients: recipients.map((address) => deferredRecipient(address, reason)),

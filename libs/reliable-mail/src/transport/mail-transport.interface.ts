@@ -66,6 +66,11 @@ export interface OutboundMessage {
    * process exits rather than sent again after the lease. It never cuts a request or transaction under way.
    */
   stopping?: AbortSignal;
+  /**
+   * When the send's deadline falls (`signal` of `send` aborts then), in ms since the epoch. A transport that could
+   * only wait past it to make its first request (a provider's Retry-After) reports `heldBack` at once instead.
+   */
+  deadlineAt?: number;
 }
 
 /**
@@ -129,6 +134,13 @@ export type SendOutcome =
        * recipients not reached yet are reported deferred: the attempt is not charged, and they go at the next claim.
        */
       stoppedAtShutdown?: boolean;
+      /**
+       * The transport held the send back: a provider's Retry-After (or its rate limit) allowed no request before the
+       * send's deadline (`OutboundMessage.deadlineAt`), and the recipients not reached are reported deferred. As with
+       * `stoppedAtShutdown`, the attempt is not charged and records no failed event; the lane waits `retryAfterMs`,
+       * and the row goes again once it resumes.
+       */
+      heldBack?: boolean;
     }
   | {
       /**

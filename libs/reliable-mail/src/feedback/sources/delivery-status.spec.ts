@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { FeedbackPayloadError } from '../../errors.js';
-import { dsnFeedbackOf, headerFields, parseDeliveryStatus } from './delivery-status.js';
+import {
+  dsnFeedbackOf,
+  headerFields,
+  MAX_RECIPIENT_GROUPS,
+  MAX_REPEATED_LENGTH,
+  parseDeliveryStatus,
+} from './delivery-status.js';
 
 const context = {
   rowId: '0190f0a2-1111-7000-8000-00000000000a',
@@ -37,11 +43,69 @@ describe('parseDeliveryStatus', () => {
         '\n\nFinal-Recipient: rfc822; b@example.org\nAction: delivered',
       ),
     );
-    expect(status.message.get('reporting-mta')).toBe('dns; mx.example.org');
-    expect(status.recipients.map((fields) => fields.get('final-recipient'))).toEqual([
-      'rfc822; a@example.org',
-      'rfc822; b@example.org',
+    expect(status.message.fields.get('reporting-mta')).toBe('dns; mx.example.org');
+    expect(status.recipients.map(({ fields, recipient }) => [fields.get('final-recipient'), recipient])).toEqual([
+      ['rfc822; a@example.org', 'a@example.org'],
+      ['rfc822; b@example.org', 'b@example.org'],
     ]);
+  });
+
+  it.each([
+    [
+      'an Original-Recipient that names no address: the Final-Recipient',
+      'Original-Recipient: rfc822; nobody',
+      'a@example.org',
+    ],
+    ['one that does: it', 'Original-Recipient: rfc822; ann@example.org', 'ann@example.org'],
+  ])('names the recipient of a group with %s', (_case, original, recipient) => {
+    const status = parseDeliveryStatus(report(`Final-Recipient: rfc822; A@example.org\n${original}\nAction: failed`));
+    expect(status.recipients.map((group) => group.recipient)).toEqual([recipient]);
+  });
+
+  it('leaves out a group that names no address, and keeps the others', () => {
+    const status = parseDeliveryStatus(
+      report(
+        'Final-Recipient: rfc822; nobody\nAction: failed',
+        '\nFinal-Recipient: rfc822; b@example.org\nAction: failed',
+        '\nFinal-Recipient: x400; <>\nOriginal-Recipient: rfc822; nobody either\nAction: failed',
+      ),
+    );
+    expect(status.recipients.map((group) => group.recipient)).toEqual(['b@example.org']);
+  });
+
+  it('refuses a report in which no group names an address', () => {
+    expect(() => parseDeliveryStatus(report('Final-Recipient: rfc822; nobody\nAction: failed'))).toThrow(
+      new FeedbackPayloadError('the delivery-status part names no recipient address (Final-Recipient)'),
+    );
+  });
+
+  it.each([
+    [`${MAX_RECIPIENT_GROUPS} recipient groups`, MAX_RECIPIENT_GROUPS, 1, null],
+    [
+      `${MAX_RECIPIENT_GROUPS + 1} recipient groups`,
+      MAX_RECIPIENT_GROUPS + 1,
+      1,
+      `the delivery-status part has ${MAX_RECIPIENT_GROUPS + 1} recipient groups, more than the ${MAX_RECIPIENT_GROUPS} a DSN may have`,
+    ],
+    [
+      'a part of more than 1 MiB',
+      2,
+      600_000,
+      /the delivery-status part has 12\d{5} bytes, more than the 1048576 a DSN may have$/,
+    ],
+  ])('%s: read up to the bounds, refused past them', (_case, groups, diagnosticLength, refusal) => {
+    const text = report(
+      ...Array.from(
+        { length: groups },
+        (_, index) =>
+          `\nFinal-Recipient: rfc822; r${index}@example.org\nAction: failed\nDiagnostic-Code: smtp; ${'x'.repeat(diagnosticLength)}`,
+      ),
+    );
+    if (refusal === null) expect(parseDeliveryStatus(text).recipients).toHaveLength(groups);
+    else {
+      expect(() => parseDeliveryStatus(text)).toThrow(FeedbackPayloadError);
+      expect(() => parseDeliveryStatus(text)).toThrow(refusal);
+    }
   });
 
   it.each(['', 'Reporting-MTA: dns; mx.example.org', report('Action: failed\nStatus: 5.1.1')])(
@@ -125,9 +189,35 @@ describe('dsnFeedbackOf', () => {
     expect(dsnFeedbackOf(status, context)[0].reportedAt.toISOString()).toBe(expected);
   });
 
-  it('refuses a recipient field without an address', () => {
-    const status = parseDeliveryStatus(report('Final-Recipient: rfc822; nobody\nAction: failed'));
-    expect(() => dsnFeedbackOf(status, context)).toThrow(FeedbackPayloadError);
+  it('gives each item the per-message group and its own group, not the others', () => {
+    const status = parseDeliveryStatus(
+      report(
+        'Final-Recipient: rfc822; a@example.org\nAction: failed\nStatus: 5.1.1',
+        '\nFinal-Recipient: rfc822; b@example.org\nAction: delayed\nStatus: 4.4.1',
+      ),
+    );
+    const perMessage = 'Reporting-MTA: dns; mx.example.org\r\nArrival-Date: Thu, 3 Dec 2026 10:00:00 +0000';
+    expect(
+      dsnFeedbackOf(status, { ...context, payload: { subject: 'Undelivered' } }).map((item) => item.payload),
+    ).toEqual([
+      {
+        subject: 'Undelivered',
+        deliveryStatus: `${perMessage}\n\nFinal-Recipient: rfc822; a@example.org\nAction: failed\nStatus: 5.1.1`,
+      },
+      {
+        subject: 'Undelivered',
+        deliveryStatus: `${perMessage}\n\nFinal-Recipient: rfc822; b@example.org\nAction: delayed\nStatus: 4.4.1`,
+      },
+    ]);
+  });
+
+  it('cuts the per-message group that each item repeats', () => {
+    const long = `Reporting-MTA: dns; ${'m'.repeat(5_000)}`;
+    const status = parseDeliveryStatus(`${long}\n\nFinal-Recipient: rfc822; a@example.org\nAction: failed`);
+    const [item] = dsnFeedbackOf(status, context);
+    expect(item.payload.deliveryStatus).toBe(
+      `${long.slice(0, MAX_REPEATED_LENGTH - 1)}…\n\nFinal-Recipient: rfc822; a@example.org\nAction: failed`,
+    );
   });
 
   it('is authenticated for the recipients the DSN proves it speaks for, and for no other', () => {

@@ -1,4 +1,4 @@
-import { storableDateOrNull } from '../../database/storable.js';
+import { cutText, storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { isHardBounceStatus } from '../../transport/smtp/smtp-reply.js';
 import { addressIn, type FeedbackItem, statusIn } from '../feedback-report.js';
@@ -32,22 +32,76 @@ export function headerBlockOf(message: string): string {
   return message.split(/\r?\n\r?\n/, 1)[0];
 }
 
-export interface DeliveryStatus {
-  message: HeaderFields;
-  recipients: HeaderFields[];
+/**
+ * Bounds of a delivery-status part, since anyone can mail a DSN and each recipient group becomes a feedback row
+ * that repeats the per-message facts. A genuine one reports the recipients of one SMTP transaction (at most
+ * `maxRecipientsPerTransaction`, 100 by default) in a few hundred bytes each; with VERP, one. A part past either
+ * bound is refused: 12,799 groups in 1 MB were 12,799 rows of 1 MB each, which ran 42 s and then failed.
+ */
+export const MAX_DELIVERY_STATUS_BYTES = 1_048_576;
+export const MAX_RECIPIENT_GROUPS = 1_000;
+/**
+ * What each row repeats of the per-message group is cut to this many characters: a genuine one is a few lines
+ * (Reporting-MTA, Arrival-Date, a queue id), and 1,000 rows repeat it.
+ */
+export const MAX_REPEATED_LENGTH = 1_000;
+
+/** A group of fields, and its text as the report gave it. */
+export interface FieldGroup {
+  fields: HeaderFields;
+  text: string;
 }
 
+/** A recipient's group, and the address it names (lower case). */
+export interface RecipientGroup extends FieldGroup {
+  recipient: string;
+}
+
+export interface DeliveryStatus {
+  message: FieldGroup;
+  recipients: RecipientGroup[];
+}
+
+/**
+ * The groups of a delivery-status part. A recipient group that names no address is left out, so that it costs the
+ * others nothing; a part in which none does is refused, as is one past the bounds above.
+ */
 export function parseDeliveryStatus(text: string): DeliveryStatus {
-  const [message, ...recipients] = text
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_DELIVERY_STATUS_BYTES) {
+    throw new FeedbackPayloadError(
+      `the delivery-status part has ${bytes} bytes, more than the ${MAX_DELIVERY_STATUS_BYTES} a DSN may have`,
+    );
+  }
+  const [message, ...groups] = text
     .trim()
     .split(/\r?\n[ \t]*\r?\n/)
-    .map(headerFields)
-    .filter((fields) => fields.size > 0);
-  const named = recipients.filter((fields) => fields.has('final-recipient'));
-  if (!message || named.length === 0) {
-    throw new FeedbackPayloadError('the delivery-status part names no recipient (Final-Recipient)');
+    .map((block) => ({ fields: headerFields(block), text: block }))
+    .filter((group) => group.fields.size > 0);
+  if (groups.length > MAX_RECIPIENT_GROUPS) {
+    throw new FeedbackPayloadError(
+      `the delivery-status part has ${groups.length} recipient groups, more than the ${MAX_RECIPIENT_GROUPS} a DSN may have`,
+    );
   }
-  return { message, recipients: named };
+  const recipients = groups.flatMap((group): RecipientGroup[] => {
+    const recipient = recipientOf(group.fields);
+    return recipient === null ? [] : [{ ...group, recipient }];
+  });
+  if (!message || recipients.length === 0) {
+    throw new FeedbackPayloadError('the delivery-status part names no recipient address (Final-Recipient)');
+  }
+  return { message, recipients };
+}
+
+/**
+ * The address of a recipient group (RFC 3464 requires its Final-Recipient): as it was given to the first server
+ * (what the row was sent to) where the group says it and it reads as one, else the final one.
+ */
+function recipientOf(fields: HeaderFields): string | null {
+  const final = fields.get('final-recipient');
+  if (final === undefined) return null;
+  const original = fields.get('original-recipient');
+  return (original === undefined ? null : addressIn(original)) ?? addressIn(final);
 }
 
 /** The DSN's own facts, beside its delivery-status part. */
@@ -62,17 +116,16 @@ export interface DsnContext extends Pick<FeedbackItem, 'rowId' | 'messageId' | '
  * Each recipient of a delivery status as feedback. `failed` is a bounce, hard when its status says the address is
  * bad for good (X.1.1, X.1.2, X.1.3, X.1.6, as an SMTP refusal at send time); `delayed` and `delivered` are what
  * they say; `relayed` and `expanded` (passed on to where no DSN comes back) say nothing final and are left out.
+ * Each item's payload carries the context's, and as `deliveryStatus` the per-message group (cut) and its own group:
+ * not the others', which would make the rows of a DSN grow with the square of its recipients.
  */
 export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): FeedbackItem[] {
-  const arrival = dateOrNull(status.message.get('arrival-date'));
-  return status.recipients.flatMap((fields): FeedbackItem[] => {
+  const arrival = dateOrNull(status.message.fields.get('arrival-date'));
+  const perMessage = cutText(status.message.text, MAX_REPEATED_LENGTH);
+  return status.recipients.flatMap(({ fields, text, recipient }): FeedbackItem[] => {
     const action = fields.get('action')?.toLowerCase().split(/[\s(]/)[0];
     const kind = action === 'failed' ? 'bounced' : action === 'delayed' || action === 'delivered' ? action : null;
     if (kind === null) return [];
-    // The address as it was given to the first server (what the row was sent to), where the DSN says it.
-    const named = fields.get('original-recipient') ?? fields.get('final-recipient')!;
-    const recipient = addressIn(named);
-    if (recipient === null) throw new FeedbackPayloadError(`no address in the recipient field "${named}"`);
     const diagnostic = fields.get('diagnostic-code')?.replace(/^[\w-]+\s*;\s*/, '') ?? null;
     const code = statusIn(fields.get('status')) ?? statusIn(diagnostic);
     const hard = kind === 'bounced' && code !== null && isHardBounceStatus(code);
@@ -82,7 +135,7 @@ export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): Feed
         messageId: context.messageId,
         providerEventId: context.providerEventId,
         providerMessageId: null,
-        payload: context.payload,
+        payload: { ...context.payload, deliveryStatus: `${perMessage}\n\n${text}` },
         recipient,
         kind,
         bounceType: kind === 'bounced' ? (hard ? 'hard' : 'soft') : null,

@@ -1,9 +1,9 @@
 import { type Agent, get } from 'node:https';
-import { FeedbackPayloadError, FeedbackSignatureError } from '../../errors.js';
+import { FeedbackPayloadError, FeedbackSignatureError, FeedbackUnavailableError } from '../../errors.js';
 import { ignoredReport, objectAt, parseJson, stringAt } from '../feedback-report.js';
 import { loadSdk } from '../../transport/http/load-sdk.js';
 import { sesFeedbackOf } from './ses-notification.js';
-import { type CertificateCache, SnsCertificates } from './sns-certificates.js';
+import { type CertificateCache, SnsCertificateUnavailableError, SnsCertificates } from './sns-certificates.js';
 import type { WebhookSource } from './webhook-source.js';
 
 /** Amazon SES feedback through an SNS topic with an HTTPS subscription to this endpoint. */
@@ -23,6 +23,9 @@ export interface SesWebhookOptions {
 
 /** Where SNS's signing certificates and subscription confirmations are: AWS's SNS hosts only. */
 const SNS_HOST = /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/;
+/** The region of an SNS host, and of a topic's ARN (`arn:aws:sns:us-east-1:…`, `arn:aws-cn:sns:cn-north-1:…`). */
+const HOST_REGION = /^sns\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/;
+const TOPIC_REGION = /^arn:aws[a-z-]*:sns:([a-z0-9-]+):/;
 /** sns-payload-validator's pattern for a signing certificate's URL, checked here before anything is fetched. */
 const CERTIFICATE_URL =
   /^https:\/\/sns\.[a-zA-Z0-9-]{3,}\.amazonaws\.com(\.cn)?\/SimpleNotificationService-[a-zA-Z0-9]{32}\.pem$/;
@@ -58,7 +61,7 @@ export async function sesWebhookSource(options: SesWebhookOptions): Promise<Webh
       const topic = stringAt(message.TopicArn, 'TopicArn');
       if (!topics.has(topic))
         throw new FeedbackSignatureError(`the SNS topic ${topic} is not one of sources.ses.topicArns`);
-      await verify(validator, certificates, message);
+      await verify(validator, certificates, message, topic);
       switch (message.Type) {
         case 'SubscriptionConfirmation':
           await confirmSubscription(stringAt(message.SubscribeURL, 'SubscribeURL'), options.agent);
@@ -94,6 +97,7 @@ async function verify(
   validator: Validator,
   certificates: SnsCertificates,
   message: Record<string, unknown>,
+  topic: string,
 ): Promise<void> {
   // The validator's own first checks, made before the certificate is fetched: a message it refuses fetches nothing.
   if (message.SignatureVersion !== '1' && message.SignatureVersion !== '2') {
@@ -102,11 +106,21 @@ async function verify(
   const url = message.SigningCertURL;
   if (typeof url !== 'string' || !CERTIFICATE_URL.test(url))
     throw new FeedbackSignatureError('SNS: Invalid SigningCertURL');
+  // SNS signs a topic's messages with its own region's certificate: a URL of another region is no message of that
+  // topic, and is fetched for nobody.
+  const certificateRegion = HOST_REGION.exec(new URL(url).hostname.toLowerCase())?.[1];
+  const topicRegion = TOPIC_REGION.exec(topic)?.[1];
+  if (certificateRegion === undefined || certificateRegion !== topicRegion) {
+    throw new FeedbackSignatureError(`SNS: the SigningCertURL is not of the topic's region (${topicRegion ?? 'none'})`);
+  }
   try {
     await certificates.load(url);
   } catch (error) {
-    // Not the sender's fault: the request fails (5xx), nothing is kept, and SNS's retry fetches again.
-    throw new Error(`the SNS signature could not be checked: ${(error as Error).message}`, { cause: error });
+    // Not the sender's fault: the request fails (503), nothing is kept, and SNS's retry fetches again.
+    if (error instanceof SnsCertificateUnavailableError) {
+      throw new FeedbackUnavailableError(`the SNS signature could not be checked: ${error.message}`);
+    }
+    throw error;
   }
   try {
     // The certificate is in the validator's cache now, where this call finds it before fetching anything.

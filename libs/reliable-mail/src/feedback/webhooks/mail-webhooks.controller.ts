@@ -10,10 +10,11 @@ import {
   Param,
   Post,
   Req,
+  ServiceUnavailableException,
   type Type,
   UnauthorizedException,
 } from '@nestjs/common';
-import { FeedbackPayloadError, FeedbackSignatureError } from '../../errors.js';
+import { FeedbackPayloadError, FeedbackSignatureError, FeedbackUnavailableError } from '../../errors.js';
 import { type FeedbackIngestResult, MailFeedbackService } from '../mail-feedback.service.js';
 import { RawBodyError, rawBodyOf, type WebhookRequest } from './raw-body.js';
 import type { ResolvedWebhooksOptions } from './webhooks-options.js';
@@ -23,7 +24,8 @@ export const WEBHOOKS_OPTIONS = Symbol('reliable-mail:webhooks-options');
 /**
  * The webhook routes at `path`: `POST <path>/<source>` for each configured source. 200 once the feedback has
  * committed (also for a repeat, and for a report with nothing to store), 401 when the signature or credentials do
- * not verify, 400 when the verified body cannot be read, 404 for a source not configured, 413 past the size limit.
+ * not verify, 400 when the verified body cannot be read, 503 when it cannot be checked now (SNS retries a 5xx), 404
+ * for a source not configured, 413 past the size limit.
  * A controller made per module, since Nest reads a controller's path from its decorator.
  */
 export function mailWebhooksControllerAt(path: string): Type {
@@ -58,6 +60,10 @@ export function mailWebhooksControllerAt(path: string): Type {
       if (error instanceof FeedbackPayloadError) {
         this.logger.warn({ msg: 'malformed webhook', source, reason: error.reason });
         return new BadRequestException(error.message);
+      }
+      if (error instanceof FeedbackUnavailableError) {
+        this.logger.warn({ msg: 'webhook not checked now', source, reason: error.reason });
+        return new ServiceUnavailableException(error.message);
       }
       if (error instanceof RawBodyError) {
         if (error.status === 413) return new HttpException(error.message, 413);

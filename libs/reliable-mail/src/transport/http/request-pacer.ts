@@ -1,5 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LONGEST_RETRY_AFTER_MS } from './retry-after.js';
 
 /** The time a pacer keeps: the real one, or a test's. */
 export interface PacerClock {
@@ -30,8 +29,9 @@ const SECOND_WITH_MARGIN_MS = 1_100;
  * key are not counted: their 429s slow the lane down like any other.
  *
  * A provider's Retry-After (`holdFor`) holds back every request of the transport object not made yet, those already
- * waiting for a slot included: one whose slot falls within the hold takes a new one after it. With no rate (`null`),
- * the pacer only holds.
+ * waiting for a slot included: one whose slot falls within the hold takes a new one after it. A request whose slot
+ * would come after its send's deadline takes none and is told at once, rather than wait for the deadline and make
+ * no request all the same. With no rate (`null`), the pacer only holds.
  */
 export class RequestPacer {
   private nextSlotAt = -Infinity;
@@ -46,27 +46,33 @@ export class RequestPacer {
     this.intervalMs = requestsPerSecond === null ? 0 : Math.ceil(SECOND_WITH_MARGIN_MS / requestsPerSecond);
   }
 
-  /** Waits for the request's slot: false when `signal` aborted first, and the request is not to be made. */
-  async take(signal: AbortSignal): Promise<boolean> {
+  /**
+   * Waits for the request's slot. `msLeft` is the time left before the send's deadline: a slot after it (a hold
+   * that outlasts it) is not taken, and the answer says at once how long until the next one could be.
+   */
+  async take(signal: AbortSignal, msLeft = Infinity): Promise<PacedSlot> {
+    const deadline = this.clock.now() + msLeft;
     for (;;) {
       const now = this.clock.now();
       const slotAt = Math.max(now, this.nextSlotAt);
+      if (slotAt >= deadline) return { taken: false, heldForMs: Math.ceil(slotAt - now) };
       this.nextSlotAt = slotAt + this.intervalMs;
       await this.clock.pause(slotAt - now, signal);
-      if (signal.aborted) return false;
+      if (signal.aborted) return { taken: false, heldForMs: null };
       // A hold that came while this request waited for its slot: it takes a slot after the hold.
-      if (slotAt >= this.heldUntil) return true;
+      if (slotAt >= this.heldUntil) return { taken: true };
     }
   }
 
-  /**
-   * Makes no request for `ms` from now (the provider's Retry-After, at most `LONGEST_RETRY_AFTER_MS`); a wait that is
-   * not a number holds nothing, as a hold until NaN would never end.
-   */
+  /** Makes no request for `ms` from now: a provider's Retry-After, which `retryAfterMs` read and bounded. */
   holdFor(ms: number): void {
-    if (!Number.isFinite(ms)) return;
-    const until = this.clock.now() + Math.min(Math.max(0, ms), LONGEST_RETRY_AFTER_MS);
-    this.heldUntil = Math.max(this.heldUntil, until);
+    this.heldUntil = Math.max(this.heldUntil, this.clock.now() + ms);
     this.nextSlotAt = Math.max(this.nextSlotAt, this.heldUntil);
   }
 }
+
+/**
+ * What a request's wait came to: its slot, or none; then `heldForMs`, how long until a slot after the send's
+ * deadline, or null when the signal aborted the wait (the deadline, or the app's shutdown).
+ */
+export type PacedSlot = { taken: true } | { taken: false; heldForMs: number | null };

@@ -427,6 +427,68 @@ describe('sendInRequests: requests of at most 2, one after another, merged into 
     expect(starts).toEqual([0, 110, 3_110]);
   });
 
+  describe('a Retry-After that outlasts the send’s deadline', () => {
+    /** A pacer of 10 a second on a clock of the test's, the provider's answer of the first send asking for 8 s. */
+    function setup() {
+      let now = 0;
+      const pacer = new RequestPacer(10, { now: () => now, pause: async (ms) => void (now += Math.max(ms, 0)) });
+      const starts: number[] = [];
+      const send = (retryAfterMs?: number) => async (recipients: string[]) => {
+        starts.push(now);
+        now += 100;
+        if (retryAfterMs === undefined) return outcomeOfRequest(recipients, 'taken', starts.length - 1, false);
+        return outcomeOf(recipients, throttled, { providerRequestId: null, deduplicatedByKey: false, retryAfterMs });
+      };
+      const limits = { limit: 2, toRequired: false, pacer };
+      const signal = new AbortController().signal;
+      return { limits, signal, send, starts, now: () => now };
+    }
+    const statuses = (outcome: SendOutcome) =>
+      outcome.kind === 'attempted' ? outcome.recipients.map(({ status, reply }) => `${status} ${reply}`) : [];
+    const why = (ms: number) =>
+      `not tried in this attempt: the provider's Retry-After or rate limit allows no request before the send deadline (the next in ${ms} ms)`;
+
+    it('before the first request: none made, answered at once, held back (not charged) for the time left', async () => {
+      const { limits, signal, send, starts, now } = setup();
+      await sendInRequests(message(['t1']), limits, signal, send(8_000));
+      const outcome = await sendInRequests({ ...message(), deadlineAt: Date.now() + 5_000 }, limits, signal, send());
+      expect(starts).toEqual([0]);
+      expect(now()).toBe(100);
+      expect(outcome).toMatchObject({ kind: 'attempted', heldBack: true, slowDown: true, retryAfterMs: 8_000 });
+      expect(statuses(outcome)).toEqual(Array(6).fill(`deferred ${why(8_000)}`));
+    });
+
+    it('after a request was taken: what went out is reported, the rest held back (not charged)', async () => {
+      const { limits, signal, starts } = setup();
+      const outcome = await sendInRequests(
+        { ...message(), deadlineAt: Date.now() + 5_000 },
+        limits,
+        signal,
+        async (recipients) => {
+          starts.push(0);
+          // Meanwhile another send of the transport was answered with a Retry-After of 8 s.
+          limits.pacer.holdFor(8_000);
+          return outcomeOfRequest(recipients, 'taken', 0, false);
+        },
+      );
+      expect(starts).toEqual([0]);
+      expect(outcome).toMatchObject({ heldBack: true, retryAfterMs: 8_000, providerMessageId: 'id-1' });
+      expect(statuses(outcome)).toEqual([
+        'accepted 200 id-1',
+        'accepted 200 id-1',
+        ...Array(4).fill(`deferred ${why(8_000)}, after request 1 of 3`),
+      ]);
+    });
+
+    it('with time enough before the deadline: it waits out the hold and goes', async () => {
+      const { limits, signal, send, starts } = setup();
+      await sendInRequests(message(['t1']), limits, signal, send(3_000));
+      const outcome = await sendInRequests({ ...message(), deadlineAt: Date.now() + 5_000 }, limits, signal, send());
+      expect(starts).toEqual([0, 3_100, 3_210, 3_320]);
+      expect(outcome).not.toHaveProperty('heldBack');
+    });
+  });
+
   it('an attempt within the limit is one request, its outcome as it is', async () => {
     const single = outcomeOfRequest(message().recipients, answer('unknown'), 0, true);
     const outcome = await sendInRequests(

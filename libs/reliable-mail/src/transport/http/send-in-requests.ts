@@ -114,7 +114,31 @@ function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedRep
   };
 }
 
-/** An attempt that made no request: the send deadline passed while it waited for its slot, or out a hold. */
+/**
+ * A send the pacer held back before request `index + 1` of `count`: no slot before the send's deadline (a provider's
+ * Retry-After, or its rate limit). What went before is recorded and the rest were not tried, not charged
+ * (`heldBack`): the lane waits until a slot could come (`retryAfterMs`), and the row goes again then.
+ */
+function heldBack(
+  sent: SentRequest[],
+  untried: string[],
+  heldForMs: number,
+  index: number,
+  count: number,
+): SendOutcome {
+  const why = `not tried in this attempt: the provider's Retry-After or rate limit allows no request before the send deadline (the next in ${heldForMs} ms)`;
+  if (sent.length === 0) {
+    return { ...everyRecipientDeferred(untried, why, { slowDown: true }), retryAfterMs: heldForMs, heldBack: true };
+  }
+  const merged = mergeRequestOutcomes(sent, untried, `${why}, after request ${index} of ${count}`);
+  if (merged.kind === 'outage') return merged;
+  return { ...merged, retryAfterMs: Math.max(merged.retryAfterMs ?? 0, heldForMs), heldBack: true };
+}
+
+/**
+ * An attempt that made no request: the send deadline passed while it waited for its slot (a transport that was not
+ * given the deadline, or a timer that fired early).
+ */
 function noRequestMade(recipients: string[]): SendOutcome {
   // More is asked of the provider than its rate limit allows, or it asked to wait: the lane slows down.
   return everyRecipientDeferred(
@@ -147,7 +171,12 @@ export async function sendInRequests(
     if (limits.pacer) {
       // The wait for a later request's slot ends at the deadline or at shutdown.
       const waitOver = index === 0 || !stopping ? signal : (between ??= AbortSignal.any([signal, stopping]));
-      if (!(await limits.pacer.take(waitOver))) {
+      const msLeft = message.deadlineAt === undefined ? Infinity : message.deadlineAt - Date.now();
+      const slot = await limits.pacer.take(waitOver, msLeft);
+      if (!slot.taken) {
+        if (slot.heldForMs !== null) {
+          return heldBack(sent, envelopes.slice(index).flat(), slot.heldForMs, index, envelopes.length);
+        }
         if (index === 0) return noRequestMade(message.recipients);
         break;
       }

@@ -66,9 +66,14 @@ export class SmtpConversation {
       const next = result.ok ? this.accepted(chunk, result.info) : this.failed(chunk, result);
       // RFC 5321 §4.5.3.1.10: recipients past the server's limit go out at once in another transaction.
       waiting.unshift(...next.again);
-      if (!next.goOn || (next.reset && !(await session.reset()))) {
+      const stoppedBecause = !next.goOn
+        ? (next.stoppedBecause ?? 'its connection failed')
+        : next.reset && !(await session.reset())
+          ? 'the connection failed at the RSET after the transaction before'
+          : null;
+      if (stoppedBecause !== null) {
         // The rest were never tried: they wait for the next attempt, on a fresh connection.
-        const untried = parseReply(`not tried in this attempt: ${next.stoppedBecause ?? 'its connection failed'}`);
+        const untried = parseReply(`not tried in this attempt: ${stoppedBecause}`);
         for (const address of waiting) this.set(address, 'deferred', untried);
         return false;
       }
@@ -128,8 +133,10 @@ export class SmtpConversation {
       // Every recipient of the transaction refused at RCPT, each with a reply of its own.
       const replies = new Map(error.rejectedErrors.map((refusal) => [recipientOf(refusal), replyOfError(refusal)]));
       const again = this.recipientReplies(chunk, replies, false);
-      const deferred = chunk.some((address) => this.results.get(address)?.status === 'deferred');
-      return { again, goOn: !deferred, reset: true };
+      // A recipient put off (greylisted, mailbox full) says nothing of the others, each of which (with VERP) has a
+      // transaction of its own: after a RSET they go on, unless the server closes the session or asks for less.
+      const stop = [...replies.values()].find(stopsTheSession);
+      return { again, goOn: !stop, reset: true, stoppedBecause: stop && whyStopped(stop) };
     }
     if (reply.replyCode !== null) return this.whole(chunk, reply);
     // No reply: the connection failed, timed out or was cut at the deadline. Until the whole message was written
@@ -147,8 +154,11 @@ export class SmtpConversation {
     const status = recipientStatusOf(reply);
     if (asksToSlowDown(reply)) this.slowDown = true;
     for (const address of chunk) this.set(address, status, reply, perRecipient);
-    // A refusal leaves the session as good as it was; after a transient failure the retry gets a fresh one.
-    return { again: [], goOn: status === 'refused' && reply.replyCode !== 421, reset: true };
+    // A refusal leaves the session as good as it was, and so does a 4yz that speaks of one recipient (its own
+    // transaction's): the others go on. A 4yz to a transaction of several is the server's trouble, not theirs: the
+    // rest wait for the next attempt. Either way a session that saw a deferral is not kept (run()).
+    const goOn = !stopsTheSession(reply) && (status === 'refused' || perRecipient);
+    return { again: [], goOn, reset: true, stoppedBecause: goOn ? undefined : whyStopped(reply) };
   }
 
   /** Records each recipient's RCPT reply; returns those to send again in another transaction (452 4.5.3). */
@@ -170,6 +180,17 @@ export class SmtpConversation {
   private set(address: string, status: RecipientOutcome['status'], reply: SmtpReply, perRecipient = false): void {
     this.results.set(address, { address, status, ...reply, perRecipient });
   }
+}
+
+/** A 421 closes the session (RFC 5321 §3.8); a reply asking to slow down is not answered with more transactions. */
+function stopsTheSession(reply: SmtpReply): boolean {
+  return reply.replyCode === 421 || asksToSlowDown(reply);
+}
+
+function whyStopped(reply: SmtpReply): string {
+  if (reply.replyCode === 421) return `the server closed the session (${reply.reply})`;
+  if (asksToSlowDown(reply)) return `the server asked to slow down (${reply.reply})`;
+  return `the transaction before was put off (${reply.reply})`;
 }
 
 /** Takes from `waiting`, in order, up to `limit` recipients that `fits`; the others stay. */
