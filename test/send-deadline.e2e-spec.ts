@@ -105,27 +105,28 @@ describe('a row claimed ahead', () => {
   const bed = useTestBed();
 
   it('that waited most of a send for its slot has its lease renewed, and gets its whole deadline', async () => {
-    // The lease is twice the send timeout, which here is also the send, a statement's bound and the settle's margin
-    // (7 + 1 + 5 + 1 s): the least the options allow. Each send takes 6.7 s, most of the 7 s deadline; the second row
-    // claimed with the first waits for it.
-    const server = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 6_700 }) });
+    // The second row claimed with the first waits for it: each send takes 10.2 s of the 12 s deadline. Renewed, its
+    // lease (24 s, twice the send timeout) leaves it the whole deadline; without the renewal its send would have to
+    // leave its settle a statement's bound and margin (1 + 5 + 1 s) of the 13.8 s left, and be cut at 6.8 s. Both
+    // sides are 1.7 s or more from the send's length, which a busy machine's delays do not bridge (with 6.7 s sends
+    // of a 7 s deadline, 0.3 s did, once in a full run).
+    const server = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 10_200 }) });
     const options = testMailOptions(server.url, {
       lanes: { default: { concurrency: 1 } },
-      dispatcher: { leaseMs: 14_000, sendTimeoutMs: 7_000 },
+      dispatcher: { leaseMs: 24_000, sendTimeoutMs: 12_000 },
       database: { statementTimeoutMs: 1_000 },
     });
     // The tests' 2 s socket timeout would cut the held conversation first.
     const app = await bed.startApp({
       ...options,
-      transport: { ...(options.transport as SmtpTransportOptions), socketTimeout: 10_000 },
+      transport: { ...(options.transport as SmtpTransportOptions), socketTimeout: 15_000 },
     });
     const outbox = app.get(MailOutboxService);
     const rows = await outbox.enqueueMany([
       { mail: { to: 'ann@example.com', subject: 'One', text: 'x' } },
       { mail: { to: 'bob@example.com', subject: 'Two', text: 'x' } },
     ]);
-    await waitFor('both sent', () => app.events.sent.length === 2, 30_000);
-    // Without the renewal the second would have had 7.3 s of lease left, a deadline of 6.3 s, and been cut.
+    await waitFor('both sent', () => app.events.sent.length === 2, 40_000);
     for (const { id } of rows)
       expect((await outbox.get(id)).attemptLog.map((attempt) => attempt.outcome)).toEqual(['sent']);
   });
