@@ -7,6 +7,7 @@ import pg from 'pg';
 import { CLAIM, claimValues } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { bodyFor, now, percentile } from './common.js';
 import { ormConfig } from './reliable-mail-config.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 
 export interface ClaimMeasurement {
   label: string;
@@ -49,7 +50,7 @@ function claimStatement(lane: string, limit: number): { sql: string; params: unk
     leaseMs: 600_000,
     maxAgeMs: 86_400_000,
   };
-  return { sql: CLAIM.text, params: claimValues(request) };
+  return { sql: CLAIM.in(tablesIn(DEFAULT_SCHEMA)).text, params: claimValues(request) };
 }
 
 /** Inlines the `$n` parameters, so that EXPLAIN can run the statement as it is planned with them. */

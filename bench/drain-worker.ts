@@ -12,6 +12,7 @@ import type { TestingModule } from '@nestjs/testing';
 import type { Runner } from 'graphile-worker';
 import nodemailer from 'nodemailer';
 import type { PgBoss } from 'pg-boss';
+import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import {
   FROM,
   GRAPHILE_TASK,
@@ -113,7 +114,8 @@ async function instrumentReliableMail() {
   OutboxDatabase.prototype.query = async function <R>(this: OutboxDatabase, ...params: Parameters<typeof query>) {
     const started = performance.now();
     const rows = await query.apply(this, params);
-    const timing = params[0].name ? timed[params[0].name] : undefined;
+    const { name } = params[0].in(tablesIn(DEFAULT_SCHEMA));
+    const timing = name ? timed[name] : undefined;
     timing?.[0].record(performance.now() - started, timing[1](params[1], rows));
     return rows as R[];
   };

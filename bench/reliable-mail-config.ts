@@ -2,13 +2,16 @@
 // processes do not load MikroORM and Nest).
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig } from '@mikro-orm/postgresql';
-import { reliableMailEntities, reliableMailMigrations, type ReliableMailOptions } from '@reliable-mail/nestjs';
+import type { ReliableMailOptions } from '@reliable-mail/nestjs';
+import { reliableMailMigrations } from '@reliable-mail/nestjs/mikro-orm';
 import { FROM, MESSAGE_ID_DOMAIN, smtpTransport } from './common.js';
 
 export function ormConfig(url: string, poolMax?: number) {
   return defineConfig({
     clientUrl: url,
-    entities: reliableMailEntities,
+    entities: [],
+    discovery: { warnWhenNoEntities: false },
+    schemaGenerator: { ignoreSchema: ['reliable_mail'] },
     extensions: [Migrator],
     migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
     allowGlobalContext: true,

@@ -7,8 +7,8 @@ import {
   type OutgoingMail,
   type SmtpTransportOptions,
 } from '@reliable-mail/nestjs';
-import pg from 'pg';
 import { OutboxDatabase, POOL_CLOSE_TIMEOUT_MS } from '../libs/reliable-mail/src/database/outbox-database.js';
+import { Statement } from '../libs/reliable-mail/src/database/sql-client.js';
 import { settlementFor } from '../libs/reliable-mail/src/dispatch/settlement.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { claimRows, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
@@ -19,6 +19,7 @@ import { createTestApp, migrate, testMailOptions, waitFor } from './support/test
 import { PrivatePostgres } from './support/private-postgres.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { withClient } from './support/test-database.js';
 
 type App = Awaited<ReturnType<typeof createTestApp>>;
 
@@ -144,7 +145,7 @@ describe('reliable-mail when the database misbehaves', () => {
       ),
     );
     const database = application.get(OutboxDatabase);
-    const select = (text: string) => database.query<{ one: number }>({ text }, []);
+    const select = (text: string) => database.query<{ one: number }>(new Statement(() => ({ text })), []);
     // Five connections, idle in the pool once their statements are answered.
     await Promise.all(Array.from({ length: 5 }, () => select('select pg_sleep(0.2), 1 as one')));
     expect((await database.poolFigures())?.idle).toBe(5);
@@ -174,12 +175,14 @@ describe('reliable-mail when the database misbehaves', () => {
       ),
     );
     const database = application.get(OutboxDatabase);
-    const select = (text: string) => database.query<{ one: number }>({ text }, []);
+    const select = (text: string) => database.query<{ one: number }>(new Statement(() => ({ text })), []);
     await Promise.all(Array.from({ length: 5 }, () => select('select pg_sleep(0.2), 1 as one')));
     const opened = proxy.connectionsOpened;
 
     // A settle near its lease's end: the caller's bound passes long before the server's own would.
-    await expect(database.query({ text: 'select pg_sleep(0.5)' }, [], { timeoutMs: 100 })).rejects.toThrow(/timeout/);
+    await expect(
+      database.query(new Statement(() => ({ text: 'select pg_sleep(0.5)' })), [], { timeoutMs: 100 }),
+    ).rejects.toThrow(/timeout/);
     // The four idle connections answer the next statements: none was given up for a silence nobody saw.
     await expect(Promise.all(Array.from({ length: 4 }, () => select('select 1 as one')))).resolves.toHaveLength(4);
     expect(proxy.connectionsOpened).toBe(opened);
@@ -194,11 +197,13 @@ describe('reliable-mail when the database misbehaves', () => {
       database: { url: `postgres://postgres@127.0.0.1:${proxy.port}/postgres` },
     });
     const database = application.get(OutboxDatabase);
-    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    await expect(database.query(new Statement(() => ({ text: 'select 1 as one' })), [])).resolves.toEqual([{ one: 1 }]);
     const opened = proxy.connectionsOpened;
 
-    await expect(database.query({ text: `select 'x'::int as one` }, [])).rejects.toMatchObject({ code: '22P02' });
-    await expect(database.query({ text: 'select 1 as one' }, [])).resolves.toEqual([{ one: 1 }]);
+    await expect(database.query(new Statement(() => ({ text: `select 'x'::int as one` })), [])).rejects.toMatchObject({
+      code: '22P02',
+    });
+    await expect(database.query(new Statement(() => ({ text: 'select 1 as one' })), [])).resolves.toEqual([{ one: 1 }]);
     expect(proxy.connectionsOpened).toBe(opened);
     expect(await database.poolFigures()).toEqual({ total: 1, idle: 1, waiting: 0 });
   }, 60_000);
@@ -322,7 +327,7 @@ describe('reliable-mail when the database misbehaves', () => {
     await expect(killed).rejects.toThrow();
 
     // With nothing open, the next enqueue NOTIFYs in its own statement again.
-    const next = notifier.plan(em.fork());
+    const next = notifier.plan(null);
     next.abandoned();
     expect(next.inStatement).toBe(true);
   });
@@ -362,16 +367,6 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(suppressed.rows).toEqual([]);
   });
 });
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 async function countByStatus(url: string, status: string): Promise<number> {
   const { rows } = await withClient(url, (client) =>

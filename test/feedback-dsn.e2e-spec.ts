@@ -6,6 +6,7 @@ import {
   EmailBouncedEvent,
   FeedbackPayloadError,
   MailFeedbackService,
+  MailOutboxAdmin,
   MailOutboxService,
 } from '@reliable-mail/nestjs';
 import { autoReply, dsnMessage } from './support/dsn-message.js';
@@ -304,7 +305,7 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     const feedback = rotating.get(MailFeedbackService);
     await feedback.ingestDsn(hardBounce(annPath, 'ann@example.org', '<dsn-old-ann@mx.example.org>'));
     await feedback.ingestDsn(hardBounce(cidPath, 'cid@example.org', '<dsn-new-cid@mx.example.org>'));
-    expect((await sent.admin.listSuppressions()).map((entry) => entry.address).sort()).toEqual([
+    expect((await rotating.get(MailOutboxAdmin).listSuppressions()).map((entry) => entry.address).sort()).toEqual([
       'ann@example.org',
       'cid@example.org',
     ]);
@@ -314,7 +315,9 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     await rotated
       .get(MailFeedbackService)
       .ingestDsn(hardBounce(bobPath, 'bob@example.org', '<dsn-old-bob@mx.example.org>'));
-    expect((await sent.admin.listSuppressions()).map((entry) => entry.address)).not.toContain('bob@example.org');
+    expect((await rotated.get(MailOutboxAdmin).listSuppressions()).map((entry) => entry.address)).not.toContain(
+      'bob@example.org',
+    );
     await waitFor('EmailBouncedEvent', () => rotated.events.bounced.length === 1);
     expect(rotated.events.bounced[0]).toMatchObject({ recipient: 'bob@example.org', authenticated: false });
   });

@@ -1,12 +1,13 @@
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MikroORM } from '@mikro-orm/postgresql';
-import { ormConfig } from './support/test-app.js';
+import { KNOWN_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
+import { migrate, ormConfig } from './support/test-app.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 
 /**
- * The README names PostgreSQL 13 as the oldest server reliable-mail runs on: the migrations must apply and roll
- * back there, with what 13 lacks (lz4 compression, SET COMPRESSION) skipped rather than failing.
+ * The README names PostgreSQL 13 as the oldest server reliable-mail runs on: every schema version must apply there,
+ * with what 13 lacks (lz4 compression, SET COMPRESSION) skipped rather than failing.
  */
 describe('on the oldest PostgreSQL the README names (13)', () => {
   let cluster: PrivatePostgres;
@@ -32,13 +33,12 @@ describe('on the oldest PostgreSQL the README names (13)', () => {
     expect(Number(server_version_num)).toBeLessThan(140000);
   });
 
-  it('applies every migration, leaves nothing for an app migration to add, and rolls back', async () => {
-    await orm.migrator.up();
-    expect(await orm.schema.getUpdateSchemaSQL({ wrap: false })).toBe('');
-    await orm.migrator.down({ to: 0 });
-    const tables = await orm.em
+  it("applies every version, and leaves the app's schema diff nothing to do", async () => {
+    await migrate(cluster.url);
+    const [{ version }] = await orm.em
       .fork()
-      .execute(`select table_name from information_schema.tables where table_name like 'mail_%'`);
-    expect(tables).toEqual([]);
+      .execute<{ version: number }[]>('select max(version)::int as version from reliable_mail.mail_migrations');
+    expect(version).toBe(KNOWN_SCHEMA_VERSION);
+    expect(await orm.schema.getUpdateSchemaSQL({ wrap: false })).toBe('');
   });
 });

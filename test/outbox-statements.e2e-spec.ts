@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MikroORM } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
@@ -8,9 +7,13 @@ import { SETTLE, settleInputOf, settleRows, settleValues } from '../libs/reliabl
 import { RECORD_FEEDBACK } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
 import { RELEASE_UNANSWERED } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { createTestApp, ormConfig, testMailOptions } from './support/test-app.js';
+import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
 import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlClientOf } from './support/sql-client.js';
+import { Statement } from '../libs/reliable-mail/src/database/sql-client.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+
+const TABLES = tablesIn(DEFAULT_SCHEMA);
 
 const claimRequest = (workerId: string, limit: number): ClaimRequest => ({
   lane: 'default',
@@ -75,9 +78,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const orm = await MikroORM.init(ormConfig(database.url));
-    await orm.migrator.up();
-    await orm.close();
+    await migrate(database.url);
     // The setting of reliable-mail's own connections (OutboxDatabase).
     client = new pg.Client({ connectionString: database.url, options: '-c plan_cache_mode=force_custom_plan' });
     await client.connect();
@@ -108,10 +109,10 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     );
     try {
       const [setting] = await app.get(OutboxDatabase).query<{ plan_cache_mode: string; synchronous_commit: string }>(
-        {
+        new Statement(() => ({
           text: `select current_setting('plan_cache_mode') as plan_cache_mode,
                           current_setting('synchronous_commit') as synchronous_commit`,
-        },
+        })),
         [],
       );
       expect(setting).toEqual({ plan_cache_mode: 'force_custom_plan', synchronous_commit: 'on' });
@@ -122,28 +123,36 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
   });
 
   it('settle finds the outbox and attempt rows by primary key', async () => {
-    const plan = await plans(SETTLE.text, settleValues([settleInputOf(settlement)], 30_000), growAttempts);
+    const plan = await plans(SETTLE.in(TABLES).text, settleValues([settleInputOf(settlement)], 30_000), growAttempts);
     expect(plan).toMatch(/Index Scan using mail_outbox_pkey/);
     expect(plan).toMatch(/Index Scan using mail_outbox_attempt_pkey/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox|mail_outbox_lease_index/);
   });
 
   it('claim reads the due and lease indexes, never a whole table', async () => {
-    const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:1', 16)), async () => undefined);
+    const plan = await plans(
+      CLAIM.in(TABLES).text,
+      claimValues(claimRequest('plan-test:1', 16)),
+      async () => undefined,
+    );
     expect(plan).toMatch(/mail_outbox_due_index/);
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
   it("claim reads the earlier attempts of a row sent before through their index by row, and a first attempt's not at all", async () => {
-    const plan = await plans(CLAIM.text, claimValues(claimRequest('plan-test:3', 16)), growAttempts);
+    const plan = await plans(CLAIM.in(TABLES).text, claimValues(claimRequest('plan-test:3', 16)), growAttempts);
     expect(plan).toMatch(/One-Time Filter: claimed\.sent_before/);
     expect(plan).toMatch(/Index Cond: \(outbox_id = claimed\.id\)/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
   it('the hand-back of unanswered claims reads the lease index, never a whole table', async () => {
-    const plan = await plans(RELEASE_UNANSWERED.text, [[randomUUID(), randomUUID()], 'default'], async () => undefined);
+    const plan = await plans(
+      RELEASE_UNANSWERED.in(TABLES).text,
+      [[randomUUID(), randomUUID()], 'default'],
+      async () => undefined,
+    );
     expect(plan).toMatch(/mail_outbox_lease_index/);
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
@@ -168,7 +177,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
       event_name: null,
       event_payload: null,
     };
-    const plan = await plans(RECORD_FEEDBACK.text, [JSON.stringify([report]), 30_000], () =>
+    const plan = await plans(RECORD_FEEDBACK.in(TABLES).text, [JSON.stringify([report]), 30_000], () =>
       client.query(
         `update mail_outbox set provider_message_ids = array['request-' || ctid::text, 'other-' || ctid::text]
          where random() < 0.5; analyze mail_outbox`,

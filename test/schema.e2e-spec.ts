@@ -1,41 +1,285 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MikroORM } from '@mikro-orm/postgresql';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Migrator } from '@mikro-orm/migrations';
+import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
+import { MailOutboxService } from '@reliable-mail/nestjs';
+import { reliableMailMigrations } from '@reliable-mail/nestjs/mikro-orm';
+import pg from 'pg';
+import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
+import { tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+import { readSchemaState } from '../libs/reliable-mail/src/schema/schema-state.js';
+import { KNOWN_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
+import { SCHEMA_VERSIONS } from '../libs/reliable-mail/src/schema/versions/index.js';
+import { createTestApp, testMailOptions } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
-import { ormConfig } from './support/test-app.js';
 
-describe('the migrations and the exported entities', () => {
+// reliable-mail owns its schema: `npx reliable-mail migrate` (migrateSchema), the MikroORM migrations and the SQL
+// files bring a database to the same tables, each version recorded with the oldest code it serves, and tables the
+// earlier releases' MikroORM migrations made in the app's own schema are recognised where they are.
+
+/** A database of its own, with a plain search_path: what the tools and the start see there is what an app sees. */
+async function plainDatabase(): Promise<{ database: TestDatabase; client: pg.Client }> {
+  const database = await createTestDatabase();
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  await client.query(`alter database ${database.url.split('/').pop()} reset search_path`);
+  await client.query('set search_path to default');
+  return { database, client };
+}
+
+/** Every column, constraint and index of a schema, and its recorded versions: what two ways of migrating must share. */
+async function catalogOf(client: pg.Client, schema: string): Promise<unknown> {
+  const columns = await client.query(
+    `select table_name, column_name, data_type, is_nullable, column_default from information_schema.columns
+     where table_schema = $1 order by table_name, column_name`,
+    [schema],
+  );
+  const constraints = await client.query(
+    `select conrelid::regclass::text as table_name, conname, pg_get_constraintdef(oid) as definition
+     from pg_constraint where connamespace = $1::regnamespace order by conname`,
+    [schema],
+  );
+  const indexes = await client.query(
+    `select indexname, indexdef from pg_indexes where schemaname = $1 order by indexname`,
+    [schema],
+  );
+  const versions = await client.query(
+    `select version, name, serves_code_from from ${tablesIn(schema).migrations} order by version`,
+  );
+  return { columns: columns.rows, constraints: constraints.rows, indexes: indexes.rows, versions: versions.rows };
+}
+
+/** The tables as the earlier releases' MikroORM migrations left them: each version's statements, unrecorded. */
+async function madeByEarlierReleases(client: pg.Client, schema: string, version: number): Promise<void> {
+  for (const step of SCHEMA_VERSIONS.slice(0, version)) {
+    for (const statement of step.statements(tablesIn(schema))) await client.query(statement);
+  }
+}
+
+describe("reliable-mail's schema", () => {
+  const opened: Array<{ database: TestDatabase; client: pg.Client }> = [];
+  const open = async () => {
+    const fresh = await plainDatabase();
+    opened.push(fresh);
+    return fresh;
+  };
+
+  afterAll(async () => {
+    for (const { database, client } of opened) {
+      await client.end();
+      await database.drop();
+    }
+  });
+
+  it('migrate makes schema reliable_mail at the newest version, records each version, and then has nothing to do', async () => {
+    const { client } = await open();
+    const connection = migrationConnection(client);
+
+    expect(await migrateSchema(connection)).toEqual({ schema: 'reliable_mail', from: 0, to: KNOWN_SCHEMA_VERSION });
+    expect(await migrateSchema(connection)).toEqual({
+      schema: 'reliable_mail',
+      from: KNOWN_SCHEMA_VERSION,
+      to: KNOWN_SCHEMA_VERSION,
+    });
+    const { rows } = await client.query('select version, name from reliable_mail.mail_migrations order by version');
+    expect(rows).toEqual(SCHEMA_VERSIONS.map(({ version, name }) => ({ version, name })));
+    // Nothing of reliable-mail's is in the app's own schema.
+    const { rows: stray } = await client.query(
+      `select table_name from information_schema.tables where table_schema = 'public' and table_name like 'mail_%'`,
+    );
+    expect(stray).toEqual([]);
+  });
+
+  it('compresses the payload with lz4 where the server has it', async () => {
+    const { client } = await open();
+    await migrateSchema(migrationConnection(client));
+    const { rows } = await client.query(
+      `select attcompression as compression from pg_attribute
+       where attrelid = 'reliable_mail.mail_outbox'::regclass and attname = 'payload'`,
+    );
+    expect(rows).toEqual([{ compression: 'l' }]);
+  });
+
+  it('instances migrating at once take turns under the lock: each succeeds, the versions are applied once', async () => {
+    const { database, client } = await open();
+    const clients = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const other = new pg.Client({ connectionString: database.url });
+        await other.connect();
+        return other;
+      }),
+    );
+    try {
+      const results = await Promise.all(clients.map((other) => migrateSchema(migrationConnection(other))));
+      expect(results.map((result) => result.to)).toEqual([4, 4, 4, 4].map(() => KNOWN_SCHEMA_VERSION));
+      expect(results.filter((result) => result.from === 0)).toHaveLength(1);
+    } finally {
+      await Promise.all(clients.map((other) => other.end()));
+    }
+    const { rows } = await client.query('select count(*)::int as count from reliable_mail.mail_migrations');
+    expect(rows[0].count).toBe(KNOWN_SCHEMA_VERSION);
+  });
+
+  it("MikroORM's migrations make the same tables and records as migrate, which then has nothing to do", async () => {
+    const cli = await open();
+    await migrateSchema(migrationConnection(cli.client));
+    const viaMikroOrm = await open();
+    const orm = await MikroORM.init(
+      defineConfig({
+        clientUrl: viaMikroOrm.database.url,
+        entities: [],
+        discovery: { warnWhenNoEntities: false },
+        extensions: [Migrator],
+        migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
+        schemaGenerator: { ignoreSchema: ['reliable_mail'] },
+      }),
+    );
+    try {
+      await orm.migrator.up();
+      // The app's own schema diff, told to leave reliable-mail's schema alone, has nothing to say.
+      expect(await orm.schema.getUpdateSchemaSQL({ wrap: false })).toBe('');
+    } finally {
+      await orm.close();
+    }
+    expect(await catalogOf(viaMikroOrm.client, 'reliable_mail')).toEqual(await catalogOf(cli.client, 'reliable_mail'));
+    expect((await migrateSchema(migrationConnection(viaMikroOrm.client))).from).toBe(KNOWN_SCHEMA_VERSION);
+  });
+
+  it("MikroORM's migrations run nothing again where migrate already brought the schema up", async () => {
+    const { database, client } = await open();
+    await migrateSchema(migrationConnection(client));
+    const orm = await MikroORM.init(
+      defineConfig({
+        clientUrl: database.url,
+        entities: [],
+        discovery: { warnWhenNoEntities: false },
+        extensions: [Migrator],
+        migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
+      }),
+    );
+    try {
+      await expect(orm.migrator.up()).resolves.toHaveLength(SCHEMA_VERSIONS.length);
+    } finally {
+      await orm.close();
+    }
+    const { rows } = await client.query('select count(*)::int as count from reliable_mail.mail_migrations');
+    expect(rows[0].count).toBe(KNOWN_SCHEMA_VERSION);
+  });
+
+  it('a custom schema takes every table, its record and nothing else', async () => {
+    const { client } = await open();
+    expect(await migrateSchema(migrationConnection(client), 'mail_custom')).toMatchObject({ schema: 'mail_custom' });
+    const { rows } = await client.query(
+      `select table_schema, count(*)::int as tables from information_schema.tables
+       where table_name like 'mail_%' group by table_schema`,
+    );
+    expect(rows).toEqual([{ table_schema: 'mail_custom', tables: 6 }]);
+  });
+
+  describe('tables the earlier releases made in the app’s own schema', () => {
+    it('are recognised at their version, in place, with nothing run or written', async () => {
+      const { client } = await open();
+      await madeByEarlierReleases(client, 'public', KNOWN_SCHEMA_VERSION);
+      const state = await readSchemaState(migrationConnection(client));
+      expect(state).toMatchObject({ version: KNOWN_SCHEMA_VERSION, source: 'recognised' });
+      expect(state.tables.schema).toBe('public');
+      // migrate has nothing to do either, and creates nothing.
+      expect(await migrateSchema(migrationConnection(client))).toEqual({
+        schema: 'public',
+        from: KNOWN_SCHEMA_VERSION,
+        to: KNOWN_SCHEMA_VERSION,
+      });
+      const { rows } = await client.query(
+        `select to_regclass('public.mail_migrations') as versions, to_regnamespace('reliable_mail') as own_schema`,
+      );
+      expect(rows).toEqual([{ versions: null, own_schema: null }]);
+    });
+
+    it.each([1, 2, 3, 4, 5])(
+      'at version %i are brought up where they are, the versions they had recorded',
+      async (at) => {
+        const { client } = await open();
+        await madeByEarlierReleases(client, 'public', at);
+        expect(await readSchemaState(migrationConnection(client))).toMatchObject({ version: at, source: 'recognised' });
+
+        expect(await migrateSchema(migrationConnection(client))).toEqual({
+          schema: 'public',
+          from: at,
+          to: KNOWN_SCHEMA_VERSION,
+        });
+        const { rows } = await client.query('select version, name from public.mail_migrations order by version');
+        expect(rows.map((row) => row.version)).toEqual(SCHEMA_VERSIONS.map((version) => version.version));
+        expect(rows.slice(0, at).every((row) => /recognised/.test(row.name))).toBe(true);
+      },
+    );
+
+    it('are what an app finds and sends from when no schema is set', async () => {
+      const { database, client } = await open();
+      await madeByEarlierReleases(client, 'public', KNOWN_SCHEMA_VERSION);
+      const app = await createTestApp(
+        database.url,
+        testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false }, database: { url: database.url } }),
+        [],
+        { mikroOrm: false },
+      );
+      try {
+        const { id } = await app.get(MailOutboxService).enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' });
+        const { rows } = await client.query('select id from public.mail_outbox');
+        expect(rows).toEqual([{ id }]);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});
+
+describe('the start', () => {
   let database: TestDatabase;
-  let orm: MikroORM;
+  let client: pg.Client;
+  const apps: Array<{ close(): Promise<void> }> = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    orm = await MikroORM.init(ormConfig(database.url));
+    ({ database, client } = await plainDatabase());
+    await migrateSchema(migrationConnection(client));
+  });
+
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await client.query('delete from reliable_mail.mail_migrations where version > $1', [KNOWN_SCHEMA_VERSION]);
   });
 
   afterAll(async () => {
-    await orm?.close();
-    await database?.drop();
+    await client.end();
+    await database.drop();
   });
 
-  it("describe the same schema, so an app's own migration:create generates nothing for the outbox", async () => {
-    await orm.migrator.up();
-    expect(await orm.schema.getUpdateSchemaSQL({ wrap: false })).toBe('');
+  const start = async () => {
+    const app = await createTestApp(
+      database.url,
+      testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false }, database: { url: database.url } }),
+      [],
+      { mikroOrm: false },
+    );
+    apps.push(app);
+    return app;
+  };
+
+  it('runs on a newer schema that still serves it: a rollback of the code after a migration keeps working', async () => {
+    await client.query(
+      `insert into reliable_mail.mail_migrations (version, name, serves_code_from) values ($1, 'additive', $2)`,
+      [KNOWN_SCHEMA_VERSION + 1, KNOWN_SCHEMA_VERSION],
+    );
+    await expect(start()).resolves.toBeDefined();
   });
 
-  it('compress the payload with lz4 where the server has it', async () => {
-    const [{ compression }] = await orm.em
-      .fork()
-      .execute<{ compression: string }[]>(
-        `select attcompression as compression from pg_attribute where attrelid = 'mail_outbox'::regclass and attname = 'payload'`,
-      );
-    expect(compression).toBe('l');
-  });
-
-  it('can be rolled back', async () => {
-    await orm.migrator.down({ to: 0 });
-    const tables = await orm.em
-      .fork()
-      .execute(`select table_name from information_schema.tables where table_name like 'mail_%'`);
-    expect(tables).toEqual([]);
+  it('refuses a newer schema that no longer serves it, naming what to deploy', async () => {
+    await client.query(
+      `insert into reliable_mail.mail_migrations (version, name, serves_code_from) values ($1, 'breaking', $1)`,
+      [KNOWN_SCHEMA_VERSION + 1],
+    );
+    await expect(start()).rejects.toThrow(
+      new RegExp(
+        `serves only code that knows version ${KNOWN_SCHEMA_VERSION + 1} or later.*knows versions up to ${KNOWN_SCHEMA_VERSION}: deploy a newer version of the package`,
+      ),
+    );
   });
 });

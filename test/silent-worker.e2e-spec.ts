@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { MailOutboxService, type OutgoingMail } from '@reliable-mail/nestjs';
-import pg from 'pg';
 import { MailDispatcher } from '../libs/reliable-mail/src/dispatch/mail.dispatcher.js';
 import { resolveOptions } from '../libs/reliable-mail/src/options/resolve-options.js';
 import { createTestApp, migrate, testLogger, testMailOptions, waitFor } from './support/test-app.js';
 import { PrivatePostgres } from './support/private-postgres.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { withClient } from './support/test-database.js';
 
 const MAILS = 1_000;
 const SEND_TIMEOUT_MS = 2_000;
@@ -163,16 +163,6 @@ describe('a worker whose database connections go silent mid-drain', () => {
     240_000,
   );
 });
-
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 async function lockedBy(url: string, workerId: string): Promise<number> {
   const { rows } = await withClient(url, (client) =>

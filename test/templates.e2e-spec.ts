@@ -13,7 +13,7 @@ import {
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
 import { insertRows } from '../libs/reliable-mail/src/outbox/sql/insert.js';
-import { transactionOf } from '../libs/reliable-mail/src/database/sql-client.js';
+import { OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { type TestApp, type TestBed, useTestBed } from './support/test-bed.js';
 
@@ -450,7 +450,7 @@ describe('templates and attachments', () => {
     const id = randomUUID();
     const messageId = `<${id}@test.example.com>`;
     await insertRows(
-      transactionOf(app.get(EntityManager).fork()),
+      app.get(OutboxDatabase),
       [
         {
           id,

@@ -17,7 +17,14 @@ const LOG_TAIL_LINES = 20;
 // Without fsync a commit still reaches the kernel before it is acknowledged, so it survives a crash of the server
 // (stop 'immediate', SIGKILL), just not one of the machine. synchronous_commit stays on: with it off, a server
 // crash loses the last acknowledged commits, which a fault test would take for a bug.
-const SERVER_SETTINGS = ['fsync=off', 'full_page_writes=off', 'shared_buffers=16MB', 'listen_addresses=127.0.0.1'];
+const SERVER_SETTINGS = [
+  'fsync=off',
+  'full_page_writes=off',
+  'shared_buffers=16MB',
+  'listen_addresses=127.0.0.1',
+  // The tests read reliable-mail's tables by their bare names, as the shared server's test databases have it.
+  'search_path=public,reliable_mail',
+];
 
 export interface PrivatePostgresOptions {
   /**

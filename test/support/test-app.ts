@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Migrator } from '@mikro-orm/migrations';
-import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
+import { defineConfig } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
 import { ConsoleLogger, type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
@@ -20,10 +19,10 @@ import {
   EmailFailedEvent,
   EmailSentEvent,
   ReliableMailModule,
-  reliableMailEntities,
-  reliableMailMigrations,
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
+import pg from 'pg';
+import { migrateSchema, migrationConnection } from '../../libs/reliable-mail/src/schema/migrate-schema.js';
 
 const DISPATCHER_PROCESS = fileURLToPath(new URL('./dispatcher-process.ts', import.meta.url));
 
@@ -81,24 +80,26 @@ class RecordingLogger extends ConsoleLogger {
 
 export const testLogger = new RecordingLogger();
 
+/** The test apps' MikroORM: no entities of reliable-mail's, whose tables are in a schema the ORM leaves alone. */
 export function ormConfig(databaseUrl: string) {
   return defineConfig({
     clientUrl: databaseUrl,
-    entities: reliableMailEntities,
-    extensions: [Migrator],
-    migrations: { migrationsList: reliableMailMigrations, snapshot: false, silent: true },
+    entities: [],
+    discovery: { warnWhenNoEntities: false },
+    schemaGenerator: { ignoreSchema: ['reliable_mail'] },
     allowGlobalContext: true,
     debug: false,
   });
 }
 
-/** Applies reliable-mail's migrations to the database, as an app does at deploy time. */
+/** Brings the database to reliable-mail's schema, as `npx reliable-mail migrate` does at deploy time. */
 export async function migrate(databaseUrl: string): Promise<void> {
-  const orm = await MikroORM.init(ormConfig(databaseUrl));
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
   try {
-    await orm.migrator.up();
+    await migrateSchema(migrationConnection(client));
   } finally {
-    await orm.close();
+    await client.end();
   }
 }
 
@@ -145,17 +146,22 @@ export interface TestAppOptions {
   imports?: DynamicModule[];
   /** The HTTP adapter: Nest's default (Express), or Fastify. @default 'express' */
   http?: 'express' | 'fastify';
+  /**
+   * Whether the app has a MikroOrmModule. An app on another stack has none, and gives reliable-mail `database.url`.
+   * @default true
+   */
+  mikroOrm?: boolean;
 }
 
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  { scheduler = true, imports = [], http = 'express' }: TestAppOptions = {},
+  { scheduler = true, imports = [], http = 'express', mikroOrm = true }: TestAppOptions = {},
 ): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      MikroOrmModule.forRoot(ormConfig(databaseUrl)),
+      ...(mikroOrm ? [MikroOrmModule.forRoot(ormConfig(databaseUrl))] : []),
       EventEmitterModule.forRoot(),
       ...(scheduler ? [ScheduleModule.forRoot()] : []),
       // Global, as the README's quick start has it: ReliableMailWebhooksModule needs its MailFeedbackService.

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
+/** The tests read reliable-mail's tables by their bare names, as an operator whose search_path names its schema. */
+const SEARCH_PATH = 'search_path = public, reliable_mail';
+
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
@@ -15,22 +18,29 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (!serverUrl) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
     const container = await new PostgreSqlContainer('postgres:16-alpine').start();
+    await withClient(container.getConnectionUri(), (client) =>
+      client.query(`alter database ${container.getDatabase()} set ${SEARCH_PATH}`),
+    );
     return { url: container.getConnectionUri(), drop: async () => void (await container.stop()) };
   }
   const name = `reliable_mail_test_${randomBytes(6).toString('hex')}`;
-  await withAdminClient(serverUrl, (client) => client.query(`create database ${name}`));
+  await withClient(serverUrl, async (client) => {
+    await client.query(`create database ${name}`);
+    await client.query(`alter database ${name} set ${SEARCH_PATH}`);
+  });
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     drop: () =>
-      withAdminClient(serverUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(
+      withClient(serverUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(
         () => undefined,
       ),
   };
 }
 
-async function withAdminClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** A connection of its own to `url` for `work`, ended after it. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -1,14 +1,18 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig } from '@mikro-orm/postgresql';
-import { reliableMailEntities, reliableMailMigrations } from '@reliable-mail/nestjs';
+import { reliableMailMigrations } from '@reliable-mail/nestjs/mikro-orm';
 import { demoMigrations } from './migrations/index.js';
 import { Order } from './orders/order.entity.js';
 
-/** MikroORM for the demo: reliable-mail's entities and migrations, then the shop's own. */
+/**
+ * MikroORM for the demo: reliable-mail's migrations, then the shop's own. reliable-mail's tables are in a schema of
+ * their own, which the schema diff is told to leave alone.
+ */
 export function demoOrmConfig(databaseUrl: string) {
   return defineConfig({
     clientUrl: databaseUrl,
-    entities: [...reliableMailEntities, Order],
+    entities: [Order],
+    schemaGenerator: { ignoreSchema: ['reliable_mail'] },
     extensions: [Migrator],
     migrations: {
       migrationsList: [...reliableMailMigrations, ...demoMigrations],

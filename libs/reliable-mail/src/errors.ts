@@ -111,3 +111,23 @@ export class MissingPeerDependencyError extends ReliableMailError {
     super(`${usedBy} needs the package ${packageName}: npm install ${packageName}`);
   }
 }
+
+/**
+ * An enqueue outside any transaction while `requireTransaction` is set: a mail written outside the business
+ * transaction would go out even if that transaction rolled back. Nothing was written.
+ */
+export class TransactionRequiredError extends ReliableMailError {
+  constructor() {
+    super(
+      'reliable-mail is set to requireTransaction, and this enqueue runs in no transaction: call it inside the ' +
+        "business transaction, or pass that transaction as { tx } (MikroORM's or TypeORM's EntityManager, a TypeORM " +
+        "QueryRunner, Prisma's, Drizzle's or Kysely's transaction, a pg client after BEGIN)",
+    );
+  }
+}
+
+/**
+ * The app is set up in a way reliable-mail cannot run in: the message says what is missing and how to fix it. Thrown
+ * at start (`app.init()`, `NestFactory.create`), so that a wrong setup fails at once rather than at the first mail.
+ */
+export class ReliableMailSetupError extends ReliableMailError {}

@@ -27,6 +27,8 @@ export {
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
   ReliableMailError,
+  ReliableMailSetupError,
+  TransactionRequiredError,
   FeedbackPayloadError,
   FeedbackSignatureError,
   FeedbackUnavailableError,
@@ -34,7 +36,12 @@ export {
 } from './errors.js';
 
 // Writing mail: the outbox, in the business transaction
-export { MailOutboxService, type BatchMail, type EnqueueManyOptions } from './outbox/mail-outbox.service.js';
+export {
+  MailOutboxService,
+  type BatchMail,
+  type EnqueueManyOptions,
+  type TransactionOption,
+} from './outbox/mail-outbox.service.js';
 export type {
   AttemptOutcome,
   ContentMail,
@@ -60,16 +67,10 @@ export type {
 } from './outbox/mail.types.js';
 export type { BounceType, FeedbackKind, FeedbackSource, OutboxFeedback } from './outbox/feedback.types.js';
 
-// The schema, for the app's MikroORM configuration
-export {
-  MailOutbox,
-  MailOutboxAttempt,
-  MailOutboxEvent,
-  MailOutboxFeedback,
-  MailSuppression,
-  reliableMailEntities,
-} from './outbox/mail-outbox.entity.js';
-export { reliableMailMigrations } from './migrations/index.js';
+// The schema reliable-mail owns (`npx reliable-mail migrate`; MikroORM's migrations are in
+// '@reliable-mail/nestjs/mikro-orm')
+export { DEFAULT_SCHEMA } from './schema/outbox-tables.js';
+export { KNOWN_SCHEMA_VERSION, NEEDED_SCHEMA_VERSION } from './schema/schema-steps.js';
 
 // Events, emitted after the change they report commits
 export {

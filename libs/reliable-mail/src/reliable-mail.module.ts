@@ -15,11 +15,15 @@ import { MAIL_TRANSPORTS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule } from './reliable-mail.module-definition.js';
 import { optionsProvider, templateRegistryProvider, transportsProvider } from './reliable-mail.providers.js';
 import { OutboxRetention } from './retention/outbox-retention.js';
+import { OutboxSchema } from './schema/outbox-schema.js';
+import { ReliableMailStartup } from './startup/reliable-mail-startup.js';
 import { MailTemplateRegistry } from './templates/mail-template.registry.js';
+import { CallerTransactions } from './transactions/caller-transactions.js';
 
 /**
- * The outbox and its dispatcher. Needs, from the app: `MikroOrmModule` (PostgreSQL) with `reliableMailEntities`
- * and `reliableMailMigrations`, `EventEmitterModule.forRoot()` and `ScheduleModule.forRoot()`.
+ * The outbox and its dispatcher. Needs, from the app: `EventEmitterModule.forRoot()`, `ScheduleModule.forRoot()`
+ * where the dispatcher runs, and its database: `database.url`, or the settings of its MikroOrmModule. The start
+ * checks them (ReliableMailStartup).
  */
 @Module({
   imports: [TerminusModule],
@@ -28,7 +32,10 @@ import { MailTemplateRegistry } from './templates/mail-template.registry.js';
     transportsProvider,
     templateRegistryProvider,
     MailRenderer,
+    OutboxSchema,
     OutboxDatabase,
+    CallerTransactions,
+    ReliableMailStartup,
     WakeUpNotifier,
     MailOutboxService,
     MailOutboxAdmin,

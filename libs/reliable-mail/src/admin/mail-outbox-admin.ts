@@ -1,4 +1,3 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Injectable, Logger } from '@nestjs/common';
 import { MailValidationError, OutboxFilterError } from '../errors.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
@@ -12,7 +11,7 @@ import { countMatching, matchingIds } from '../outbox/sql/filter.js';
 import { CLOSED_STATUSES, purgeRows } from '../outbox/sql/purge.js';
 import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { checkFilter, checkLimit, checkPeriod, checkRowId, checkTextCursor } from './outbox-filter.js';
-import { type SqlClient, transactionOf } from '../database/sql-client.js';
+import type { SqlClient } from '../database/sql-client.js';
 import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
 
 const EXPORT_PAGE = 500;
@@ -37,21 +36,23 @@ function pageOf<T extends object>(page: T | undefined): Partial<T> {
 export class MailOutboxAdmin {
   private readonly logger = new Logger('ReliableMail');
 
-  constructor(
-    private readonly em: EntityManager,
-    private readonly outbox: MailOutboxService,
-  ) {}
+  constructor(private readonly outbox: MailOutboxService) {}
 
-  /** The verbs run in the ambient transaction, if the operator's code opened one. */
-  private get db(): SqlClient {
-    return transactionOf(this.em);
+  /** The verbs run in the transaction the operator's code runs in, if any; else on reliable-mail's own connections. */
+  private db(): Promise<SqlClient> {
+    return this.outbox.statements();
   }
 
   /** Rows matching the filter, newest first, with their attempts. Continue with `before`: the last id of a page. */
   async list(filter: OutboxFilter = {}, page?: { limit?: number; before?: string }): Promise<OutboxRowWithAttempts[]> {
     const checked = checkFilter(filter, null);
     const { limit, before } = pageOf(page);
-    return listRows(this.db, checked, checkLimit('page.limit', limit, 50, MAX_LIST), checkRowId('page.before', before));
+    return listRows(
+      await this.db(),
+      checked,
+      checkLimit('page.limit', limit, 50, MAX_LIST),
+      checkRowId('page.before', before),
+    );
   }
 
   /** One row with its attempts. */
@@ -71,8 +72,8 @@ export class MailOutboxAdmin {
   ): Promise<string[]> {
     const checked = checkFilter(filter, 'requeue');
     requireReason(reason);
-    if (dryRun) return matchingIds(this.db, checked, REQUEUABLE_STATUSES);
-    const ids = await requeueRows(this.db, checked, reason);
+    if (dryRun) return matchingIds(await this.db(), checked, REQUEUABLE_STATUSES);
+    const ids = await requeueRows(await this.db(), checked, reason);
     this.logger.log({ msg: 'requeued', count: ids.length, reason, filter: checked });
     return ids;
   }
@@ -87,8 +88,8 @@ export class MailOutboxAdmin {
    */
   async purge(filter: OutboxFilter, { dryRun = false }: { dryRun?: boolean } = {}): Promise<number> {
     const checked = checkFilter(filter, 'purge');
-    if (dryRun) return countMatching(this.db, checked, CLOSED_STATUSES);
-    const count = await purgeRows(this.db, checked);
+    if (dryRun) return countMatching(await this.db(), checked, CLOSED_STATUSES);
+    const count = await purgeRows(await this.db(), checked);
     this.logger.log({ msg: 'purged', count, filter: checked });
     return count;
   }
@@ -98,21 +99,21 @@ export class MailOutboxAdmin {
     const { from, to } = checkPeriod(period);
     let after: string | undefined;
     for (;;) {
-      const rows = await exportPage(this.db, from, to, EXPORT_PAGE, after);
+      const rows = await exportPage(await this.db(), from, to, EXPORT_PAGE, after);
       for (const row of rows) yield `${JSON.stringify(row)}\n`;
       if (rows.length < EXPORT_PAGE) return;
       after = rows[rows.length - 1].id;
     }
   }
 
-  stats(): Promise<OutboxStats> {
-    return outboxStats(this.db);
+  async stats(): Promise<OutboxStats> {
+    return outboxStats(await this.db());
   }
 
   async listSuppressions(page?: { limit?: number; after?: string }): Promise<Suppression[]> {
     const { limit, after } = pageOf(page);
     return listSuppressions(
-      this.db,
+      await this.db(),
       checkLimit('page.limit', limit, 100, MAX_LIST),
       checkTextCursor('page.after', after),
     );
@@ -120,11 +121,11 @@ export class MailOutboxAdmin {
 
   async suppress(address: string, reason: string): Promise<void> {
     requireReason(reason);
-    await addSuppression(this.db, normalizeAddress('address', address), reason);
+    await addSuppression(await this.db(), normalizeAddress('address', address), reason);
   }
 
   /** Takes an address off the suppression list; returns whether it was on it. */
-  unsuppress(address: string): Promise<boolean> {
-    return removeSuppression(this.db, normalizeAddress('address', address));
+  async unsuppress(address: string): Promise<boolean> {
+    return removeSuppression(await this.db(), normalizeAddress('address', address));
   }
 }

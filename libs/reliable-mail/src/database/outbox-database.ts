@@ -1,9 +1,9 @@
-import { EntityManager } from '@mikro-orm/postgresql';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
+import type { DeadCheckouts } from '../mikro-orm/dead-checkouts.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
-import { DeadCheckouts } from './dead-checkouts.js';
+import { OutboxSchema } from '../schema/outbox-schema.js';
 import type { QueryBound, SqlClient, Statement } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
 import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
@@ -26,13 +26,14 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * discarded, and so is every connection idle then that has not answered since: what silenced one (a partition, a
  * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
  * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
- * Statements with a name are parsed once per connection (see `plan_cache_mode` below).
+ * Statements with a name are parsed once per connection (see `plan_cache_mode` below). Where the connections go is
+ * set by the start (`connectTo`): `database.url`, or the app's own MikroORM settings.
  */
 @Injectable()
-export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShutdown {
+export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private pool: Promise<pg.Pool> | null = null;
-  private config: Promise<pg.ClientConfig> | null = null;
+  private config: pg.ClientConfig | null = null;
   /** After shutdown a late statement (a send that outlived the shutdown bound) fails instead of opening a new pool. */
   private closed = false;
   /** The app's pool's connections that died checked out, given back at shutdown so that the app's close returns. */
@@ -46,13 +47,14 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
   private silentSince = -Infinity;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly schema: OutboxSchema,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'database'>,
   ) {}
 
   async query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]> {
     if (this.closed)
       throw new StatementNotSentError("reliable-mail's database connections are closed: the app has shut down");
+    const { name, text } = statement.in(await this.schema.tables());
     const { statementTimeoutMs } = this.options.database;
     const ownBoundMs = statementBoundMs(statementTimeoutMs);
     const timeoutMs = Math.min(bound?.timeoutMs ?? Infinity, ownBoundMs);
@@ -61,8 +63,8 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
     const pool = await (this.pool ??= this.createPool());
     const client = await this.checkOutAnswering(pool, deadline);
     const config: pg.QueryConfig & { query_timeout: number } = {
-      name: statement.name,
-      text: statement.text,
+      name,
+      text,
       values: [...values],
       // pg reads 0 as no timeout at all.
       query_timeout: Math.max(1, Math.ceil(deadline - performance.now())),
@@ -105,9 +107,38 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
     }
   }
 
+  /**
+   * Runs `work` in a transaction of reliable-mail's own, on one connection of the pool: an enqueueMany outside the
+   * caller's transaction, which must keep nothing of a batch that fails.
+   */
+  async transaction<T>(work: (client: SqlClient) => Promise<T>): Promise<T> {
+    const tables = await this.schema.tables();
+    const pool = await (this.pool ??= this.createPool());
+    const client = await checkOut(pool, this.options.database.connectTimeoutMs);
+    const statements: SqlClient = {
+      query: async <R>(statement: Statement, values: readonly unknown[]) =>
+        (await client.query<R & pg.QueryResultRow>(statement.in(tables).text, [...values])).rows,
+    };
+    try {
+      await client.query('begin');
+      const result = await work(statements);
+      await client.query('commit');
+      client.release();
+      return result;
+    } catch (error) {
+      const rolledBack = await client.query('rollback').then(
+        () => true,
+        () => false,
+      );
+      // A connection that could not roll back is in no state to be used again.
+      client.release(rolledBack ? undefined : true);
+      throw error;
+    }
+  }
+
   /** A connection outside the pool, for a session that must stay open (LISTEN); the caller ends it. */
-  async client(): Promise<pg.Client> {
-    const client = new pg.Client(await this.connectionConfig());
+  client(): pg.Client {
+    const client = new pg.Client(this.connectionConfig());
     // An error of an idle connection is an event: without a listener it would take the process down.
     client.on('error', () => undefined);
     return client;
@@ -120,12 +151,28 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
     return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
-  async onModuleInit(): Promise<void> {
-    try {
-      this.appPoolDeadCheckouts = new DeadCheckouts(await this.em.getConnection().getNativeClient());
-    } catch {
-      // An ORM configured with its own Kysely dialect exposes no pool: that pool is the app's own business.
-    }
+  /**
+   * Where the connections go, with reliable-mail's bounds added (keepalive, timeouts); and, where the app's pool is
+   * MikroORM's, its connections to give back at shutdown (see DeadCheckouts).
+   */
+  connectTo(base: pg.ClientConfig, appPoolDeadCheckouts: DeadCheckouts | null): void {
+    const { statementTimeoutMs, connectTimeoutMs } = this.options.database;
+    this.appPoolDeadCheckouts = appPoolDeadCheckouts;
+    this.config = {
+      ...base,
+      // A statement is prepared once per connection, but planned at every run with the tables as they are then:
+      // a generic plan made while the outbox was empty would keep scanning it whole once it has grown, until an
+      // ANALYZE. Planning costs ~0.3 ms per statement, and every statement carries a batch.
+      // Claims and settles must survive a crash of the server (see claim.ts), whatever the database's or the
+      // role's default: with synchronous_commit off, a crash during a send would take the claim with it.
+      options: `${base.options ?? ''} -c plan_cache_mode=force_custom_plan -c synchronous_commit=on`.trim(),
+      application_name: 'reliable-mail',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      connectionTimeoutMillis: connectTimeoutMs,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementBoundMs(statementTimeoutMs),
+    };
   }
 
   /**
@@ -155,7 +202,7 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
   private async createPool(): Promise<pg.Pool> {
     const { poolSize, connectTimeoutMs } = this.options.database;
     const pool = new pg.Pool({
-      ...(await this.connectionConfig()),
+      ...this.connectionConfig(),
       max: poolSize,
       connectionTimeoutMillis: connectTimeoutMs,
       idleTimeoutMillis: 30_000,
@@ -169,46 +216,10 @@ export class OutboxDatabase implements SqlClient, OnModuleInit, OnApplicationShu
     return pool;
   }
 
-  private connectionConfig(): Promise<pg.ClientConfig> {
-    return (this.config ??= this.resolveConnectionConfig());
-  }
-
-  /**
-   * The app's own MikroORM connection settings (host, credentials, ssl, …) unless `database.url` is given, with
-   * reliable-mail's bounds: keepalive, a connect timeout and statement timeouts.
-   */
-  private async resolveConnectionConfig(): Promise<pg.ClientConfig> {
-    const { url, statementTimeoutMs, connectTimeoutMs } = this.options.database;
-    const base: pg.ClientConfig = url ? { connectionString: url } : await this.ormConnectionConfig();
-    return {
-      ...base,
-      // A statement is prepared once per connection, but planned at every run with the tables as they are then:
-      // a generic plan made while the outbox was empty would keep scanning it whole once it has grown, until an
-      // ANALYZE. Planning costs ~0.3 ms per statement, and every statement carries a batch.
-      // Claims and settles must survive a crash of the server (see claim.ts), whatever the database's or the
-      // role's default: with synchronous_commit off, a crash during a send would take the claim with it.
-      options: `${base.options ?? ''} -c plan_cache_mode=force_custom_plan -c synchronous_commit=on`.trim(),
-      application_name: 'reliable-mail',
-      keepAlive: true,
-      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
-      connectionTimeoutMillis: connectTimeoutMs,
-      statement_timeout: statementTimeoutMs,
-      query_timeout: statementBoundMs(statementTimeoutMs),
-    };
-  }
-
-  private async ormConnectionConfig(): Promise<pg.ClientConfig> {
-    const connection = this.em.getConnection();
-    try {
-      const { options } = await connection.getNativeClient();
-      // Copied one by one: pg-pool keeps the password non-enumerable, and the ORM's type parsers are its own.
-      const { types: _types, max: _max, min: _min, idleTimeoutMillis: _idle, ...rest } = options;
-      return { ...rest, password: options.password };
-    } catch {
-      // An ORM configured with its own Kysely dialect exposes no pool: its plain settings are all there is.
-      const { host, port, user, password, database } = connection.getConnectionOptions();
-      return { host, port, user, password, database };
-    }
+  private connectionConfig(): pg.ClientConfig {
+    if (!this.config)
+      throw new StatementNotSentError("reliable-mail's database connection is not set: the app has not started");
+    return this.config;
   }
 }
 

@@ -1,13 +1,32 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { CompiledQuery, type Kysely } from 'kysely';
+import type { OutboxTables } from '../schema/outbox-tables.js';
 
 /**
- * One SQL statement with `$n` placeholders. Values always travel as bound parameters, never spliced into the text.
- * A statement with a `name` is prepared once per connection by the clients that can keep it (the pool's).
+ * One statement as it runs: `$n` placeholders, values always bound, never spliced into the text. A statement with
+ * a `name` is prepared once per connection by the clients that can keep it (the pool's).
  */
-export interface Statement {
+export interface StatementText {
   readonly name?: string;
   readonly text: string;
+}
+
+/**
+ * One SQL statement over reliable-mail's tables. Its text names them qualified by the schema they are in, so that
+ * it runs alike on reliable-mail's own connections and on a caller's, whatever that connection's `search_path`;
+ * it is made once for each schema.
+ */
+export class Statement {
+  private readonly made = new Map<string, StatementText>();
+
+  constructor(private readonly make: (tables: OutboxTables) => StatementText) {}
+
+  in(tables: OutboxTables): StatementText {
+    let text = this.made.get(tables.schema);
+    if (!text) {
+      text = this.make(tables);
+      this.made.set(tables.schema, text);
+    }
+    return text;
+  }
 }
 
 /**
@@ -19,26 +38,8 @@ export interface QueryBound {
   timeoutMs: number;
 }
 
-/** Where statements run: a caller's transaction (through its EntityManager) or reliable-mail's own connections. */
+/** Where statements run: a caller's transaction, or reliable-mail's own connections; each knows the tables' schema. */
 export interface SqlClient {
   /** `bound` is honoured by reliable-mail's own connections; a caller's transaction keeps the caller's timeouts. */
   query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]>;
-}
-
-/**
- * Runs statements through an EntityManager, inside its transaction when it has one: how an enqueue joins the
- * business transaction. Nothing is prepared, since the connection belongs to the caller.
- */
-export function transactionOf(em: EntityManager): SqlClient {
-  return { query: (statement, values) => statementsOn(em.getKysely()).query(statement, values) };
-}
-
-/** Runs statements on a Kysely instance: a transaction of its own, or the pool. */
-export function statementsOn(kysely: Kysely<unknown>): SqlClient {
-  return {
-    async query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
-      const result = await kysely.executeQuery<R>(CompiledQuery.raw(statement.text, [...values]));
-      return result.rows;
-    },
-  };
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_SCHEMA, tablesIn } from '../schema/outbox-tables.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
@@ -58,8 +59,9 @@ function laneWith(answer: Answer) {
   const statements: string[] = [];
   const database: SqlClient = {
     query<R>(statement: Statement): Promise<R[]> {
-      statements.push(statement.name ?? statement.text);
-      return (answer(statement.name ?? '') ?? Promise.resolve([])) as Promise<R[]>;
+      const { name, text } = statement.in(tablesIn(DEFAULT_SCHEMA));
+      statements.push(name ?? text);
+      return (answer(name ?? '') ?? Promise.resolve([])) as Promise<R[]>;
     },
   };
   const delivered: string[] = [];

@@ -63,7 +63,7 @@ export class WakeUpListener {
     if (this.stopped) return;
     let client: pg.Client | null = null;
     try {
-      client = await this.database.client();
+      client = this.database.client();
       client.on('notification', (message) => {
         if (message.channel === WAKE_UP_CHANNEL) this.onWakeUp?.(message.payload ?? '');
       });
@@ -71,7 +71,7 @@ export class WakeUpListener {
       client.on('error', (error) => this.lost(connected, error));
       client.on('end', () => this.lost(connected, new Error('the connection ended')));
       await client.connect();
-      await client.query(LISTEN.text);
+      await client.query(LISTEN);
       if (this.stopped) return end(client);
       this.client = client;
       this.current = { listening: true, since: new Date(), failures: 0, lastError: null };

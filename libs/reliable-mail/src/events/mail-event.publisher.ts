@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -57,11 +57,16 @@ export class MailEventPublisher {
   /** A drain is due on a later turn: one for every event published meanwhile. */
   private drainScheduled = false;
 
+  private readonly emitter: EventEmitter2;
+
   constructor(
     private readonly database: OutboxDatabase,
-    private readonly emitter: EventEmitter2,
+    // Named: the type of an optional parameter is no token once compiled (swc writes Object).
+    @Optional() @Inject(EventEmitter2) emitter: EventEmitter2 | undefined,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {
+    // Without EventEmitterModule the start fails before anything is published, naming it (ReliableMailStartup).
+    this.emitter = emitter as EventEmitter2;
     this.confirmer = new Batcher(
       async (ids) => {
         await confirmEvents(this.database, ids);

@@ -75,10 +75,29 @@ export interface DispatcherOptions {
 export interface DatabaseOptions {
   /**
    * Where those connections go, as a `postgres://` URL. Behind a PgBouncer in transaction mode, point this at
-   * PostgreSQL itself (or a session-mode pool): LISTEN needs a session of its own.
+   * PostgreSQL itself (or a session-mode pool): LISTEN needs a session of its own. Required in an app without
+   * MikroORM.
    * @default the MikroORM connection's settings
    */
   url?: string;
+  /**
+   * The PostgreSQL schema of reliable-mail's tables. Installations whose tables the MikroORM migrations of earlier
+   * releases made in the app's own schema (`public`) are found there when this is not set, and stay there.
+   * @default 'reliable_mail'
+   */
+  schema?: string;
+  /**
+   * Brings reliable-mail's schema to this release's version at start, under an advisory lock (many instances may
+   * start at once), instead of `npx reliable-mail migrate` at deploy time.
+   * @default false
+   */
+  migrateAtStart?: boolean;
+  /**
+   * How long the start waits for a database that does not answer (a deploy during a failover), trying again with
+   * backoff, before it fails naming the host.
+   * @default 60000
+   */
+  startTimeoutMs?: number;
   /**
    * The most connections of the pool.
    * @default 10
@@ -323,4 +342,10 @@ export interface ReliableMailOptions {
    * @default none: the envelope sender is the mail's From
    */
   verp?: VerpOptions;
+  /**
+   * Refuses an enqueue outside any transaction (`TransactionRequiredError`): a mail written on its own would go
+   * out even if the business transaction it belongs to rolled back.
+   * @default false: such an enqueue commits on its own
+   */
+  requireTransaction?: boolean;
 }

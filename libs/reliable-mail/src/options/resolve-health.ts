@@ -1,6 +1,7 @@
 import { InvalidOptionsError } from '../errors.js';
 import type { HealthOptions } from './reliable-mail-options.interface.js';
 import { requirePositiveInteger, requireSpan } from './require.js';
+import { withDefaults } from './with-defaults.js';
 
 const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxBacklog: 10_000,
@@ -18,7 +19,7 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
 
 /** The health indicator's thresholds, defaults applied, each checked. */
 export function resolveHealth(options: HealthOptions | undefined): Required<HealthOptions> {
-  const health = { ...DEFAULT_HEALTH_OPTIONS, ...options };
+  const health = withDefaults(DEFAULT_HEALTH_OPTIONS, options);
   requirePositiveInteger('health.maxBacklog', health.maxBacklog);
   for (const key of [
     'maxLagMs',

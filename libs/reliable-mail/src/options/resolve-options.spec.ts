@@ -38,7 +38,15 @@ const defaultHealth = {
   maxHardBounceRate: 0.05,
   minSentForRates: 100,
 };
-const defaultDatabase = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
+const defaultDatabase = {
+  url: null,
+  schema: null,
+  poolSize: 10,
+  statementTimeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  migrateAtStart: false,
+  startTimeoutMs: 60_000,
+};
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
 // 58 attempts: their delays, at the shortest, reach a day (2.5 s, 5 s, … doubling, then half an hour each).
 const defaultRetry = { maxAttempts: 58, baseDelayMs: 5_000, maxDelayMs: 3_600_000, maxAgeMs: 86_400_000 };
@@ -114,6 +122,19 @@ describe('resolveOptions', () => {
       retry: { baseDelayMs: 1_000, maxDelayMs: 1_000, maxAgeMs: 5_000, maxAttempts: 11 },
     },
     {
+      name: 'options given as undefined take their defaults (url: process.env.DATABASE_URL, unset)',
+      options: {
+        database: { url: undefined, poolSize: undefined },
+        dispatcher: { batchSize: undefined },
+        retry: { maxAgeMs: undefined },
+      },
+    },
+    {
+      name: 'a schema of its own, migrated at start',
+      options: { database: { schema: 'mail_custom', migrateAtStart: true } },
+      database: { schema: 'mail_custom', migrateAtStart: true },
+    },
+    {
       name: 'a lease of exactly twice the send timeout',
       options: { dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 }, database: { statementTimeoutMs: 4_000 } },
       dispatcher: { leaseMs: 20_000, sendTimeoutMs: 10_000 },
@@ -147,6 +168,7 @@ describe('resolveOptions', () => {
       events: defaultEvents,
       ...defaultContent,
       verp: null,
+      requireTransaction: false,
     });
   });
 
@@ -244,6 +266,12 @@ describe('resolveOptions', () => {
       option: 'retention.keepClosedForMs',
     },
     { name: 'a pool of 2^31 connections', options: { database: { poolSize: 2 ** 31 } }, option: 'database.poolSize' },
+    { name: 'a quoted schema name', options: { database: { schema: 'Mail"Outbox' } }, option: 'database.schema' },
+    {
+      name: 'a start that never gives up',
+      options: { database: { startTimeoutMs: 0 } },
+      option: 'database.startTimeoutMs',
+    },
     {
       name: 'a lane transport that is not SMTP',
       options: { lanes: { bulk: { transport: 'http://x.example.com' } } },

@@ -1,4 +1,6 @@
 import { CLIENT_TIMEOUT_MARGIN_MS } from '../database/statement-bound.js';
+import { isPlainIdentifier } from '../schema/outbox-tables.js';
+import { withDefaults } from './with-defaults.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from '../dispatch/lease.js';
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
@@ -43,12 +45,13 @@ export interface ResolvedReliableMailOptions {
   defaultLane: string;
   retention: Required<RetentionOptions>;
   health: Required<HealthOptions>;
-  database: Omit<Required<DatabaseOptions>, 'url'> & { url: string | null };
+  database: Omit<Required<DatabaseOptions>, 'url' | 'schema'> & { url: string | null; schema: string | null };
   events: Required<EventOptions>;
   templates: MailTemplate[];
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
   verp: Verp | null;
+  requireTransaction: boolean;
 }
 
 const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
@@ -57,7 +60,15 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   intervalMs: 600_000,
 };
 
-const DEFAULT_DATABASE_OPTIONS = { url: null, poolSize: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 10_000 };
+const DEFAULT_DATABASE_OPTIONS: ResolvedReliableMailOptions['database'] = {
+  url: null,
+  schema: null,
+  poolSize: 10,
+  statementTimeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  migrateAtStart: false,
+  startTimeoutMs: 60_000,
+};
 
 const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
 const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
@@ -103,7 +114,10 @@ export function resolveOptions(
     );
   }
 
-  const dispatcher = { ...DEFAULT_DISPATCHER_OPTIONS, workerId: `${hostname}:${pid}`, ...options.dispatcher };
+  const dispatcher = withDefaults(
+    { ...DEFAULT_DISPATCHER_OPTIONS, workerId: `${hostname}:${pid}` },
+    options.dispatcher,
+  );
   if (typeof dispatcher.enabled !== 'boolean') {
     throw new InvalidOptionsError('dispatcher.enabled', 'must be a boolean');
   }
@@ -140,16 +154,27 @@ export function resolveOptions(
     throw new InvalidOptionsError('defaultLane', `names no declared lane: ${JSON.stringify(defaultLane)}`);
   }
 
-  const retention = { ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled, ...options.retention };
+  const retention = withDefaults({ ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled }, options.retention);
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
   requireSpan('retention.keepClosedForMs', retention.keepClosedForMs);
   for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
   const health = resolveHealth(options.health);
 
-  const database = { ...DEFAULT_DATABASE_OPTIONS, ...options.database };
-  for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs'] as const) {
+  const database = withDefaults(DEFAULT_DATABASE_OPTIONS, options.database);
+  for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs', 'startTimeoutMs'] as const) {
     requirePositiveInteger(`database.${key}`, database[key]);
   }
+  if (database.schema !== null && !isPlainIdentifier(database.schema)) {
+    throw new InvalidOptionsError(
+      'database.schema',
+      `must be a schema name PostgreSQL takes unquoted (lower case letters, digits and _, at most 63), got ${JSON.stringify(database.schema)}`,
+    );
+  }
+  if (typeof database.migrateAtStart !== 'boolean') {
+    throw new InvalidOptionsError('database.migrateAtStart', 'must be a boolean');
+  }
+  const requireTransaction = options.requireTransaction ?? false;
+  if (typeof requireTransaction !== 'boolean') throw new InvalidOptionsError('requireTransaction', 'must be a boolean');
   if (database.url !== null && !/^postgres(ql)?:\/\//.test(String(database.url))) {
     throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
   }
@@ -165,7 +190,7 @@ export function resolveOptions(
     );
   }
 
-  const events = { ...DEFAULT_EVENT_OPTIONS, ...options.events };
+  const events = withDefaults(DEFAULT_EVENT_OPTIONS, options.events);
   if (events.record !== 'listened' && events.record !== 'all') {
     throw new InvalidOptionsError('events.record', `must be 'listened' or 'all', got ${JSON.stringify(events.record)}`);
   }
@@ -187,6 +212,7 @@ export function resolveOptions(
     database,
     events,
     verp: resolveVerp(options.verp),
+    requireTransaction,
   };
 }
 

@@ -2,6 +2,7 @@ import { InvalidOptionsError } from '../errors.js';
 import { attemptsToSpan, guaranteedSpanMs, type RetryPolicy } from '../shared/retry-policy.js';
 import type { RetryOptions } from './reliable-mail-options.interface.js';
 import { requirePositiveInteger, requireSpan } from './require.js';
+import { withDefaults } from './with-defaults.js';
 
 /** `maxAttempts` defaults to as many attempts as the delays need to reach `maxAgeMs` (see `attemptsToSpan`). */
 const DEFAULT_RETRY_OPTIONS: Omit<Required<RetryOptions>, 'maxAttempts'> = {
@@ -18,7 +19,7 @@ const MAX_ATTEMPTS = 2_147_483_647;
  * shorter than the age limit (or a greylisting server) would dead-letter mail by running out of attempts.
  */
 export function resolveRetry(options: RetryOptions = {}): RetryPolicy {
-  const delays = { ...DEFAULT_RETRY_OPTIONS, ...options };
+  const delays = withDefaults(DEFAULT_RETRY_OPTIONS, options);
   for (const key of ['baseDelayMs', 'maxDelayMs', 'maxAgeMs'] as const) requireSpan(`retry.${key}`, delays[key]);
   if (delays.maxDelayMs < delays.baseDelayMs) {
     throw new InvalidOptionsError('retry.maxDelayMs', `must be >= retry.baseDelayMs (${delays.baseDelayMs})`);

@@ -1,10 +1,11 @@
-import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject, Injectable } from '@nestjs/common';
+import { OutboxDatabase } from '../database/outbox-database.js';
 import {
   IdempotencyConflictError,
   MailValidationError,
   OutboxRowNotCancellableError,
   OutboxRowNotFoundError,
+  TransactionRequiredError,
 } from '../errors.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -18,7 +19,10 @@ import type { InsertedRow, NewOutboxRow } from './queue.types.js';
 import { cancelRow } from './sql/cancel.js';
 import { findByIdempotencyKeys, insertRows } from './sql/insert.js';
 import { listRows } from './sql/list.js';
-import { type SqlClient, statementsOn, transactionOf } from '../database/sql-client.js';
+import type { SqlClient } from '../database/sql-client.js';
+import { OutboxSchema } from '../schema/outbox-schema.js';
+import { type CallerTransaction, inTransaction, statementsIn } from '../transactions/caller-transaction.js';
+import { CallerTransactions } from '../transactions/caller-transactions.js';
 import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier, type WakeUpPlan } from './wake-up.notifier.js';
 import { isUuid } from '../shared/uuid.js';
@@ -28,6 +32,12 @@ const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 /** Options shared by every mail of one `enqueueMany` call. */
 export type EnqueueManyOptions = Omit<EnqueueOptions, 'idempotencyKey'>;
+
+/** Where `cancel` and `get` run. */
+export interface TransactionOption {
+  /** The caller's transaction, as for `enqueue`; by default the one the calling code runs in, if any. */
+  tx?: unknown;
+}
 
 /** One mail of `enqueueMany`, with the key that makes it idempotent. */
 export interface BatchMail {
@@ -73,7 +83,9 @@ export class MailOutboxService {
   private readonly contentRules: MailContentRules;
 
   constructor(
-    private readonly em: EntityManager,
+    private readonly transactions: CallerTransactions,
+    private readonly database: OutboxDatabase,
+    private readonly schema: OutboxSchema,
     private readonly wakeUp: WakeUpNotifier,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     templates: MailTemplateRegistry,
@@ -87,14 +99,17 @@ export class MailOutboxService {
   }
 
   /**
-   * Writes a mail into the outbox. Inside `em.transactional()` or a `@Transactional()` method the row joins that
-   * transaction (it exists, and is sent, only if the transaction commits); with `options.em` it uses that
-   * EntityManager's transaction; otherwise it commits on its own. Validation happens before anything is written.
+   * Writes a mail into the outbox, in the caller's transaction: the row exists, and is sent, only if that
+   * transaction commits. The transaction is `options.tx` (see `EnqueueOptions.tx`), else the one the calling code
+   * runs in (`@Transactional()` of @nestjs-cls/transactional, or MikroORM's `em.transactional()`); with none, the
+   * row commits on its own, unless `requireTransaction` is set. Validation happens before anything is written.
    */
   async enqueue(mail: OutgoingMail, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     const rows = this.prepare([{ mail, idempotencyKey: options.idempotencyKey }], options);
-    const em = options.em ?? this.em;
-    const [result] = await this.write(rows, transactionOf(em), this.wakeUp.plan(em));
+    const transaction = await this.joined(options);
+    const [result] = transaction
+      ? await this.write(rows, statementsIn(transaction, await this.schema.tables()), this.wakeUp.plan(transaction))
+      : await this.write(rows, this.database, this.wakeUp.plan(null));
     return result;
   }
 
@@ -107,20 +122,35 @@ export class MailOutboxService {
     if (!Array.isArray(mails)) throw new MailValidationError('mails', 'must be an array');
     if (mails.length === 0) return [];
     const rows = this.prepare(mails, options);
-    const em = options.em ?? this.em;
-    if (em.isInTransaction()) return this.write(rows, transactionOf(em), this.wakeUp.plan(em));
-    return this.writeInOwnTransaction(rows, em);
+    const transaction = await this.joined(options, true);
+    if (transaction) {
+      return this.write(rows, statementsIn(transaction, await this.schema.tables()), this.wakeUp.plan(transaction));
+    }
+    return this.writeInOwnTransaction(rows);
   }
 
   /**
-   * A batch outside the caller's transaction runs in one of its own, through Kysely's callback transaction, which
-   * gives its connection back to the pool whatever happens. MikroORM's `em.transactional()` does not when its
-   * connection is killed (kysely-org/kysely#1990: the failed rollback skips the release), and the app's pool then
-   * keeps it for good: `orm.close()` waits for it at shutdown. Counted as an open enqueue until it commits, and
-   * the dispatchers are woken after the commit.
+   * The caller's transaction an enqueue joins, or null to write on reliable-mail's own connection. A client that
+   * cannot tell whether it is in one (plain pg) is asked of the server when it matters: where no transaction is
+   * allowed, and for a batch, which must not commit in part.
    */
-  private async writeInOwnTransaction(rows: NewOutboxRow[], em: EntityManager): Promise<EnqueueResult[]> {
-    const wakeUp = this.wakeUp.plan(em);
+  private async joined(options: EnqueueOptions, batch = false): Promise<CallerTransaction | null> {
+    const transaction = this.transactions.of(options.tx ?? options.em);
+    const { requireTransaction } = this.options;
+    if (transaction && (requireTransaction || batch) && !(await inTransaction(transaction))) {
+      if (requireTransaction) throw new TransactionRequiredError();
+      return null;
+    }
+    if (!transaction && requireTransaction) throw new TransactionRequiredError();
+    return transaction;
+  }
+
+  /**
+   * A batch outside any caller's transaction runs in one of reliable-mail's own. Counted as an open enqueue until it
+   * commits, and the dispatchers are woken after the commit.
+   */
+  private async writeInOwnTransaction(rows: NewOutboxRow[]): Promise<EnqueueResult[]> {
+    const wakeUp = this.wakeUp.plan(null);
     let lanes: string[] = [];
     const beforeCommit: WakeUpPlan = {
       inStatement: wakeUp.inStatement,
@@ -129,10 +159,7 @@ export class MailOutboxService {
     };
     let results: EnqueueResult[];
     try {
-      results = await em
-        .getKysely()
-        .transaction()
-        .execute((tx) => this.write(rows, statementsOn(tx), beforeCommit));
+      results = await this.database.transaction((client) => this.write(rows, client, beforeCommit));
     } catch (error) {
       wakeUp.abandoned();
       throw error;
@@ -142,21 +169,28 @@ export class MailOutboxService {
   }
 
   /**
-   * Stops a mail that is not yet final. A pending one is cancelled at once; one being sent finishes its attempt
-   * and is then not retried. Cancelling a final mail (sent, failed, dead, expired, suppressed) throws.
+   * Stops a mail that is not yet final, in the caller's transaction if there is one (so that it is stopped only if
+   * that commits). A pending one is cancelled at once; one being sent finishes its attempt and is then not retried.
+   * Cancelling a final mail (sent, failed, dead, expired, suppressed) throws.
    */
-  async cancel(id: string): Promise<{ id: string; status: OutboxStatus }> {
-    const status = isUuid(id) ? await cancelRow(transactionOf(this.em), id) : null;
+  async cancel(id: string, options: TransactionOption = {}): Promise<{ id: string; status: OutboxStatus }> {
+    const status = isUuid(id) ? await cancelRow(await this.statements(options), id) : null;
     if (status === null) throw new OutboxRowNotFoundError(id);
     if (status !== 'cancelled' && status !== 'sending') throw new OutboxRowNotCancellableError(id, status);
     return { id, status };
   }
 
-  /** The row and every attempt made to send it. */
-  async get(id: string): Promise<OutboxRowWithAttempts> {
-    const [row] = isUuid(id) ? await listRows(transactionOf(this.em), { ids: [id] }, 1) : [];
+  /** The row and every attempt made to send it (as the caller's transaction sees it, if there is one). */
+  async get(id: string, options: TransactionOption = {}): Promise<OutboxRowWithAttempts> {
+    const [row] = isUuid(id) ? await listRows(await this.statements(options), { ids: [id] }, 1) : [];
     if (!row) throw new OutboxRowNotFoundError(id);
     return row;
+  }
+
+  /** Where a call that is not an enqueue runs: the caller's transaction, or reliable-mail's own connections. */
+  async statements(options: TransactionOption = {}): Promise<SqlClient> {
+    const transaction = this.transactions.of(options.tx);
+    return transaction ? statementsIn(transaction, await this.schema.tables()) : this.database;
   }
 
   private async write(rows: NewOutboxRow[], client: SqlClient, wakeUp: WakeUpPlan): Promise<EnqueueResult[]> {

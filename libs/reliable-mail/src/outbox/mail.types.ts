@@ -1,5 +1,4 @@
 import type { MailAddress, RecipientOutcome } from '../transport/mail-transport.interface.js';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { OutboxFeedback } from './feedback.types.js';
 
 /** An address as a string (`a@example.com` or `Ann <a@example.com>`) or as its parts. */
@@ -78,8 +77,15 @@ export type MailAttachment = InlineAttachment | ReferencedAttachment;
 export interface EnqueueOptions {
   /** The same key with the same content returns the existing row; with other content it throws. */
   idempotencyKey?: string;
-  /** Write through this EntityManager (and its transaction) instead of the ambient one. */
-  em?: EntityManager;
+  /**
+   * The caller's transaction to write in, instead of the one the calling code runs in: MikroORM's or TypeORM's
+   * `EntityManager` of a transaction, a TypeORM `QueryRunner` after `startTransaction()`, Prisma's interactive
+   * transaction client, Drizzle's (node-postgres) or Kysely's transaction, or a pg client on which BEGIN ran. One
+   * that is in no transaction (a root client) counts as none.
+   */
+  tx?: unknown;
+  /** @deprecated `tx` takes a MikroORM `EntityManager` as well. */
+  em?: unknown;
   /** Free JSON stored with the row and carried in its events: source, correlation id. */
   metadata?: Record<string, unknown>;
   /** The lane to send through; an undeclared lane is a validation error. Default: the module's `defaultLane`. */

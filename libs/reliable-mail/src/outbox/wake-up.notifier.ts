@@ -1,6 +1,6 @@
-import { EntityManager, type EventSubscriber, type TransactionEventArgs } from '@mikro-orm/postgresql';
-import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import type { CallerTransaction, TransactionEnds } from '../transactions/caller-transaction.js';
 import { notifyLanes } from './sql/notify.js';
 
 /** How the dispatchers learn of one enqueue's rows. */
@@ -21,10 +21,11 @@ export interface WakeUpPlan {
  * which concurrent transactions can enqueue. So only a transaction that enqueues while no other enqueue of this
  * process is open notifies in its own statement; the others ask for a NOTIFY after their commit, and those are
  * coalesced into one small statement at a time. Either way the notification arrives after the rows are visible.
- * A process that dies between a commit and its NOTIFY leaves the rows to the dispatchers' polling.
+ * A process that dies between a commit and its NOTIFY leaves the rows to the dispatchers' polling. A transaction
+ * whose stack does not report its commit (Prisma, Drizzle, Kysely, pg: no hook) always notifies in its statement.
  */
 @Injectable()
-export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
+export class WakeUpNotifier implements TransactionEnds {
   private readonly logger = new Logger('ReliableMail');
   /** Enqueue statements running outside a transaction (each commits on its own). */
   private ownStatements = 0;
@@ -33,23 +34,16 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
   private readonly due = new Set<string>();
   private sending = false;
 
-  constructor(
-    private readonly em: EntityManager,
-    private readonly database: OutboxDatabase,
-  ) {}
+  constructor(private readonly database: OutboxDatabase) {}
 
-  onModuleInit(): void {
-    this.em.getEventManager().registerSubscriber(this);
-  }
-
-  /** Decides how a write through `em` wakes the dispatchers. */
-  plan(em: EntityManager): WakeUpPlan {
-    const transaction = em.isInTransaction() ? em.getTransactionContext<object>() : undefined;
-    if (transaction && 'savepointName' in transaction) {
-      // A savepoint's release is not the commit; the outer transaction's own commit delivers this NOTIFY.
+  /** Decides how a write in `transaction` (null: a statement of its own) wakes the dispatchers. */
+  plan(transaction: CallerTransaction | null): WakeUpPlan {
+    if (transaction?.endReported) return this.planInTransaction(transaction.endReported);
+    if (transaction) {
+      // Nothing tells when it commits (or it is a savepoint, whose release is not the commit): the NOTIFY goes in
+      // the statement, and PostgreSQL delivers it at the commit.
       return { inStatement: true, inserted: () => undefined, abandoned: () => undefined };
     }
-    if (transaction) return this.planInTransaction(transaction);
     const inStatement = !this.anyOpen();
     this.ownStatements++;
     return {
@@ -87,24 +81,11 @@ export class WakeUpNotifier implements EventSubscriber, OnModuleInit {
     };
   }
 
-  afterTransactionCommit({ transaction }: TransactionEventArgs): void {
-    const lanes = this.end(transaction);
-    if (lanes) this.notifyLater(lanes);
-  }
-
-  /**
-   * A transaction that does not commit ends here, whatever the path: MikroORM announces the rollback before it
-   * sends it, and when the connection was killed the rollback fails and no later event comes.
-   */
-  beforeTransactionRollback({ transaction }: TransactionEventArgs): void {
-    this.end(transaction);
-  }
-
-  private end(transaction: unknown): Set<string> | null | undefined {
-    if (!transaction || !this.transactions.has(transaction)) return undefined;
+  /** Told by the stack's commit and rollback events; never throws (TypeORM awaits it inside the caller's commit). */
+  ended(transaction: object, committed: boolean): void {
     const lanes = this.transactions.get(transaction);
     this.transactions.delete(transaction);
-    return lanes;
+    if (committed && lanes) this.notifyLater(lanes);
   }
 
   /** Queues the lanes for the next NOTIFY statement; one runs at a time and takes every lane queued meanwhile. */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidOptionsError, MissingPeerDependencyError } from '../errors.js';
-import { loadSdk } from './http/load-sdk.js';
+import { InvalidOptionsError } from '../errors.js';
 import { requestEnvelopes } from './http/send-in-requests.js';
 import type { OutboundMessage } from './mail-transport.interface.js';
 import { requestAddressing } from './outbound-content.js';
@@ -134,14 +133,5 @@ describe('provider transport options are checked when the transport is made', ()
   ])('$name: InvalidOptionsError naming $option', ({ make, option }) => {
     expect(make).toThrow(InvalidOptionsError);
     expect(make).toThrow(expect.objectContaining({ option }));
-  });
-});
-
-describe('loadSdk', () => {
-  it('a provider SDK that is not installed is a MissingPeerDependencyError that says what to install', async () => {
-    const missing = '@reliable-mail/no-such-sdk';
-    const load = loadSdk(missing, 'Example', () => import(missing));
-    await expect(load).rejects.toThrow(MissingPeerDependencyError);
-    await expect(load).rejects.toThrow('npm install @reliable-mail/no-such-sdk');
   });
 });

@@ -4,7 +4,7 @@ import { cutText, storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { readVerpAddress, type Verp, verpCovers } from '../../shared/verp.js';
 import { addressIn, feedbackReport, type FeedbackReport, ignoredReport, rowOfMessageId } from '../feedback-report.js';
-import { loadSdk } from '../../transport/http/load-sdk.js';
+import { loadSdk } from '../../shared/optional-package.js';
 import {
   dsnFeedbackOf,
   headerBlockOf,

@@ -13,7 +13,7 @@ import {
   statusIn,
   stringAt,
 } from '../feedback-report.js';
-import { loadSdk } from '../../transport/http/load-sdk.js';
+import { loadSdk } from '../../shared/optional-package.js';
 import { headerOf, type WebhookSource } from './webhook-source.js';
 
 /** Resend's webhooks, signed by Svix. */

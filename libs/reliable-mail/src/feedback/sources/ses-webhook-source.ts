@@ -1,7 +1,7 @@
 import { type Agent, get } from 'node:https';
 import { FeedbackPayloadError, FeedbackSignatureError, FeedbackUnavailableError } from '../../errors.js';
 import { ignoredReport, objectAt, parseJson, stringAt } from '../feedback-report.js';
-import { loadSdk } from '../../transport/http/load-sdk.js';
+import { loadSdk } from '../../shared/optional-package.js';
 import { sesFeedbackOf } from './ses-notification.js';
 import { type CertificateCache, SnsCertificateUnavailableError, SnsCertificates } from './sns-certificates.js';
 import type { WebhookSource } from './webhook-source.js';

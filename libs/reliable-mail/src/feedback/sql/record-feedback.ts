@@ -1,5 +1,5 @@
 import { storableJson } from '../../database/storable.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
 import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
 
@@ -38,7 +38,7 @@ export interface FeedbackInput {
  * records no event. The suppression list takes the hard bounces and complaints that come with a reason (those of
  * authenticated reports) with the source the list knows them by, keeping an operator's entry.
  */
-export const RECORD_FEEDBACK: Statement = {
+export const RECORD_FEEDBACK = new Statement((t) => ({
   name: 'reliable_mail_record_feedback',
   text: `with input as (
     select * from jsonb_to_recordset($1::jsonb) as x(
@@ -49,18 +49,18 @@ export const RECORD_FEEDBACK: Statement = {
     select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata,
            i.suppression_reason is not null as suppresses
     from input i left join lateral (
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
        where r.id = i.row_id and (i.message_id is null or r.message_id = i.message_id))
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
        where r.provider_message_id = i.provider_message_id)
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from mail_outbox r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
        where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
   ), stored as (
-    insert into mail_outbox_feedback (id, outbox_id, source, recipient, kind, bounce_type, provider_event_id,
+    insert into ${t.feedback} (id, outbox_id, source, recipient, kind, bounce_type, provider_event_id,
                                       provider_message_id, status, diagnostic, reported_at, payload)
     select id, outbox_id, source, recipient, kind, bounce_type, provider_event_id, provider_message_id, status,
            diagnostic, reported_at, payload
@@ -71,14 +71,14 @@ export const RECORD_FEEDBACK: Statement = {
     -- The reports this statement stored: a provider's repeat of one stores, suppresses and records nothing.
     select l.* from linked l join stored s on s.id = l.id
   ), suppressed as (
-    insert into mail_suppression (address, reason, source, outbox_id)
+    insert into ${t.suppression} (address, reason, source, outbox_id)
     select distinct on (l.recipient) l.recipient, l.suppression_reason,
            case when l.kind = 'complained' then 'complaint' else 'bounce' end, l.outbox_id
     from kept l
     where l.suppresses
     on conflict (address) do nothing
   ), events as (
-    insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+    insert into ${t.event} (outbox_id, name, payload, locked_until)
     select l.outbox_id, l.event_name,
            l.event_payload || jsonb_build_object('id', l.outbox_id, 'messageId', l.row_message_id,
                                                  'idempotencyKey', l.idempotency_key, 'metadata', l.metadata)
@@ -95,7 +95,7 @@ export const RECORD_FEEDBACK: Statement = {
   from kept l
   union all
   select null, null, null, null, id, name, payload from events`,
-};
+}));
 
 interface RecordedRow {
   id: string | null;

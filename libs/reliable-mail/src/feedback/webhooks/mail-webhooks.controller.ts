@@ -13,6 +13,7 @@ import {
   ServiceUnavailableException,
   type Type,
   UnauthorizedException,
+  Optional,
 } from '@nestjs/common';
 import { FeedbackPayloadError, FeedbackSignatureError, FeedbackUnavailableError } from '../../errors.js';
 import { type FeedbackIngestResult, MailFeedbackService } from '../mail-feedback.service.js';
@@ -32,11 +33,15 @@ export function mailWebhooksControllerAt(path: string): Type {
   @Controller(path)
   class MailWebhooksController {
     private readonly logger = new Logger('ReliableMail');
+    private readonly feedback: MailFeedbackService;
 
     constructor(
-      @Inject(MailFeedbackService) private readonly feedback: MailFeedbackService,
       @Inject(WEBHOOKS_OPTIONS) private readonly options: ResolvedWebhooksOptions,
-    ) {}
+      @Optional() @Inject(MailFeedbackService) feedback: MailFeedbackService | undefined,
+    ) {
+      // Without it the module's start fails before a route is served, naming the fix (WebhookSourceRegistration).
+      this.feedback = feedback as MailFeedbackService;
+    }
 
     @Post(':source')
     @HttpCode(200)

@@ -1,4 +1,5 @@
-import { ConfigurableModuleBuilder, Inject, Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { ConfigurableModuleBuilder, Inject, Injectable, Module, type OnModuleInit, Optional } from '@nestjs/common';
+import { ReliableMailSetupError } from '../../errors.js';
 import { MailFeedbackService } from '../mail-feedback.service.js';
 import { postmarkWebhookSource } from '../sources/postmark-webhook-source.js';
 import { resendWebhookSource } from '../sources/resend-webhook-source.js';
@@ -24,11 +25,17 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
 @Injectable()
 class WebhookSourceRegistration implements OnModuleInit {
   constructor(
-    private readonly feedback: MailFeedbackService,
     @Inject(WEBHOOKS_OPTIONS) private readonly options: ResolvedWebhooksOptions,
+    @Optional() @Inject(MailFeedbackService) private readonly feedback?: MailFeedbackService,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    if (!this.feedback) {
+      throw new ReliableMailSetupError(
+        "ReliableMailWebhooksModule stores what it receives through ReliableMailModule's MailFeedbackService, which " +
+          'this module cannot see: register ReliableMailModule.forRoot({ isGlobal: true, … }) (or forRootAsync)',
+      );
+    }
     const { ses, resend, postmark } = this.options.sources;
     const sources = await Promise.all([
       ses && sesWebhookSource(ses),

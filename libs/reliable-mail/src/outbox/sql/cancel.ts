@@ -1,6 +1,6 @@
 import { EMAIL_FAILED_EVENT } from '../../reliable-mail.constants.js';
 import type { OutboxStatus } from '../mail.types.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * A pending row is cancelled at once, and its `EmailFailedEvent` recorded with it, due at once: the next
@@ -8,16 +8,16 @@ import type { SqlClient, Statement } from '../../database/sql-client.js';
  * transaction, whose commit nothing here sees). A row being sent gets a request that its settle honours, and that
  * settle records the event.
  */
-const CANCEL: Statement = {
+const CANCEL = new Statement((t) => ({
   text: `with cancelled as (
-    update mail_outbox
+    update ${t.outbox}
     set status = case when status = 'pending' then 'cancelled' else status end,
         cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
         updated_at = now()
     where id = $1 and status in ('pending', 'sending')
     returning id, status, message_id, idempotency_key, attempts, accepted_recipients, metadata
   ), event as (
-    insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+    insert into ${t.event} (outbox_id, name, payload, locked_until)
     select id, $2, jsonb_build_object(
              'id', id, 'messageId', message_id, 'idempotencyKey', idempotency_key, 'attempt', attempts,
              'status', 'cancelled', 'cause', 'cancelled', 'permanent', false, 'outcomeUnknown', false,
@@ -28,9 +28,9 @@ const CANCEL: Statement = {
     from cancelled where status = 'cancelled'
   )
   select status from cancelled`,
-};
+}));
 
-const STATUS_OF: Statement = { text: `select status from mail_outbox where id = $1` };
+const STATUS_OF = new Statement((t) => ({ text: `select status from ${t.outbox} where id = $1` }));
 
 /** Cancels the row, or asks its sender to; returns its status afterwards, or null when there is no such row. */
 export async function cancelRow(db: SqlClient, id: string): Promise<OutboxStatus | null> {

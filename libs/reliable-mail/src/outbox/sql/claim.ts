@@ -1,6 +1,6 @@
 import type { MailPayload, RejectedRecipient } from '../mail.types.js';
 import type { ClaimedRow } from '../queue.types.js';
-import { type SqlClient, type Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 import { toDate, toDateOrNull } from './timestamps.js';
 
 export interface ClaimRequest {
@@ -29,23 +29,23 @@ export interface ClaimRequest {
  * claim keeps the row `sending` and its worker's settle lands once the server is back. With synchronous
  * replication the flush also waits for the standby, so a promoted standby knows the claim too.
  */
-export const CLAIM: Statement = {
+export const CLAIM = new Statement((t) => ({
   name: 'reliable_mail_claim',
   text: `with expired as (
-    select id from mail_outbox
+    select id from ${t.outbox}
     where status = 'sending' and lane = $1 and locked_until <= now()
     order by locked_until limit $2 for update skip locked
   ), pending as (
-    select id from mail_outbox
+    select id from ${t.outbox}
     where status = 'pending' and lane = $1 and next_attempt_at <= now()
     order by next_attempt_at limit $2 for update skip locked
   ), due as (
     select id from (select id from expired union all select id from pending) candidates limit $2
   ), abandoned as (
-    update mail_outbox_attempt set outcome = 'unknown', finished_at = now()
+    update ${t.attempt} set outcome = 'unknown', finished_at = now()
     where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
   ), claimed as (
-    update mail_outbox o
+    update ${t.outbox} o
     set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::float8 * interval '1 millisecond',
         attempts = o.attempts + 1, updated_at = now()
     from due where o.id = due.id
@@ -75,7 +75,7 @@ export const CLAIM: Statement = {
     -- read the whole suppression list for every claimed row.
     cross join lateral (
       select coalesce(jsonb_agg(s.address), '[]'::jsonb) as addresses
-      from mail_suppression s where s.address = any(recipients.addresses)
+      from ${t.suppression} s where s.address = any(recipients.addresses)
     ) suppressed
     -- The recipients an earlier attempt may have reached: those it recorded as unknown, or every one when it recorded
     -- none (its worker died mid-send). A provider that deduplicates by key reads a refusal of the key as that attempt's
@@ -86,19 +86,19 @@ export const CLAIM: Statement = {
                   else coalesce(jsonb_agg(distinct lower(r->>'address'))
                                   filter (where r->>'status' = 'unknown' and r->>'address' is not null), '[]'::jsonb)
              end as addresses
-      from mail_outbox_attempt a
+      from ${t.attempt} a
       left join lateral jsonb_array_elements(
         case when jsonb_typeof(a.recipients) = 'array' then a.recipients else '[]'::jsonb end) r on true
       where claimed.sent_before and a.outbox_id = claimed.id and a.outcome in ('unknown', 'started')
     ) earlier
   ), attempts as (
-    insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
+    insert into ${t.attempt} (id, outbox_id, attempt, worker_id, lock_token)
     select gen_random_uuid(), id, attempts, $4, $3 from screened where skip_reason is null
     returning id, outbox_id
   )
   select screened.*, attempts.id as attempt_id
   from screened left join attempts on attempts.outbox_id = screened.id`,
-};
+}));
 
 /** The claim's parameters in statement order, for a caller that runs or EXPLAINs the statement itself. */
 export function claimValues(request: ClaimRequest): unknown[] {

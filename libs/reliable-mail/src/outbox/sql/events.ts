@@ -1,25 +1,25 @@
 import type { StoredEvent } from '../queue.types.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 
 // Events are recorded by the settle that makes the change they report (see settle.ts) and deleted once emitted.
 // One whose emitter died first keeps its lease time; after it, any instance that listens for it emits it again.
 
 /** Takes up to $2 events named in $3 whose lease ran out, but those in $4, for another $1 ms. */
-const CLAIM_UNCONFIRMED: Statement = {
+const CLAIM_UNCONFIRMED = new Statement((t) => ({
   name: 'reliable_mail_claim_events',
-  text: `update mail_outbox_event e set locked_until = now() + $1::float8 * interval '1 millisecond'
+  text: `update ${t.event} e set locked_until = now() + $1::float8 * interval '1 millisecond'
     where e.id in (
-      select id from mail_outbox_event
+      select id from ${t.event}
       where locked_until <= now() and name = any($3::text[]) and id <> all($4::bigint[])
       order by id limit $2 for update skip locked
     )
     returning e.id, e.name, e.payload`,
-};
+}));
 
-const CONFIRM: Statement = {
+const CONFIRM = new Statement((t) => ({
   name: 'reliable_mail_confirm_events',
-  text: `delete from mail_outbox_event where id = any($1::bigint[])`,
-};
+  text: `delete from ${t.event} where id = any($1::bigint[])`,
+}));
 
 export interface UnconfirmedEventsRequest {
   names: string[];
@@ -52,11 +52,11 @@ export async function confirmEvents(db: SqlClient, ids: string[]): Promise<void>
  * deleted once heard, so one of a name this process listens for that stays is one whose listeners keep failing or
  * hanging. Events of other names are passed over: an instance with `record: 'all'` keeps them for listeners elsewhere.
  */
-const OLDEST_UNCONFIRMED: Statement = {
+const OLDEST_UNCONFIRMED = new Statement((t) => ({
   name: 'reliable_mail_oldest_unconfirmed_event',
   text: `select name, (extract(epoch from now() - created_at) * 1000)::bigint as age_ms
-         from mail_outbox_event where name = any($1::text[]) order by id limit 1`,
-};
+         from ${t.event} where name = any($1::text[]) order by id limit 1`,
+}));
 
 export interface OldestUnconfirmedEvent {
   name: string;

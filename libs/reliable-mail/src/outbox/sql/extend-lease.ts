@@ -1,4 +1,4 @@
-import type { QueryBound, SqlClient, Statement } from '../../database/sql-client.js';
+import { type QueryBound, type SqlClient, Statement } from '../../database/sql-client.js';
 import type { ClaimedRow } from '../queue.types.js';
 
 /**
@@ -7,12 +7,12 @@ import type { ClaimedRow } from '../queue.types.js';
  * renewal that reaches the server late, once its worker gave up on it and left the row unsent, would otherwise keep
  * the row from everyone for one more lease.
  */
-const EXTEND_LEASE: Statement = {
+const EXTEND_LEASE = new Statement((t) => ({
   name: 'reliable_mail_extend_lease',
-  text: `update mail_outbox set locked_until = now() + $3::float8 * interval '1 millisecond'
+  text: `update ${t.outbox} set locked_until = now() + $3::float8 * interval '1 millisecond'
          where id = $1 and lock_token = $2 and status = 'sending' and locked_until > now()
          returning id`,
-};
+}));
 
 /** Returns whether the row is still this claim's, its lease renewed for `leaseMs`. */
 export async function extendLease(

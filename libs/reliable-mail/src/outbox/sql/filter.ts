@@ -1,4 +1,4 @@
-import type { SqlClient } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { OutboxStatus } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 
@@ -38,7 +38,9 @@ export async function matchingIds(
 ): Promise<string[]> {
   const where = whereOf(filter, 2);
   const rows = await db.query<{ id: string }>(
-    { text: `select o.id from mail_outbox o where o.status = any($1::text[]) and ${where.sql} order by o.id` },
+    new Statement((t) => ({
+      text: `select o.id from ${t.outbox} o where o.status = any($1::text[]) and ${where.sql} order by o.id`,
+    })),
     [statuses, ...where.values],
   );
   return rows.map((row) => row.id);
@@ -52,7 +54,9 @@ export async function countMatching(
 ): Promise<number> {
   const where = whereOf(filter, 2);
   const [row] = await db.query<{ count: number }>(
-    { text: `select count(*)::int as count from mail_outbox o where o.status = any($1::text[]) and ${where.sql}` },
+    new Statement((t) => ({
+      text: `select count(*)::int as count from ${t.outbox} o where o.status = any($1::text[]) and ${where.sql}`,
+    })),
     [statuses, ...where.values],
   );
   return row.count;

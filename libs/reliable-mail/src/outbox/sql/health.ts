@@ -1,24 +1,24 @@
 import type { FeedbackFigures, HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * What a health probe needs, from the open rows' partial indexes. A row waits since its first due time: its
  * `next_attempt_at` before any attempt, its creation (or last requeue) once it is being retried. Dead letters are
  * counted in the last $1 ms.
  */
-const HEALTH_FIGURES: Statement = {
+const HEALTH_FIGURES = new Statement((t) => ({
   name: 'reliable_mail_health',
   text: `select count(*)::int as backlog,
          coalesce(extract(epoch from now() - min(waiting_since)) * 1000, 0)::bigint as lag_ms,
-         (select count(*)::int from mail_outbox
+         (select count(*)::int from ${t.outbox}
           where status = 'dead' and updated_at > now() - $1::float8 * interval '1 millisecond') as dead_letters
   from (
     select case when attempts = 0 then next_attempt_at else coalesce(requeued_at, created_at) end as waiting_since
-    from mail_outbox where status = 'pending' and (attempts > 0 or next_attempt_at <= now())
+    from ${t.outbox} where status = 'pending' and (attempts > 0 or next_attempt_at <= now())
     union all
-    select coalesce(requeued_at, created_at) from mail_outbox where status = 'sending'
+    select coalesce(requeued_at, created_at) from ${t.outbox} where status = 'sending'
   ) open_rows`,
-};
+}));
 
 export async function healthFigures(db: SqlClient, deadLetterWindowMs: number): Promise<HealthFigures> {
   const [row] = await db.query<{ backlog: number; lag_ms: string; dead_letters: number }>(HEALTH_FIGURES, [
@@ -28,26 +28,26 @@ export async function healthFigures(db: SqlClient, deadLetterWindowMs: number): 
 }
 
 /** Rows by status and lane, for the metrics gauges: the open statuses and the problems, from indexes. */
-const OPEN_COUNTS: Statement = {
+const OPEN_COUNTS = new Statement((t) => ({
   name: 'reliable_mail_open_counts',
-  text: `select status, lane, count(*)::int as count from mail_outbox
+  text: `select status, lane, count(*)::int as count from ${t.outbox}
          where status in ('pending', 'sending', 'failed', 'dead') group by status, lane`,
-};
+}));
 
 export function openCounts(db: SqlClient): Promise<RowCount[]> {
   return db.query<RowCount>(OPEN_COUNTS, []);
 }
 
 /** Everything `stats()` shows. Counting by status reads the whole table: an operator's query, not a probe's. */
-const STATS: Statement = {
+const STATS = new Statement((t) => ({
   text: `select
     (select coalesce(jsonb_agg(c order by c.status, c.lane), '[]'::jsonb)
-     from (select status, lane, count(*)::int as count from mail_outbox group by status, lane) c) as counts,
-    (select count(*)::int from mail_outbox where status = 'sent' and updated_at > now() - interval '1 minute') as sent_minute,
-    (select count(*)::int from mail_outbox where status = 'sent' and updated_at > now() - interval '1 hour') as sent_hour,
-    (select count(*)::int from mail_outbox where status in ('failed', 'dead') and updated_at > now() - interval '1 minute') as failed_minute,
-    (select count(*)::int from mail_outbox where status in ('failed', 'dead') and updated_at > now() - interval '1 hour') as failed_hour`,
-};
+     from (select status, lane, count(*)::int as count from ${t.outbox} group by status, lane) c) as counts,
+    (select count(*)::int from ${t.outbox} where status = 'sent' and updated_at > now() - interval '1 minute') as sent_minute,
+    (select count(*)::int from ${t.outbox} where status = 'sent' and updated_at > now() - interval '1 hour') as sent_hour,
+    (select count(*)::int from ${t.outbox} where status in ('failed', 'dead') and updated_at > now() - interval '1 minute') as failed_minute,
+    (select count(*)::int from ${t.outbox} where status in ('failed', 'dead') and updated_at > now() - interval '1 hour') as failed_hour`,
+}));
 
 interface StatsRecord {
   counts: RowCount[];
@@ -71,11 +71,11 @@ export async function outboxStats(db: SqlClient): Promise<OutboxStats> {
  * Open rows in lanes this instance does not declare: a lane removed from the configuration leaves its rows
  * pending for good, unless it is declared again (or the rows are moved). Reads the open rows' partial indexes.
  */
-const UNDECLARED_LANES: Statement = {
+const UNDECLARED_LANES = new Statement((t) => ({
   name: 'reliable_mail_undeclared_lanes',
-  text: `select lane, count(*)::int as count from mail_outbox
+  text: `select lane, count(*)::int as count from ${t.outbox}
          where status in ('pending', 'sending') and lane <> all($1::text[]) group by lane order by lane`,
-};
+}));
 
 export async function undeclaredLanes(db: SqlClient, declared: string[]): Promise<Record<string, number>> {
   const rows = await db.query<{ lane: string; count: number }>(UNDECLARED_LANES, [declared]);
@@ -87,18 +87,18 @@ export async function undeclaredLanes(db: SqlClient, declared: string[]): Promis
  * ESPs judge a sender by. Read from partial indexes only: the sent rows' entries in the window, and the bounce and
  * complaint feedback, never the delivery reports, which may be as many as the mails.
  */
-const FEEDBACK_FIGURES: Statement = {
+const FEEDBACK_FIGURES = new Statement((t) => ({
   name: 'reliable_mail_feedback_figures',
   text: `select
-    (select count(*)::int from mail_outbox
+    (select count(*)::int from ${t.outbox}
      where status = 'sent' and sent_at > now() - $1::float8 * interval '1 millisecond') as sent,
     count(*) filter (where bounce_type = 'hard')::int as hard_bounces,
     count(*) filter (where bounce_type = 'soft')::int as soft_bounces,
     count(*) filter (where kind = 'complained')::int as complaints,
     count(*) filter (where outbox_id is null)::int as unlinked
-  from mail_outbox_feedback
+  from ${t.feedback}
   where kind in ('bounced', 'complained') and received_at > now() - $1::float8 * interval '1 millisecond'`,
-};
+}));
 
 export async function feedbackFigures(db: SqlClient, windowMs: number): Promise<FeedbackFigures> {
   const [row] = await db.query<{

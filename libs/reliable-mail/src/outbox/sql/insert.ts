@@ -1,7 +1,8 @@
 import type { InsertedRow, NewOutboxRow } from '../queue.types.js';
 import type { OutboxStatus } from '../mail.types.js';
 import { NOTIFY_ROW_LANE, notifyLanesOf } from './notify.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
+import type { OutboxTables } from '../../schema/outbox-tables.js';
 
 // An enqueue: one INSERT in the caller's transaction. A taken idempotency key inserts nothing (ON CONFLICT on the
 // partial unique index), and the caller then reads the existing row to compare its content hash.
@@ -20,13 +21,16 @@ const ON_CONFLICT = 'on conflict (idempotency_key) where idempotency_key is not 
 const RETURNING = 'returning id, idempotency_key, message_id, status, content_hash, lane';
 
 // A single row goes as plain parameters: cheaper for the server than unpacking a JSON array.
-const insertOne = (notify: boolean): Statement => ({
-  text: `insert into mail_outbox (${COLUMNS})
-         values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10)
-         ${ON_CONFLICT} ${RETURNING}${notify ? `, ${NOTIFY_ROW_LANE}` : ''}`,
-});
+const insertOne = (notify: boolean) =>
+  new Statement((t) => ({
+    text: `insert into ${t.outbox} (${COLUMNS})
+           values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10)
+           ${ON_CONFLICT} ${RETURNING}${notify ? `, ${NOTIFY_ROW_LANE}` : ''}`,
+  }));
+const INSERT_ONE = insertOne(false);
+const INSERT_ONE_NOTIFYING = insertOne(true);
 
-const INSERT_MANY_ROWS = `insert into mail_outbox (${COLUMNS})
+const insertManyRows = (t: OutboxTables) => `insert into ${t.outbox} (${COLUMNS})
   select id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane,
          coalesce(next_attempt_at, now()), expires_at
   from jsonb_to_recordset($1::jsonb) as input(
@@ -35,13 +39,13 @@ const INSERT_MANY_ROWS = `insert into mail_outbox (${COLUMNS})
   ${ON_CONFLICT} ${RETURNING}`;
 
 // A batch goes as one JSON parameter, unpacked by jsonb_to_recordset: one statement and one round trip for 500 rows.
-const insertMany = (notify: boolean): Statement => {
-  if (!notify) return { text: INSERT_MANY_ROWS };
+const INSERT_MANY = new Statement((t) => ({ text: insertManyRows(t) }));
+const INSERT_MANY_NOTIFYING = new Statement((t) => {
   const notified = notifyLanesOf('inserted');
   return {
-    text: `with inserted as (${INSERT_MANY_ROWS}), ${notified.step} select *, ${notified.column} from inserted`,
+    text: `with inserted as (${insertManyRows(t)}), ${notified.step} select *, ${notified.column} from inserted`,
   };
-};
+});
 
 /**
  * Inserts rows, skipping those whose idempotency key is taken. With `notify` the statement also notifies each
@@ -50,8 +54,10 @@ const insertMany = (notify: boolean): Statement => {
 export async function insertRows(db: SqlClient, rows: NewOutboxRow[], notify: boolean): Promise<InsertedRow[]> {
   const inserted =
     rows.length === 1
-      ? await db.query<InsertedRecord>(insertOne(notify), oneRowValues(rows[0]))
-      : await db.query<InsertedRecord>(insertMany(notify), [JSON.stringify(rows.map(manyRowInput))]);
+      ? await db.query<InsertedRecord>(notify ? INSERT_ONE_NOTIFYING : INSERT_ONE, oneRowValues(rows[0]))
+      : await db.query<InsertedRecord>(notify ? INSERT_MANY_NOTIFYING : INSERT_MANY, [
+          JSON.stringify(rows.map(manyRowInput)),
+        ]);
   return inserted.map((row) => toInsertedRow(row, true));
 }
 
@@ -85,9 +91,9 @@ function manyRowInput(row: NewOutboxRow) {
   };
 }
 
-const FIND_BY_IDEMPOTENCY_KEYS: Statement = {
-  text: `select id, idempotency_key, message_id, status, content_hash from mail_outbox where idempotency_key = any($1::text[])`,
-};
+const FIND_BY_IDEMPOTENCY_KEYS = new Statement((t) => ({
+  text: `select id, idempotency_key, message_id, status, content_hash from ${t.outbox} where idempotency_key = any($1::text[])`,
+}));
 
 /** The rows that hold these idempotency keys: what an enqueue whose insert was skipped compares itself with. */
 export async function findByIdempotencyKeys(db: SqlClient, idempotencyKeys: string[]): Promise<InsertedRow[]> {

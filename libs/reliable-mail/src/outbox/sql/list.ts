@@ -2,7 +2,8 @@ import type { OutboxFeedback } from '../feedback.types.js';
 import type { AttemptOutcome, OutboxAttempt, OutboxRow, OutboxRowWithAttempts } from '../mail.types.js';
 import type { OutboxFilter } from '../operations.types.js';
 import { whereOf } from './filter.js';
-import { type SqlClient } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
+import type { OutboxTables } from '../../schema/outbox-tables.js';
 import { toDate, toDateOrNull } from './timestamps.js';
 
 // Reading rows with their attempts and delivery feedback: `get`, the operators' list, and the export. One
@@ -78,12 +79,12 @@ interface FeedbackRecord {
   payload: Record<string, unknown>;
 }
 
-const WITH_HISTORY = `select o.*,
+const withHistory = (t: OutboxTables) => `select o.*,
     coalesce((select jsonb_agg(to_jsonb(a) order by a.started_at, a.attempt)
-              from mail_outbox_attempt a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log,
+              from ${t.attempt} a where a.outbox_id = o.id), '[]'::jsonb) as attempt_log,
     coalesce((select jsonb_agg(to_jsonb(f) order by f.reported_at, f.id)
-              from mail_outbox_feedback f where f.outbox_id = o.id), '[]'::jsonb) as feedback
-  from mail_outbox o`;
+              from ${t.feedback} f where f.outbox_id = o.id), '[]'::jsonb) as feedback
+  from ${t.outbox} o`;
 
 /** Rows matching the filter, newest first; `before` is the id to continue after. */
 export async function listRows(
@@ -94,7 +95,9 @@ export async function listRows(
 ): Promise<OutboxRowWithAttempts[]> {
   const where = whereOf(filter, 3);
   const rows = await db.query<OutboxRecord>(
-    { text: `${WITH_HISTORY} where ${where.sql} and ($2::uuid is null or o.id < $2) order by o.id desc limit $1` },
+    new Statement((t) => ({
+      text: `${withHistory(t)} where ${where.sql} and ($2::uuid is null or o.id < $2) order by o.id desc limit $1`,
+    })),
     [limit, before ?? null, ...where.values],
   );
   return rows.map(toRowWithAttempts);
@@ -109,10 +112,10 @@ export async function exportPage(
   after?: string,
 ): Promise<OutboxRowWithAttempts[]> {
   const rows = await db.query<OutboxRecord>(
-    {
-      text: `${WITH_HISTORY} where o.created_at >= $1 and o.created_at < $2 and ($3::uuid is null or o.id > $3)
+    new Statement((t) => ({
+      text: `${withHistory(t)} where o.created_at >= $1 and o.created_at < $2 and ($3::uuid is null or o.id > $3)
              order by o.id limit $4`,
-    },
+    })),
     [from, to, after ?? null, limit],
   );
   return rows.map(toRowWithAttempts);

@@ -1,22 +1,22 @@
 import type { ClaimedRow } from '../queue.types.js';
-import type { SqlClient, Statement } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * Gives claimed rows back untouched (their send never started: shutdown, or a lane paused by its server): the
  * claim's attempt is taken back and its attempt record deleted, so each row is as if it had never been claimed.
  */
-const RELEASE: Statement = {
+const RELEASE = new Statement((t) => ({
   name: 'reliable_mail_release',
   text: `with released as (
-    update mail_outbox o
+    update ${t.outbox} o
     set status = 'pending', attempts = o.attempts - 1, locked_until = null, lock_token = null, locked_by = null,
         updated_at = now()
     from unnest($1::uuid[], $2::uuid[]) as r(id, lock_token)
     where o.id = r.id and o.lock_token = r.lock_token and o.status = 'sending'
     returning o.id
   )
-  delete from mail_outbox_attempt a using released where a.outbox_id = released.id and a.id = any($3::uuid[])`,
-};
+  delete from ${t.attempt} a using released where a.outbox_id = released.id and a.id = any($3::uuid[])`,
+}));
 
 export async function releaseRows(
   db: SqlClient,

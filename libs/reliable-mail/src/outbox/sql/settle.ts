@@ -1,6 +1,6 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
 import { storableDateOrNull, storableIdentifier, storableJson } from '../../database/storable.js';
-import type { QueryBound, SqlClient, Statement } from '../../database/sql-client.js';
+import { type QueryBound, type SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
  * Applies settlements in one statement, several rows at a time. A settlement applies only within the lease it was
@@ -19,7 +19,7 @@ import type { QueryBound, SqlClient, Statement } from '../../database/sql-client
  * literal 'sending' the planner may read the whole lease index (whose predicate that is), and that index fills
  * with the dead entries of every row sent since the last vacuum.
  */
-export const SETTLE: Statement = {
+export const SETTLE = new Statement((t) => ({
   name: 'reliable_mail_settle',
   text: `with input as (
     select * from jsonb_to_recordset($1::jsonb) as x(
@@ -28,7 +28,7 @@ export const SETTLE: Statement = {
       provider_message_ids text[], provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
       bounced jsonb, event_name text, event_payload jsonb)
   ), settled as (
-    update mail_outbox o
+    update ${t.outbox} o
     set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
         attempts = o.attempts - i.refund,
         next_attempt_at = coalesce(i.next_attempt_at, o.next_attempt_at),
@@ -51,7 +51,7 @@ export const SETTLE: Statement = {
       and o.locked_until > now()
     returning o.id, o.status, i.lock_token
   ), attempts as (
-    update mail_outbox_attempt a
+    update ${t.attempt} a
     set finished_at = now(), outcome = i.outcome, reply_code = i.reply_code,
         enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms,
         recipients = i.attempt_recipients, provider_message_id = i.provider_message_id,
@@ -60,13 +60,13 @@ export const SETTLE: Statement = {
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     where a.id = any($4::uuid[]) and a.id = i.attempt_id
   ), suppressed as (
-    insert into mail_suppression (address, reason, source, outbox_id)
+    insert into ${t.suppression} (address, reason, source, outbox_id)
     select distinct on (bounce.address) bounce.address, coalesce(bounce.reply, 'hard bounce'), 'bounce', i.id
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     cross join lateral jsonb_to_recordset(i.bounced) as bounce(address text, reply text)
     on conflict (address) do nothing
   ), events as (
-    insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+    insert into ${t.event} (outbox_id, name, payload, locked_until)
     select i.id, i.event_name,
            case when settled.status = i.status then i.event_payload
                 else i.event_payload || jsonb_build_object('status', settled.status, 'cause', 'cancelled',
@@ -78,7 +78,7 @@ export const SETTLE: Statement = {
   )
   select settled.id, settled.lock_token, events.id as event_id, events.name, events.payload
   from settled left join events on events.outbox_id = settled.id`,
-};
+}));
 
 /**
  * A settlement as the statement takes it, its JSON written once, before it joins a batch: what JSON cannot write (a

@@ -1,5 +1,5 @@
 import type { Suppression } from '../operations.types.js';
-import { type SqlClient } from '../../database/sql-client.js';
+import { type SqlClient, Statement } from '../../database/sql-client.js';
 import { toDate } from './timestamps.js';
 
 // The suppression list: addresses that get no mail, kept in lower case. Settles add hard bounces (settle.ts) and
@@ -15,7 +15,9 @@ interface SuppressionRecord {
 
 export async function listSuppressions(db: SqlClient, limit: number, after?: string): Promise<Suppression[]> {
   const rows = await db.query<SuppressionRecord>(
-    { text: `select * from mail_suppression where ($2::text is null or address > $2) order by address limit $1` },
+    new Statement((t) => ({
+      text: `select * from ${t.suppression} where ($2::text is null or address > $2) order by address limit $1`,
+    })),
     [limit, after ?? null],
   );
   return rows.map((row) => ({
@@ -29,16 +31,19 @@ export async function listSuppressions(db: SqlClient, limit: number, after?: str
 
 export async function addSuppression(db: SqlClient, address: string, reason: string): Promise<void> {
   await db.query(
-    {
-      text: `insert into mail_suppression (address, reason, source) values ($1, $2, 'operator')
+    new Statement((t) => ({
+      text: `insert into ${t.suppression} (address, reason, source) values ($1, $2, 'operator')
              on conflict (address) do update set reason = excluded.reason, source = 'operator'`,
-    },
+    })),
     [address, reason],
   );
 }
 
 /** Returns whether the address was on the list. */
 export async function removeSuppression(db: SqlClient, address: string): Promise<boolean> {
-  const rows = await db.query({ text: `delete from mail_suppression where address = $1 returning address` }, [address]);
+  const rows = await db.query(
+    new Statement((t) => ({ text: `delete from ${t.suppression} where address = $1 returning address` })),
+    [address],
+  );
   return rows.length > 0;
 }

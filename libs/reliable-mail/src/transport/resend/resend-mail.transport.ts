@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CreateEmailOptions, Resend } from 'resend';
 import { InvalidOptionsError } from '../../errors.js';
-import { loadSdk } from '../http/load-sdk.js';
+import { loadSdk } from '../../shared/optional-package.js';
 import { acceptedOutcome, attachmentsOrOutcome, outcomeOf, replyOf } from '../http/provider-outcome.js';
 import { RequestPacer } from '../http/request-pacer.js';
 import { retryAfterMs } from '../http/retry-after.js';

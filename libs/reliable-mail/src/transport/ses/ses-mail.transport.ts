@@ -1,7 +1,7 @@
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import { InvalidOptionsError } from '../../errors.js';
 import { acceptedOutcome, notSent, outcomeOf } from '../http/provider-outcome.js';
-import { loadSdk } from '../http/load-sdk.js';
+import { loadSdk } from '../../shared/optional-package.js';
 import { sendInRequests } from '../http/send-in-requests.js';
 import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
 import { addressedTo, composeMime, releaseAttachmentStreams } from '../outbound-content.js';

@@ -1,19 +1,28 @@
 import { defineEntity, p } from '@mikro-orm/core';
-import { OUTBOX_SCHEMA_V1 } from '../migrations/Migration20261130000000_create-outbox.js';
-import { OUTBOX_SCHEMA_V2 } from '../migrations/Migration20261201000000_recipient-state.js';
-import { OUTBOX_SCHEMA_V3 } from '../migrations/Migration20261203000000_feedback.js';
-import { OUTBOX_SCHEMA_V4 } from '../migrations/Migration20261204000000_request-message-ids.js';
+import { OUTBOX_SCHEMA_V1 } from '../schema/versions/0001-create-outbox.js';
+import { OUTBOX_SCHEMA_V3 } from '../schema/versions/0003-recipient-state.js';
+import { OUTBOX_SCHEMA_V5 } from '../schema/versions/0005-feedback.js';
+import { OUTBOX_SCHEMA_V6 } from '../schema/versions/0006-request-message-ids.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
-import type { BounceType, FeedbackKind } from './feedback.types.js';
-import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from './mail.types.js';
-import type { Suppression } from './operations.types.js';
+import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
+import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from '../outbox/mail.types.js';
+import type { Suppression } from '../outbox/operations.types.js';
 
-const { indexes, checks } = OUTBOX_SCHEMA_V1;
+// The tables as the MikroORM migrations of earlier releases made them: in the app's own schema, unqualified.
+const LEGACY_TABLES = {
+  outbox: '"mail_outbox"',
+  attempt: '"mail_outbox_attempt"',
+  event: '"mail_outbox_event"',
+  feedback: '"mail_outbox_feedback"',
+};
+const { indexes, checks } = OUTBOX_SCHEMA_V1(LEGACY_TABLES);
+const v5 = OUTBOX_SCHEMA_V5(LEGACY_TABLES);
+const v6 = OUTBOX_SCHEMA_V6(LEGACY_TABLES);
 const timestamp = () => p.datetime().columnType('timestamptz');
 
-// The tables are created by reliable-mail's migrations; these definitions let an app read them with the ORM.
-// reliable-mail itself goes through OutboxRepository's SQL, where the claim and the settles need statements
-// the unit of work cannot express (SKIP LOCKED, guarded updates, one statement per claim).
+// Only for installations whose tables the MikroORM migrations of earlier releases made in the app's own schema:
+// registered, they keep MikroORM's schema diff from dropping them. reliable-mail itself reads and writes them with
+// SQL of its own (SKIP LOCKED, guarded updates, one statement per claim), which no unit of work expresses.
 
 export const MailOutbox = defineEntity({
   name: 'MailOutbox',
@@ -23,9 +32,9 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_lease_index', expression: indexes.lease },
     { name: 'mail_outbox_closed_index', expression: indexes.closed },
     { name: 'mail_outbox_problem_index', expression: indexes.problem },
-    { name: 'mail_outbox_provider_message_id_index', expression: OUTBOX_SCHEMA_V3.indexes.providerMessageId },
-    { name: 'mail_outbox_sent_index', expression: OUTBOX_SCHEMA_V3.indexes.sent },
-    { name: 'mail_outbox_provider_message_ids_index', expression: OUTBOX_SCHEMA_V4.indexes.providerMessageIds },
+    { name: 'mail_outbox_provider_message_id_index', expression: v5.indexes.providerMessageId },
+    { name: 'mail_outbox_sent_index', expression: v5.indexes.sent },
+    { name: 'mail_outbox_provider_message_ids_index', expression: v6.indexes.providerMessageIds },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -68,7 +77,7 @@ export const MailOutboxAttempt = defineEntity({
   name: 'MailOutboxAttempt',
   tableName: 'mail_outbox_attempt',
   indexes: [{ name: 'mail_outbox_attempt_outbox_id_index', expression: indexes.attemptsOfRow }],
-  checks: [{ name: 'mail_outbox_attempt_outcome_check', expression: OUTBOX_SCHEMA_V2.checks.outcome }],
+  checks: [{ name: 'mail_outbox_attempt_outcome_check', expression: OUTBOX_SCHEMA_V3.checks.outcome }],
   properties: {
     id: p.uuid().primary(),
     outbox: () => p.manyToOne(MailOutbox).fieldName('outbox_id').deleteRule('cascade'),
@@ -107,7 +116,7 @@ export const MailOutboxEvent = defineEntity({
 export const MailSuppression = defineEntity({
   name: 'MailSuppression',
   tableName: 'mail_suppression',
-  checks: [{ name: 'mail_suppression_source_check', expression: OUTBOX_SCHEMA_V3.checks.suppressionSource }],
+  checks: [{ name: 'mail_suppression_source_check', expression: v5.checks.suppressionSource }],
   properties: {
     address: p.text().primary(),
     reason: p.text(),
@@ -121,14 +130,14 @@ export const MailOutboxFeedback = defineEntity({
   name: 'MailOutboxFeedback',
   tableName: 'mail_outbox_feedback',
   indexes: [
-    { name: 'mail_outbox_feedback_outbox_id_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackOfRow },
-    { name: 'mail_outbox_feedback_problem_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackProblems },
-    { name: 'mail_outbox_feedback_unlinked_index', expression: OUTBOX_SCHEMA_V3.indexes.feedbackUnlinked },
+    { name: 'mail_outbox_feedback_outbox_id_index', expression: v5.indexes.feedbackOfRow },
+    { name: 'mail_outbox_feedback_problem_index', expression: v5.indexes.feedbackProblems },
+    { name: 'mail_outbox_feedback_unlinked_index', expression: v5.indexes.feedbackUnlinked },
   ],
   uniques: [{ name: 'mail_outbox_feedback_event_unique', properties: ['source', 'providerEventId', 'recipient'] }],
   checks: [
-    { name: 'mail_outbox_feedback_kind_check', expression: OUTBOX_SCHEMA_V3.checks.feedbackKind },
-    { name: 'mail_outbox_feedback_bounce_type_check', expression: OUTBOX_SCHEMA_V3.checks.bounceType },
+    { name: 'mail_outbox_feedback_kind_check', expression: v5.checks.feedbackKind },
+    { name: 'mail_outbox_feedback_bounce_type_check', expression: v5.checks.bounceType },
   ],
   properties: {
     id: p.uuid().primary(),
@@ -147,7 +156,11 @@ export const MailOutboxFeedback = defineEntity({
   },
 });
 
-/** The entities to add to the app's MikroORM `entities`. */
+/**
+ * The entities of an installation whose tables are in the app's own schema (made by the MikroORM migrations of
+ * earlier releases), for the app's MikroORM `entities`. A new installation keeps its tables in a schema of their
+ * own, registers none of these, and adds `schemaGenerator: { ignoreSchema: ['reliable_mail'] }` instead.
+ */
 export const reliableMailEntities = [
   MailOutbox,
   MailOutboxAttempt,

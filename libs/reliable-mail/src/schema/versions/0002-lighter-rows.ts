@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { SchemaVersion } from './schema-version.js';
 
 /**
  * Makes the outbox rows cheaper to write, at the enqueue and at every status change:
@@ -10,33 +10,22 @@ import { Migration } from '@mikro-orm/migrations';
  *   built with it) does that at a fraction of the default pglz's cost. Where lz4 is not available (PostgreSQL 13,
  *   or a build without it) pglz stays.
  */
-export class Migration20261130120000_LighterRows extends Migration {
-  override up(): void {
-    this.addSql(`alter table "mail_outbox" alter column "content_hash" drop not null`);
-    this.addSql(`alter table "mail_outbox" drop constraint "mail_outbox_message_id_unique"`);
+export const lighterRows: SchemaVersion = {
+  version: 2,
+  name: 'lighter-rows',
+  servesCodeFrom: 1,
+  statements: (t) => [
+    `alter table ${t.outbox} alter column "content_hash" drop not null`,
+    `alter table ${t.outbox} drop constraint "mail_outbox_message_id_unique"`,
     // SET COMPRESSION is PostgreSQL 14 syntax: run as EXECUTE, it is parsed only where the version check lets it run
     // (inline, PostgreSQL 13 refuses the whole block). A 14+ server built without lz4 raises, and keeps pglz.
-    this.addSql(`
-      do $$
+    `do $$
       begin
         if current_setting('server_version_num')::int >= 140000 then
-          execute 'alter table "mail_outbox" alter column "payload" set compression lz4';
+          execute 'alter table ${t.outbox} alter column "payload" set compression lz4';
         end if;
       exception when others then
         raise notice 'reliable-mail: lz4 is not available, the outbox payload stays compressed with pglz';
-      end $$`);
-  }
-
-  override down(): void {
-    this.addSql(`
-      do $$
-      begin
-        if current_setting('server_version_num')::int >= 140000 then
-          execute 'alter table "mail_outbox" alter column "payload" set compression default';
-        end if;
-      end $$`);
-    this.addSql(`alter table "mail_outbox" add constraint "mail_outbox_message_id_unique" unique ("message_id")`);
-    this.addSql(`update "mail_outbox" set "content_hash" = '' where "content_hash" is null`);
-    this.addSql(`alter table "mail_outbox" alter column "content_hash" set not null`);
-  }
-}
+      end $$`,
+  ],
+};

@@ -1,0 +1,7 @@
+-- reliable-mail schema version 6: request-message-ids
+begin;
+alter table reliable_mail.mail_outbox add column "provider_message_ids" text[] null;
+create index "mail_outbox_provider_message_ids_index" on reliable_mail.mail_outbox using gin ("provider_message_ids") where "provider_message_ids" is not null;
+insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
+   values (6, 'request-message-ids', 1);
+commit;

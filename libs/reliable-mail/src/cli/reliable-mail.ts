@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// npx reliable-mail: the schema's verbs for deploy scripts and operators, reading DATABASE_URL. Requeue, cancel and
+// purge stay with MailOutboxAdmin, in code, where they are validated and audited.
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import type { SqlClient, Statement } from '../database/sql-client.js';
+import { outboxStats } from '../outbox/sql/health.js';
+import { migrateSchema, migrationConnection } from '../schema/migrate-schema.js';
+import { readSchemaState } from '../schema/schema-state.js';
+import { KNOWN_SCHEMA_VERSION } from '../schema/schema-steps.js';
+import { schemaProblem } from '../schema/schema-verdict.js';
+import { renderSchemaSql } from '../schema/schema-sql.js';
+import { DEFAULT_SCHEMA, isPlainIdentifier } from '../schema/outbox-tables.js';
+import { PACKAGE_VERSION } from '../startup/package-version.js';
+
+const USAGE = `Usage: reliable-mail <command> [--schema <name>] [--url <postgres://…>]
+
+  migrate        brings reliable-mail's schema to this release's version (${KNOWN_SCHEMA_VERSION}), one version per
+                 transaction, under an advisory lock: safe beside running instances and other migrations
+  status         the schema's version, and the outbox: rows by status and lane, backlog, oldest due, dead letters
+                 (--json for a machine)
+  sql            prints the SQL of the versions after --from <n> (default 0), for a migration tool that owns DDL
+
+The database is --url, else DATABASE_URL. The schema is --schema, else reliable-mail's own (${DEFAULT_SCHEMA}), or the
+app's own schema where earlier releases' MikroORM migrations made the tables.`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      schema: { type: 'string' },
+      url: { type: 'string' },
+      from: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  if (values.schema !== undefined && !isPlainIdentifier(values.schema)) {
+    console.error(
+      `--schema must be a name PostgreSQL takes unquoted (lower case letters, digits, _): ${values.schema}`,
+    );
+    return 2;
+  }
+  if (command === 'sql') {
+    const from = Number(values.from ?? 0);
+    if (!Number.isInteger(from) || from < 0 || from > KNOWN_SCHEMA_VERSION) {
+      console.error(`--from must be a version from 0 to ${KNOWN_SCHEMA_VERSION}`);
+      return 2;
+    }
+    process.stdout.write(renderSchemaSql(values.schema ?? DEFAULT_SCHEMA, from));
+    return 0;
+  }
+  if (command !== 'migrate' && command !== 'status') {
+    console.error(`unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  }
+  const url = values.url ?? process.env.DATABASE_URL;
+  if (!url) {
+    console.error('set DATABASE_URL (or --url) to the database: postgres://user:password@host:5432/name');
+    return 2;
+  }
+  const client = new pg.Client({ connectionString: url, application_name: 'reliable-mail cli' });
+  await client.connect();
+  try {
+    if (command === 'migrate') {
+      const { schema, from, to } = await migrateSchema(migrationConnection(client), values.schema);
+      console.log(
+        from === to
+          ? `reliable-mail: schema "${schema}" is at version ${to}, this release's: nothing to do`
+          : `reliable-mail: schema "${schema}" migrated from version ${from} to ${to}`,
+      );
+      return 0;
+    }
+    return await status(client, values.schema, values.json ?? false);
+  } finally {
+    await client.end();
+  }
+}
+
+async function status(client: pg.Client, schema: string | undefined, json: boolean): Promise<number> {
+  const state = await readSchemaState(migrationConnection(client), schema);
+  const problem = schemaProblem(state, PACKAGE_VERSION);
+  const stats = state.version === 0 ? null : await outboxStats(statementsOn(client, state));
+  if (json) {
+    console.log(
+      JSON.stringify({ schema: state.tables.schema, version: state.version, problem, outbox: stats }, null, 2),
+    );
+    return problem ? 1 : 0;
+  }
+  console.log(
+    `schema "${state.tables.schema}": version ${state.version} (${state.source}); this release knows ${KNOWN_SCHEMA_VERSION}`,
+  );
+  if (problem) console.log(`problem: ${problem}`);
+  if (stats) {
+    const oldestDue = stats.lagMs > 0 ? new Date(Date.now() - stats.lagMs).toISOString() : 'none';
+    console.log(
+      `backlog: ${stats.backlog}, oldest due: ${oldestDue}, dead letters in the last hour: ${stats.deadLetters}`,
+    );
+    console.log(`sent in the last minute / hour: ${stats.sent.lastMinute} / ${stats.sent.lastHour}`);
+    console.table(stats.counts);
+  }
+  return problem ? 1 : 0;
+}
+
+function statementsOn(client: pg.Client, state: Awaited<ReturnType<typeof readSchemaState>>): SqlClient {
+  return {
+    query: async <R>(statement: Statement, values: readonly unknown[]) =>
+      (await client.query<R & pg.QueryResultRow>(statement.in(state.tables).text, [...values])).rows,
+  };
+}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    console.error(`reliable-mail: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,11 @@
+// @reliable-mail/nestjs/mikro-orm: what a MikroORM app may add to its ORM configuration. Apart from the package's
+// root, which loads no MikroORM package, so that an app on another stack installs none.
+export { reliableMailMigrations } from './migrations.js';
+export {
+  MailOutbox,
+  MailOutboxAttempt,
+  MailOutboxEvent,
+  MailOutboxFeedback,
+  MailSuppression,
+  reliableMailEntities,
+} from './entities.js';

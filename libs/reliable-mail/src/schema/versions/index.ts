@@ -1,0 +1,19 @@
+import { createOutbox } from './0001-create-outbox.js';
+import { lighterRows } from './0002-lighter-rows.js';
+import { recipientState } from './0003-recipient-state.js';
+import { providerIds } from './0004-provider-ids.js';
+import { feedback } from './0005-feedback.js';
+import { requestMessageIds } from './0006-request-message-ids.js';
+import type { SchemaVersion } from './schema-version.js';
+
+/** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
+export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
+  createOutbox,
+  lighterRows,
+  recipientState,
+  providerIds,
+  feedback,
+  requestMessageIds,
+];
+
+export type { SchemaVersion } from './schema-version.js';
