@@ -172,14 +172,14 @@ export async function runClaimBenchmark(
     const populateStarted = performance.now();
     await client.query(`set statement_timeout = ${remaining()}`);
     await client.query(
-      `insert into mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, next_attempt_at, created_at, updated_at)
+      `insert into reliable_mail.mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, next_attempt_at, created_at, updated_at)
        select ${UUID7_SQL(`${base} - interval '1 hour' + g * interval '1 millisecond'`)}, md5('due' || g), '<due-' || g || '@bench.example.com>',
               'pending', 'default', ${PAYLOAD_SQL}, 8, ${base} - interval '1 hour' + g * interval '1 millisecond',
               ${base} - interval '1 hour' + g * interval '1 millisecond', ${base} - interval '1 hour' + g * interval '1 millisecond'
        from generate_series(${sentRows + 1}::int, ${sentRows + dueRows}::int) g`,
       [body],
     );
-    await client.query('analyze mail_outbox, mail_outbox_attempt');
+    await client.query('analyze reliable_mail.mail_outbox, reliable_mail.mail_outbox_attempt');
     const dueOnly = [await measure(client, 'due', 64), await measure(client, 'due', 1)];
     log(
       `  claim with ${dueRows.toLocaleString('en-US')} due rows and no sent row: ${dueOnly[0].measurement.executionMs} ms (limit 64)`,
@@ -189,7 +189,7 @@ export async function runClaimBenchmark(
       const to = Math.min(sentRows, from + chunk - 1);
       await client.query(`set statement_timeout = ${remaining()}`);
       await client.query(
-        `insert into mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, attempts, next_attempt_at,
+        `insert into reliable_mail.mail_outbox (id, content_hash, message_id, status, lane, payload, max_attempts, attempts, next_attempt_at,
                                   created_at, sent_at, updated_at, provider_reply, provider_message_id)
          select ${UUID7_SQL(`${base} - interval '30 days' + g * interval '1 second'`)}, md5(g::text),
                 '<sent-' || g || '@bench.example.com>', 'sent', (array['default', 'bulk', 'critical'])[1 + g % 3],
@@ -200,7 +200,7 @@ export async function runClaimBenchmark(
         [body],
       );
       await client.query(
-        `insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, started_at, finished_at, outcome, reply_code, reply, duration_ms)
+        `insert into reliable_mail.mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, started_at, finished_at, outcome, reply_code, reply, duration_ms)
          select gen_random_uuid(), ${UUID7_SQL(`${base} - interval '30 days' + g * interval '1 second'`)}, 1, 'bench:1', gen_random_uuid(),
                 ${base} - interval '30 days' + g * interval '1 second', ${base} - interval '30 days' + g * interval '1 second' + interval '2 seconds',
                 'sent', 250, '250 OK: queued', 40
@@ -215,7 +215,9 @@ export async function runClaimBenchmark(
       `  populated ${sentRows.toLocaleString('en-US')} sent + ${dueRows.toLocaleString('en-US')} due rows in ${(populateMs / 1000).toFixed(1)} s`,
     );
     const analyzeStarted = performance.now();
-    await client.query('analyze mail_outbox, mail_outbox_attempt, mail_suppression');
+    await client.query(
+      'analyze reliable_mail.mail_outbox, reliable_mail.mail_outbox_attempt, reliable_mail.mail_suppression',
+    );
     const analyzeMs = performance.now() - analyzeStarted;
     const { rows: sizes } = await client.query<{ name: string; size: string }>(
       `select c.relname as name, pg_size_pretty(pg_total_relation_size(c.oid)) as size from pg_class c
@@ -229,11 +231,11 @@ export async function runClaimBenchmark(
     let suppressed: typeof loaded = [];
     if (suppressions > 0) {
       await client.query(
-        `insert into mail_suppression (address, reason, source)
+        `insert into reliable_mail.mail_suppression (address, reason, source)
          select 'bounced' || g || '@example.com', '550 5.1.1 no such user', 'bounce' from generate_series(1, $1::int) g`,
         [suppressions],
       );
-      await client.query('analyze mail_suppression');
+      await client.query('analyze reliable_mail.mail_suppression');
       suppressed = [await measure(client, 'loaded+suppressions', 64), await measure(client, 'loaded+suppressions', 1)];
       log(
         `  the same with ${suppressions.toLocaleString('en-US')} addresses on the suppression list: ${suppressed[0].measurement.executionMs} ms (limit 64)`,

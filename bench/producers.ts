@@ -24,6 +24,8 @@ export interface Producer {
   setup(): Promise<void>;
   /** One email in one transaction of its own; resolves after the commit with the Message-ID. */
   enqueueOne(index: number, tag: string, lane?: string): Promise<string>;
+  /** The same through a client whose commit the system cannot see (reliable-mail with a pg client), where it differs. */
+  enqueueOneWithoutCommitHook?(index: number, tag: string): Promise<string>;
   /** Emails `start .. start+count-1` in one call of the system's batch API; resolves with their Message-IDs. */
   enqueueBatch(start: number, count: number, tag: string, lane?: string): Promise<string[]>;
   /** Removes every queued email, sent or not. */
@@ -45,6 +47,7 @@ export class ReliableMailProducer implements Producer {
   private app: INestApplicationContext | null = null;
   private outbox!: MailOutboxService;
   private em!: EntityManager;
+  private pool: pg.Pool | null = null;
 
   constructor(
     private readonly databaseUrl: string,
@@ -78,6 +81,13 @@ export class ReliableMailProducer implements Producer {
     return result.messageId;
   }
 
+  /** As an app on plain pg (or Prisma, Drizzle, Kysely): no commit hook, so each insert NOTIFYs in its statement. */
+  async enqueueOneWithoutCommitHook(index: number, tag: string): Promise<string> {
+    this.pool ??= new pg.Pool({ connectionString: this.databaseUrl, max: PRODUCER_POOL });
+    const result = await inTransaction(this.pool, (client) => this.outbox.enqueue(mailFor(index, tag), { tx: client }));
+    return result.messageId;
+  }
+
   async enqueueBatch(start: number, count: number, tag: string, lane?: string): Promise<string[]> {
     const mails = Array.from({ length: count }, (_, offset) => ({ mail: mailFor(start + offset, tag) }));
     const results = await this.outbox.enqueueMany(mails, lane ? { lane } : {});
@@ -87,31 +97,34 @@ export class ReliableMailProducer implements Producer {
   async clear(): Promise<void> {
     await this.em
       .fork()
-      .execute('truncate mail_outbox, mail_outbox_attempt, mail_outbox_event, mail_outbox_feedback, mail_suppression');
+      .execute(
+        'truncate reliable_mail.mail_outbox, reliable_mail.mail_outbox_attempt, reliable_mail.mail_outbox_event, reliable_mail.mail_outbox_feedback, reliable_mail.mail_suppression',
+      );
   }
 
   /** Puts `count` addresses that no bench email goes to on the suppression list, as hard bounces would. */
   async addSuppressions(count: number): Promise<void> {
     const em = this.em.fork();
     await em.execute(
-      `insert into mail_suppression (address, reason, source)
+      `insert into reliable_mail.mail_suppression (address, reason, source)
        select 'bounced' || g || '@example.com', '550 5.1.1 no such user', 'bounce' from generate_series(1, ?) g`,
       [count],
     );
-    await em.execute('analyze mail_suppression');
+    await em.execute('analyze reliable_mail.mail_suppression');
   }
 
   async pending(lane?: string): Promise<number> {
     const [row] = await this.em
       .fork()
       .execute<{ count: string }[]>(
-        `select count(*) as count from mail_outbox where status in ('pending', 'sending')${lane ? ' and lane = ?' : ''}`,
+        `select count(*) as count from reliable_mail.mail_outbox where status in ('pending', 'sending')${lane ? ' and lane = ?' : ''}`,
         lane ? [lane] : [],
       );
     return Number(row.count);
   }
 
   async close(): Promise<void> {
+    await this.pool?.end();
     await this.app?.close();
   }
 }

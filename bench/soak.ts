@@ -176,7 +176,7 @@ async function snapshot(em: EntityManager, database: OutboxDatabase, label: stri
   const pool = await em.getConnection().getNativeClient();
   const rows = await soakQuery<{ status: string; count: number }>(
     em,
-    'select status, count(*)::int as count from mail_outbox group by status',
+    'select status, count(*)::int as count from reliable_mail.mail_outbox group by status',
   );
   return {
     rssMb: Math.round(memory.rss / 1_048_576),
@@ -282,7 +282,7 @@ async function main(): Promise<void> {
   while (Date.now() < drainedBy) {
     const [{ open }] = await soakQuery<{ open: number }>(
       em,
-      `select count(*)::int as open from mail_outbox where status in ('pending', 'sending')`,
+      `select count(*)::int as open from reliable_mail.mail_outbox where status in ('pending', 'sending')`,
     );
     if (open === 0) break;
     await sleep(1_000);

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     const orm = await MikroORM.init(ormConfig(url));
     await orm.migrator.up();
     await orm.em.getConnection().execute(
-      `insert into mail_outbox (id, message_id, status, payload, max_attempts, provider_message_id, sent_at, accepted_recipients)
+      `insert into reliable_mail.mail_outbox (id, message_id, status, payload, max_attempts, provider_message_id, sent_at, accepted_recipients)
        select id, '<' || id || '@${MESSAGE_ID_DOMAIN}>', 'sent', '{"v":2}', 8, 'resend-' || i, now(),
               jsonb_build_array('customer-' || i || '@example.org')
        from (select gen_random_uuid() as id, i from generate_series(0, ${ROWS - 1}) i) rows`,
@@ -144,7 +144,7 @@ async function main(): Promise<void> {
     await check.connect();
     const [{ rows, unlinked }] = (
       await check.query(`select count(*)::int as rows, count(*) filter (where outbox_id is null)::int as unlinked
-                         from mail_outbox_feedback`)
+                         from reliable_mail.mail_outbox_feedback`)
     ).rows as Array<{ rows: number; unlinked: number }>;
     await check.end();
 

@@ -165,6 +165,16 @@ describe("reliable-mail's schema", () => {
     expect(rows[0].count).toBe(KNOWN_SCHEMA_VERSION);
   });
 
+  it("an app's own table named mail_migrations in its schema is not taken for reliable-mail's", async () => {
+    const { client } = await open();
+    await client.query('create table public.mail_migrations (id serial primary key, applied text)');
+    expect(await migrateSchema(migrationConnection(client))).toEqual({
+      schema: 'reliable_mail',
+      from: 0,
+      to: KNOWN_SCHEMA_VERSION,
+    });
+  });
+
   it('a custom schema takes every table, its record and nothing else', async () => {
     const { client } = await open();
     expect(await migrateSchema(migrationConnection(client), 'mail_custom')).toMatchObject({ schema: 'mail_custom' });
@@ -211,6 +221,51 @@ describe("reliable-mail's schema", () => {
         expect(rows.slice(0, at).every((row) => /recognised/.test(row.name))).toBe(true);
       },
     );
+
+    it('beside tables in reliable_mail are refused, naming both: the app would send from one and strand the other', async () => {
+      const { client } = await open();
+      await madeByEarlierReleases(client, 'public', KNOWN_SCHEMA_VERSION);
+      await migrateSchema(migrationConnection(client), 'reliable_mail');
+      const refusal = /reliable-mail's tables are in two schemas, "reliable_mail" and "public".*set database\.schema/;
+      await expect(readSchemaState(migrationConnection(client))).rejects.toThrow(refusal);
+      await expect(migrateSchema(migrationConnection(client))).rejects.toThrow(refusal);
+      // Named, either is used alone.
+      expect((await readSchemaState(migrationConnection(client), 'public')).tables.schema).toBe('public');
+    });
+
+    it('at version 5 are brought up by a role that owns them but may not create schemas in the database', async () => {
+      const { database, client } = await open();
+      await madeByEarlierReleases(client, 'public', 5);
+      const role = `mail_owner_${database.url.split('_').pop()}`;
+      await client.query(`create role ${role} login`);
+      try {
+        await client.query(`grant usage, create on schema public to ${role}`);
+        for (const table of [
+          'mail_outbox',
+          'mail_outbox_attempt',
+          'mail_outbox_event',
+          'mail_outbox_feedback',
+          'mail_suppression',
+        ]) {
+          await client.query(`alter table public.${table} owner to ${role}`);
+        }
+        const asRole = new URL(database.url);
+        asRole.username = role;
+        const owner = new pg.Client({ connectionString: asRole.toString() });
+        await owner.connect();
+        try {
+          expect(await migrateSchema(migrationConnection(owner))).toEqual({
+            schema: 'public',
+            from: 5,
+            to: KNOWN_SCHEMA_VERSION,
+          });
+        } finally {
+          await owner.end();
+        }
+      } finally {
+        await client.query(`drop owned by ${role}; drop role ${role}`).catch(() => undefined);
+      }
+    });
 
     it('are what an app finds and sends from when no schema is set', async () => {
       const { database, client } = await open();

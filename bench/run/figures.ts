@@ -37,13 +37,17 @@ export function enqueueFigure(emails: number, seconds: number, timedOut: boolean
   return { emails, seconds: +seconds.toFixed(3), perSecond: +(emails / seconds).toFixed(1), timedOut };
 }
 
-export async function enqueueSingle(producer: Producer, count: number, tagName: string): Promise<EnqueueFigure> {
+export async function enqueueSingle(
+  enqueueOne: Producer['enqueueOne'],
+  count: number,
+  tagName: string,
+): Promise<EnqueueFigure> {
   const { done, seconds, timedOut } = await runPool(
     count,
     settings.concurrency,
     settings.enqueueTimeoutMs,
     async (index) => {
-      await producer.enqueueOne(index, tagName);
+      await enqueueOne(index, tagName);
     },
   );
   return enqueueFigure(done, seconds, timedOut);

@@ -135,6 +135,13 @@ export function report(
     lines.push(
       `  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`,
     );
+    const withoutHook = rm.enqueueSingleWithoutCommitHook;
+    if (withoutHook) {
+      lines.push(
+        `  enqueue 1/tx through a pg client (no commit hook, NOTIFY in each statement): ${fmt(withoutHook.perSecond)}/s` +
+          `${withoutHook.timedOut ? '*' : ''}, vs faster queue: ${ratio(withoutHook.perSecond, singleBest?.value)}`,
+      );
+    }
     lines.push(
       `  enqueue x${settings.batchSize} vs faster queue (${batchBest?.system ?? '-'}): ${ratio(rm.enqueueBatched?.perSecond, batchBest?.value)}`,
     );

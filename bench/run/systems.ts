@@ -64,9 +64,17 @@ export async function benchQueue(
   try {
     await phase(`${system}: setup (schema)`, () => producer.setup());
     result.enqueueSingle = await phase(`${system}: enqueue N, one per transaction`, () =>
-      enqueueSingle(producer, settings.n, 'single'),
+      enqueueSingle((index, tag) => producer.enqueueOne(index, tag), settings.n, 'single'),
     );
     await producer.clear();
+    const { enqueueOneWithoutCommitHook } = producer;
+    if (enqueueOneWithoutCommitHook) {
+      result.enqueueSingleWithoutCommitHook = await phase(
+        `${system}: enqueue N, one per transaction of a pg client (no commit hook)`,
+        () => enqueueSingle(enqueueOneWithoutCommitHook.bind(producer), settings.n, 'single-pg'),
+      );
+      await producer.clear();
+    }
     const batched = await phase(`${system}: enqueue N in batches of ${settings.batchSize}`, () =>
       enqueueBatched(producer, settings.n, 'drain'),
     );

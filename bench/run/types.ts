@@ -35,6 +35,8 @@ export interface LatencyFigure {
 export interface SystemResult {
   system: SystemName;
   enqueueSingle?: EnqueueFigure;
+  /** reliable-mail through a stack that reports no commit (a pg client): the wake-up NOTIFY in every statement. */
+  enqueueSingleWithoutCommitHook?: EnqueueFigure;
   enqueueBatched?: EnqueueFigure;
   drain?: {
     emails: number;

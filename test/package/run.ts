@@ -1,20 +1,25 @@
-// The package test (`npm run test:package`): what a new user does with the npm package, once per supported NestJS
-// major. It packs the library, makes an app in a temporary folder with a package.json of its own (no workspace, no
-// path alias), runs the README's install lines there against the registry, type-checks and builds the README's
-// quick start, starts it against the PostgreSQL in DATABASE_URL and an SMTP server in this process, and sees an
-// order's email arrive. Then `npm ci --omit=dev` and the same again: nothing the app loads may be a dev dependency.
+// The package test (`npm run test:package`): what a new user does with the npm package. It packs the library, makes
+// an app in a temporary folder with a package.json of its own (no workspace, no path alias), runs the README's install
+// lines there against the registry, type-checks and builds the README's files, starts the app against the PostgreSQL
+// in DATABASE_URL and an SMTP server in this process, and sees an order's email arrive. Then `npm ci --omit=dev` and
+// the same again: nothing the app loads may be a dev dependency.
+//
+// The apps: the Quick start's, on MikroORM, once per supported NestJS major (nestjs-12, nestjs-11); and the TypeORM
+// and Prisma apps of the README's "Other stacks" (typeorm, prisma: NestJS 12, ES modules, Node 24), which have no
+// MikroORM package installed and make reliable-mail's schema with `npx reliable-mail migrate`, as their deploy would.
+// app/ holds what the README does not show: the tsconfig, and the MikroORM app's entity and migrations (app/mikro-orm).
 //
 //   npm run test:package                 every variant
-//   npm run test:package -- nestjs-11    the ones named
+//   npm run test:package -- typeorm      the ones named
 //
 // KEEP_PACKAGE_TEST=1 keeps the temporary folder (it is kept anyway when a variant fails).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
-import { createTestDatabase } from '../support/test-database.js';
+import { createTestDatabase, withClient } from '../support/test-database.js';
 import { findFreePort } from '../../apps/demo/local/free-port.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,9 +29,13 @@ const PACKAGE_NAME = '@reliable-mail/nestjs';
 const START_TIMEOUT_MS = 60_000;
 const MAIL_TIMEOUT_MS = 30_000;
 
+type Stack = 'mikro-orm' | 'typeorm' | 'prisma';
+
 interface Variant {
   name: string;
-  /** The README's install block for it: the one whose first line is this comment. */
+  /** MikroORM: the Quick start's app; the others: the one of their subsection of the README's Other stacks. */
+  stack: Stack;
+  /** The README's install block for it (in Install, or in its stack's subsection): the one whose first line is this. */
   installBlock: string;
   /** The app's package.json `type`: Nest 11 apps are mostly CommonJS, which loads the package with require(). */
   moduleType: 'module' | 'commonjs';
@@ -35,20 +44,39 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { name: 'nestjs-12', installBlock: '# NestJS 12', moduleType: 'module' },
-  { name: 'nestjs-11', installBlock: '# NestJS 11', moduleType: 'commonjs', node: '22.17.0' },
+  { name: 'nestjs-12', stack: 'mikro-orm', installBlock: '# NestJS 12', moduleType: 'module' },
+  { name: 'nestjs-11', stack: 'mikro-orm', installBlock: '# NestJS 11', moduleType: 'commonjs', node: '22.17.0' },
+  { name: 'typeorm', stack: 'typeorm', installBlock: '# TypeORM', moduleType: 'module' },
+  { name: 'prisma', stack: 'prisma', installBlock: '# Prisma', moduleType: 'module' },
 ];
+
+const OTHER_STACKS = 'Other stacks: TypeORM, Prisma, Drizzle, Kysely, pg';
+/** Each stack's subsection of Other stacks. */
+const SUBSECTIONS: Record<Exclude<Stack, 'mikro-orm'>, string> = { typeorm: 'TypeORM', prisma: 'Prisma' };
+/** The Quick start's files that an app on another stack keeps; its subsection replaces or adds the rest. */
+const SHARED_FILES = ['orders.controller.ts', 'mail.module.ts', 'mail-audit.ts', 'health.controller.ts'];
 
 /** The app's own tool chain; the README leaves it to the app. */
 const DEV_DEPENDENCIES = { typescript: '~6.0.3', '@types/node': '^24.0.0' };
 
 const log = (message: string) => console.log(`[package test] ${message}`);
 
-function section(markdown: string, title: string): string {
-  const start = markdown.indexOf(`\n## ${title}\n`);
-  if (start < 0) throw new Error(`README.md has no "## ${title}" section`);
-  const end = markdown.indexOf('\n## ', start + 1);
-  return markdown.slice(start, end < 0 ? undefined : end);
+/** The text under a heading (`level` 2: `## title`), to the next heading of its level or above. */
+function section(markdown: string, title: string, level = 2): string {
+  const heading = `${'#'.repeat(level)} ${title}`;
+  const start = markdown.indexOf(`\n${heading}\n`);
+  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
+  // From `##` on: a line starting with `# ` is also a comment in an sh block.
+  const next = new RegExp(`\\n#{2,${level}} `, 'g');
+  next.lastIndex = start + 1;
+  const end = next.exec(markdown)?.index;
+  return markdown.slice(start, end);
+}
+
+/** A section's own text, before its first subsection. */
+function intro(text: string): string {
+  const end = text.indexOf('\n### ');
+  return end < 0 ? text : text.slice(0, end);
 }
 
 function fencedBlocks(markdown: string, language: string): string[] {
@@ -57,10 +85,12 @@ function fencedBlocks(markdown: string, language: string): string[] {
 
 /** The arguments of each `npm install` in the README's install block for the variant, in order. */
 function installCommands(readme: string, variant: Variant): string[][] {
-  const block = fencedBlocks(section(readme, 'Install'), 'sh').find((text) =>
-    text.startsWith(`${variant.installBlock}\n`),
-  );
-  if (!block) throw new Error(`README.md's Install section has no sh block starting with "${variant.installBlock}"`);
+  const [title, text] =
+    variant.stack === 'mikro-orm'
+      ? ['Install', section(readme, 'Install')]
+      : [SUBSECTIONS[variant.stack], section(section(readme, OTHER_STACKS), SUBSECTIONS[variant.stack], 3)];
+  const block = fencedBlocks(text, 'sh').find((code) => code.startsWith(`${variant.installBlock}\n`));
+  if (!block) throw new Error(`README.md's ${title} section has no sh block starting with "${variant.installBlock}"`);
   return block
     .replace(/\\\n/g, ' ')
     .split('\n')
@@ -73,15 +103,38 @@ function installCommands(readme: string, variant: Variant): string[][] {
     });
 }
 
-/** The quick start's files: each ts block whose first line is `// <name>.ts`, as it stands. */
-function quickStartFiles(readme: string): Map<string, string> {
+/**
+ * A section's files: each ts block whose first line is `// <name>.ts`, and each prisma block whose first line is
+ * `// <path>.prisma`, as it stands; by name (a ts file's, in src/) or path (in the app's folder).
+ */
+function fileBlocks(text: string): Map<string, string> {
   const files = new Map<string, string>();
-  for (const block of fencedBlocks(section(readme, 'Quick start'), 'ts')) {
-    const name = /^\/\/ ([\w.-]+\.ts)\b/.exec(block)?.[1];
+  for (const block of [...fencedBlocks(text, 'ts'), ...fencedBlocks(text, 'prisma')]) {
+    const name = /^\/\/ ([\w./-]+\.(?:ts|prisma))\b/.exec(block)?.[1];
     if (name) files.set(name, block);
   }
-  if (files.size === 0) throw new Error("README.md's Quick start has no file blocks");
   return files;
+}
+
+/** The app's files from the README, by their path in the app's folder. */
+function appFiles(readme: string, variant: Variant): Map<string, string> {
+  const quickStart = fileBlocks(section(readme, 'Quick start'));
+  if (quickStart.size === 0) throw new Error("README.md's Quick start has no file blocks");
+  let files = quickStart;
+  if (variant.stack !== 'mikro-orm') {
+    const otherStacks = section(readme, OTHER_STACKS);
+    const subsection = SUBSECTIONS[variant.stack];
+    const own = fileBlocks(section(otherStacks, subsection, 3));
+    if (own.size === 0) throw new Error(`README.md's ${subsection} section has no file blocks`);
+    const main = fileBlocks(intro(otherStacks)).get('main.ts');
+    if (!main) throw new Error(`README.md's ${OTHER_STACKS} has no main.ts before its subsections`);
+    const missing = SHARED_FILES.filter((name) => !quickStart.has(name));
+    if (missing.length > 0) throw new Error(`README.md's Quick start has no ${missing.join(', ')}`);
+    files = new Map(SHARED_FILES.map((name) => [name, quickStart.get(name)!]));
+    files.set('main.ts', main);
+    for (const [name, text] of own) files.set(name, text);
+  }
+  return new Map([...files].map(([name, text]) => [name.endsWith('.ts') ? join('src', name) : name, text]));
 }
 
 const nameOf = (spec: string) => spec.replace(/^(@?[^@]+)@.*$/, '$1');
@@ -99,8 +152,8 @@ function exited(child: ChildProcess): Promise<Finished> {
 }
 
 /** Runs a command to its end; its output is shown when it fails. */
-async function run(command: string, args: string[], cwd: string): Promise<string> {
-  const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -117,8 +170,13 @@ async function pack(destination: string): Promise<string> {
 }
 
 async function createApp(dir: string, variant: Variant, readme: string, tarball: string): Promise<void> {
-  await cp(FIXTURE_DIR, dir, { recursive: true });
-  for (const [name, text] of quickStartFiles(readme)) await writeFile(join(dir, 'src', name), text);
+  await copyFile(join(FIXTURE_DIR, 'tsconfig.json'), join(dir, 'tsconfig.json'));
+  // The other stacks' apps get none of MikroORM's files: they import @mikro-orm, which those apps do not install.
+  if (variant.stack === 'mikro-orm') await cp(join(FIXTURE_DIR, 'mikro-orm'), dir, { recursive: true });
+  for (const [path, text] of appFiles(readme, variant)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
   const manifest = {
     name: `reliable-mail-package-test-${variant.name}`,
     private: true,
@@ -136,6 +194,60 @@ async function createApp(dir: string, variant: Variant, readme: string, tarball:
     const peerWarnings = output.split('\n').filter((line) => /^npm warn/i.test(line) && /peer|ERESOLVE/i.test(line));
     if (peerWarnings.length > 0) throw new Error(`npm install warned about peers:\n${peerWarnings.join('\n')}`);
   }
+  if (variant.stack !== 'mikro-orm') await assertNoMikroOrm(dir);
+}
+
+/** MikroORM is an optional peer: an app on another stack must not get it (anywhere in its tree). */
+async function assertNoMikroOrm(dir: string): Promise<void> {
+  const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, unknown>;
+  };
+  const found = Object.keys(lock.packages).filter((path) => /(^|\/)node_modules\/@mikro-orm\//.test(path));
+  if (await exists(join(dir, 'node_modules/@mikro-orm'))) found.push('node_modules/@mikro-orm');
+  if (found.length > 0) throw new Error(`a MikroORM package was installed:\n${found.join('\n')}`);
+}
+
+/**
+ * `npx prisma generate`, offline: it looks for Prisma's schema engine, which it does not run, and would download it;
+ * PRISMA_SCHEMA_ENGINE_BINARY names an existing file instead (as test/support/stacks/prisma.ts does).
+ */
+async function generatePrismaClient(dir: string, root: string): Promise<void> {
+  const engine = join(root, 'schema-engine-not-run');
+  await writeFile(engine, '', { mode: 0o755 });
+  await run('npx', ['--no', 'prisma', 'generate'], dir, {
+    NODE_OPTIONS: '',
+    PRISMA_SCHEMA_ENGINE_BINARY: engine,
+    PRISMA_HIDE_UPDATE_MESSAGE: '1',
+    CHECKPOINT_DISABLE: '1',
+  });
+}
+
+/**
+ * The package's CLI, as a deploy runs it (`--no`: the package's own bin, never one npx would fetch), and what it
+ * says it did.
+ */
+async function migrateWithCli(dir: string, databaseUrl: string, expected: RegExp): Promise<void> {
+  const output = await run('npx', ['--no', 'reliable-mail', 'migrate'], dir, {
+    DATABASE_URL: databaseUrl,
+    NODE_OPTIONS: '',
+  });
+  if (!expected.test(output)) throw new Error(`npx reliable-mail migrate did not say ${expected}:\n${output}`);
+  log(`  ${output.trim()}`);
+}
+
+/**
+ * The Prisma app's table. Prisma's `migrate` would make it, but it runs Prisma's native schema engine, which its CLI
+ * downloads, and which cannot be downloaded here; so this is the SQL a migration of the README's schema would hold.
+ */
+async function createPrismaOrdersTable(databaseUrl: string): Promise<void> {
+  await withClient(databaseUrl, (client) =>
+    client.query(`
+      create table "orders" (
+        "id" serial primary key,
+        "customer_email" text not null,
+        "total" numeric(12, 2) not null
+      )`),
+  );
 }
 
 /** A Node binary of the given version from the npm registry, kept in .tools/ as scripts/node24.sh keeps Node 24. */
@@ -298,14 +410,37 @@ async function checkDeclarations(dir: string): Promise<void> {
   if (errors.length > 0) throw new Error(`the package's declarations do not type-check:\n${errors.join('\n')}`);
 }
 
+/**
+ * `npm ci --omit=dev`, and the app's dev dependencies gone. npm keeps a dev dependency that a production package names
+ * as an optional peer (`devOptional` in the lockfile): @prisma/client names prisma and typescript, so a Prisma app's
+ * production install keeps its whole dev tool chain. There `--omit=optional` is added, which removes them, so that
+ * the run after it still shows that the built app loads no dev dependency.
+ */
+async function installForProduction(dir: string): Promise<void> {
+  await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], dir);
+  if (!(await exists(join(dir, 'node_modules/typescript')))) return;
+  const lock = JSON.parse(await readFile(join(dir, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { devOptional?: boolean }>;
+  };
+  if (!lock.packages['node_modules/typescript']?.devOptional)
+    throw new Error('npm ci --omit=dev left the dev dependencies installed');
+  log('  npm ci --omit=dev kept the dev dependencies a production package names as optional peers; --omit=optional');
+  await run('npm', ['ci', '--omit=dev', '--omit=optional', '--no-audit', '--no-fund'], dir);
+  if (await exists(join(dir, 'node_modules/typescript')))
+    throw new Error('npm ci --omit=dev --omit=optional left the dev dependencies installed');
+}
+
 async function runVariant(variant: Variant, root: string, readme: string, tarball: string, smtp: SmtpTestServer) {
   const started = Date.now();
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const dir = join(root, variant.name);
   await mkdir(dir);
   await createApp(dir, variant, readme, tarball);
-  log(`${variant.name}: installed (${seconds()}): ${await installedVersions(dir)}`);
+  log(`${variant.name}: installed (${seconds()}): ${await installedVersions(dir, variant)}`);
 
+  // The generated client is TypeScript under src/, compiled into dist/ with the app: the production install, which
+  // removes the prisma CLI, leaves it.
+  if (variant.stack === 'prisma') await generatePrismaClient(dir, root);
   await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], dir);
   await checkDeclarations(dir);
   log(`${variant.name}: type-checked and built (${seconds()})`);
@@ -314,11 +449,15 @@ async function runVariant(variant: Variant, root: string, readme: string, tarbal
   log(`${variant.name}: the app runs on Node ${variant.node ?? process.versions.node}`);
   const database = await createTestDatabase();
   try {
+    // The MikroORM app migrates in main.ts; the others' schema comes first, from the CLI (then TypeORM's
+    // synchronize makes the app's table at start).
+    if (variant.stack !== 'mikro-orm') await migrateWithCli(dir, database.url, /migrated from version 0 to \d+/);
+    if (variant.stack === 'prisma') await createPrismaOrdersTable(database.url);
     await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}@example.com`);
-    await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund'], dir);
-    if (await exists(join(dir, 'node_modules/typescript')))
-      throw new Error('npm ci --omit=dev left the dev dependencies installed');
+    await installForProduction(dir);
     log(`${variant.name}: npm ci --omit=dev (${seconds()})`);
+    // The bin runs on the production install too, and a second run changes nothing.
+    if (variant.stack !== 'mikro-orm') await migrateWithCli(dir, database.url, /nothing to do/);
     await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}-production@example.com`);
   } finally {
     await database.drop();
@@ -326,14 +465,19 @@ async function runVariant(variant: Variant, root: string, readme: string, tarbal
   log(`${variant.name}: passed in ${seconds()}`);
 }
 
-async function installedVersions(dir: string): Promise<string> {
+const STACK_PACKAGES: Record<Stack, string[]> = {
+  'mikro-orm': ['@mikro-orm/core', '@mikro-orm/nestjs'],
+  typeorm: ['typeorm', '@nestjs/typeorm', 'pg'],
+  prisma: ['prisma', '@prisma/client', '@prisma/adapter-pg', 'pg'],
+};
+
+async function installedVersions(dir: string, variant: Variant): Promise<string> {
   const names = [
     '@nestjs/core',
     '@nestjs/schedule',
     '@nestjs/event-emitter',
     '@nestjs/terminus',
-    '@mikro-orm/core',
-    '@mikro-orm/nestjs',
+    ...STACK_PACKAGES[variant.stack],
   ];
   const versions = await Promise.all(
     names.map(async (name) => {

@@ -69,5 +69,18 @@ describeStack({
       ).rejects.toBeInstanceOf(MailValidationError);
       expect(await outboxRows(fixture(), 'pg-pool-as-tx')).toEqual([]);
     });
+
+    it('a BEGIN sent but not yet answered counts: the enqueue joins its transaction, and rolls back with it', async () => {
+      const { outbox } = fixture();
+      const metadata = { case: 'pg-begin-in-flight' };
+      await withPoolClient(async (client) => {
+        // Not awaited: the client's last answer from the server still says idle.
+        const begun = client.query('begin');
+        await outbox.enqueue({ to: 'in-flight@example.com', subject: 'Hi', text: 'x' }, { tx: client, metadata });
+        await begun;
+        await client.query('rollback');
+      });
+      expect(await outboxRows(fixture(), 'pg-begin-in-flight')).toEqual([]);
+    });
   },
 });

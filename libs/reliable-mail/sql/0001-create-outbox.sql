@@ -1,6 +1,11 @@
 -- reliable-mail schema version 1: create-outbox
 begin;
-create schema if not exists reliable_mail;
+do $$
+  begin
+    if not exists (select 1 from pg_namespace where nspname = 'reliable_mail') then
+      create schema reliable_mail;
+    end if;
+  end $$;
 create table if not exists reliable_mail.mail_migrations (
     "version" int primary key,
     "name" text not null,

@@ -3,7 +3,7 @@
 // purge stay with MailOutboxAdmin, in code, where they are validated and audited.
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import type { SqlClient, Statement } from '../database/sql-client.js';
+import { statementsOnClient } from '../database/sql-client.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { migrateSchema, migrationConnection } from '../schema/migrate-schema.js';
 import { readSchemaState } from '../schema/schema-state.js';
@@ -86,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
 async function status(client: pg.Client, schema: string | undefined, json: boolean): Promise<number> {
   const state = await readSchemaState(migrationConnection(client), schema);
   const problem = schemaProblem(state, PACKAGE_VERSION);
-  const stats = state.version === 0 ? null : await outboxStats(statementsOn(client, state));
+  const stats = state.version === 0 ? null : await outboxStats(statementsOnClient(client, state.tables));
   if (json) {
     console.log(
       JSON.stringify({ schema: state.tables.schema, version: state.version, problem, outbox: stats }, null, 2),
@@ -106,13 +106,6 @@ async function status(client: pg.Client, schema: string | undefined, json: boole
     console.table(stats.counts);
   }
   return problem ? 1 : 0;
-}
-
-function statementsOn(client: pg.Client, state: Awaited<ReturnType<typeof readSchemaState>>): SqlClient {
-  return {
-    query: async <R>(statement: Statement, values: readonly unknown[]) =>
-      (await client.query<R & pg.QueryResultRow>(statement.in(state.tables).text, [...values])).rows,
-  };
 }
 
 main(process.argv.slice(2)).then(

@@ -4,7 +4,7 @@ import type { DeadCheckouts } from '../mikro-orm/dead-checkouts.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { OutboxSchema } from '../schema/outbox-schema.js';
-import type { QueryBound, SqlClient, Statement } from './sql-client.js';
+import { type QueryBound, type SqlClient, type Statement, statementsOnClient } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
 import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
 
@@ -112,16 +112,14 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
    * caller's transaction, which must keep nothing of a batch that fails.
    */
   async transaction<T>(work: (client: SqlClient) => Promise<T>): Promise<T> {
+    if (this.closed)
+      throw new StatementNotSentError("reliable-mail's database connections are closed: the app has shut down");
     const tables = await this.schema.tables();
     const pool = await (this.pool ??= this.createPool());
-    const client = await checkOut(pool, this.options.database.connectTimeoutMs);
-    const statements: SqlClient = {
-      query: async <R>(statement: Statement, values: readonly unknown[]) =>
-        (await client.query<R & pg.QueryResultRow>(statement.in(tables).text, [...values])).rows,
-    };
+    const client = await this.checkOutAnswering(pool, performance.now() + this.options.database.connectTimeoutMs);
     try {
       await client.query('begin');
-      const result = await work(statements);
+      const result = await work(statementsOnClient(client, tables));
       await client.query('commit');
       client.release();
       return result;

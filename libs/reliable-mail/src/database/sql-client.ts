@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { OutboxTables } from '../schema/outbox-tables.js';
 
 /**
@@ -42,4 +43,12 @@ export interface QueryBound {
 export interface SqlClient {
   /** `bound` is honoured by reliable-mail's own connections; a caller's transaction keeps the caller's timeouts. */
   query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]>;
+}
+
+/** Statements over the tables in `tables`, on one pg connection (a transaction's, the CLI's), unprepared. */
+export function statementsOnClient(client: pg.ClientBase, tables: OutboxTables): SqlClient {
+  return {
+    query: async <R>(statement: Statement, values: readonly unknown[]) =>
+      (await client.query<R & pg.QueryResultRow>(statement.in(tables).text, [...values])).rows,
+  };
 }

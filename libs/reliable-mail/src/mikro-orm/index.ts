@@ -1,6 +1,6 @@
 // @reliable-mail/nestjs/mikro-orm: what a MikroORM app may add to its ORM configuration. Apart from the package's
 // root, which loads no MikroORM package, so that an app on another stack installs none.
-export { reliableMailMigrations } from './migrations.js';
+export { reliableMailMigrations, reliableMailMigrationsInSchema } from './migrations.js';
 export {
   MailOutbox,
   MailOutboxAttempt,

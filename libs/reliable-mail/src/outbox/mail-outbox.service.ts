@@ -106,9 +106,10 @@ export class MailOutboxService {
    */
   async enqueue(mail: OutgoingMail, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     const rows = this.prepare([{ mail, idempotencyKey: options.idempotencyKey }], options);
+    const tables = await this.schema.tables();
     const transaction = await this.joined(options);
     const [result] = transaction
-      ? await this.write(rows, statementsIn(transaction, await this.schema.tables()), this.wakeUp.plan(transaction))
+      ? await this.write(rows, statementsIn(transaction, tables), this.wakeUp.plan(transaction))
       : await this.write(rows, this.database, this.wakeUp.plan(null));
     return result;
   }
@@ -122,20 +123,20 @@ export class MailOutboxService {
     if (!Array.isArray(mails)) throw new MailValidationError('mails', 'must be an array');
     if (mails.length === 0) return [];
     const rows = this.prepare(mails, options);
+    const tables = await this.schema.tables();
     const transaction = await this.joined(options, true);
-    if (transaction) {
-      return this.write(rows, statementsIn(transaction, await this.schema.tables()), this.wakeUp.plan(transaction));
-    }
+    if (transaction) return this.write(rows, statementsIn(transaction, tables), this.wakeUp.plan(transaction));
     return this.writeInOwnTransaction(rows);
   }
 
   /**
-   * The caller's transaction an enqueue joins, or null to write on reliable-mail's own connection. A client that
-   * cannot tell whether it is in one (plain pg) is asked of the server when it matters: where no transaction is
-   * allowed, and for a batch, which must not commit in part.
+   * The caller's transaction an enqueue joins, or null to write on reliable-mail's own connection (called once the
+   * start is done, which found the app's ambient transactions). A client that could not tell whether it is in one
+   * (plain pg) is asked of the server when it matters: where no transaction is allowed, and for a batch, which must
+   * not commit in part.
    */
   private async joined(options: EnqueueOptions, batch = false): Promise<CallerTransaction | null> {
-    const transaction = this.transactions.of(options.tx ?? options.em);
+    const transaction = this.transactions.of(options.tx ?? options.em, this.wakeUp);
     const { requireTransaction } = this.options;
     if (transaction && (requireTransaction || batch) && !(await inTransaction(transaction))) {
       if (requireTransaction) throw new TransactionRequiredError();
@@ -189,8 +190,9 @@ export class MailOutboxService {
 
   /** Where a call that is not an enqueue runs: the caller's transaction, or reliable-mail's own connections. */
   async statements(options: TransactionOption = {}): Promise<SqlClient> {
-    const transaction = this.transactions.of(options.tx);
-    return transaction ? statementsIn(transaction, await this.schema.tables()) : this.database;
+    const tables = await this.schema.tables();
+    const transaction = this.transactions.of(options.tx, this.wakeUp);
+    return transaction ? statementsIn(transaction, tables) : this.database;
   }
 
   private async write(rows: NewOutboxRow[], client: SqlClient, wakeUp: WakeUpPlan): Promise<EnqueueResult[]> {

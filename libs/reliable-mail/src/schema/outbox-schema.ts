@@ -2,32 +2,22 @@ import { Injectable } from '@nestjs/common';
 import type { OutboxTables } from './outbox-tables.js';
 
 /**
- * Where reliable-mail's tables are, once the start has found them and found them fit for this code (or migrated
- * them). Every statement waits for it; after a failed start each fails with the start's error.
+ * Where reliable-mail's tables are, once the start has found them fit for this code (or migrated them). Every
+ * statement waits for it. The first to ask runs the start, should it come before the start's own hook (another
+ * module's onModuleInit that enqueues): it waits for the start rather than for a hook that runs after it.
  */
 @Injectable()
 export class OutboxSchema {
-  private resolve!: (tables: OutboxTables) => void;
-  private reject!: (error: unknown) => void;
-  private readonly found = new Promise<OutboxTables>((resolve, reject) => {
-    this.resolve = resolve;
-    this.reject = reject;
-  });
+  private start: (() => Promise<OutboxTables>) | null = null;
+  private found: Promise<OutboxTables> | null = null;
 
-  constructor() {
-    // A failed start rejects it before anything waits: that is not an unhandled rejection.
-    this.found.catch(() => undefined);
+  /** Called by the start's constructor: the start runs once, at its hook or at the first statement. */
+  startsWith(start: () => Promise<OutboxTables>): void {
+    this.start = start;
   }
 
   tables(): Promise<OutboxTables> {
-    return this.found;
-  }
-
-  foundAt(tables: OutboxTables): void {
-    this.resolve(tables);
-  }
-
-  notFound(error: unknown): void {
-    this.reject(error);
+    if (!this.start) throw new Error("reliable-mail's start is not wired: ReliableMailModule was not instantiated");
+    return (this.found ??= this.start());
   }
 }

@@ -1,4 +1,5 @@
 import { DEFAULT_SCHEMA, type OutboxTables, tablesIn } from './outbox-tables.js';
+import { ReliableMailSetupError } from '../errors.js';
 import { literal, type SchemaSession } from './schema-session.js';
 
 /** What the database holds of reliable-mail's schema. */
@@ -41,19 +42,29 @@ interface Presence {
 /**
  * Reads the state of the schema named, or, with none named, of `reliable_mail`, unless only the connection's
  * current schema (`public`, usually) holds reliable-mail's tables: where the MikroORM migrations made them before
- * reliable-mail had a schema of its own. There they stay, recognised, with nothing run again.
+ * reliable-mail had a schema of its own. There they stay, recognised, with nothing run again. Both holding them is
+ * refused: the app would send from one and strand the other's pending mail.
  */
 export async function readSchemaState(session: SchemaSession, schema?: string): Promise<SchemaState> {
-  const candidates = schema === undefined ? [DEFAULT_SCHEMA] : [tablesIn(schema).schema];
+  const own = schema === undefined ? DEFAULT_SCHEMA : tablesIn(schema).schema;
   const current = schema === undefined ? 'current_schema()' : 'null';
-  const presence = await session.run<Presence>(
+  const [ownPresence, currentPresence] = await session.run<Presence>(
     `select s.schema, to_regclass(s.schema || '.mail_migrations') is not null as recorded,
             to_regclass(s.schema || '.mail_outbox') is not null as tables
-     from (select ${literal(candidates[0])} as schema, 1 as rank union all select ${current}, 2) s
-     where s.schema is not null order by s.rank`,
+     from (select ${literal(own)} as schema, 1 as rank union all select ${current}, 2) s order by s.rank`,
   );
-  const found = presence.find((candidate) => candidate.recorded || candidate.tables);
-  if (!found) return { tables: tablesIn(candidates[0]), version: 0, servesCodeFrom: 0, source: 'none' };
+  const ownFound = ownPresence.recorded || ownPresence.tables;
+  // Another schema counts only with the outbox itself: an app's own table named mail_migrations is not ours.
+  const earlier = currentPresence?.schema && currentPresence.schema !== own && currentPresence.tables;
+  if (ownFound && earlier) {
+    throw new ReliableMailSetupError(
+      `reliable-mail's tables are in two schemas, "${own}" and "${currentPresence.schema}" (where earlier releases ` +
+        `made them): set database.schema (--schema) to the one to keep, and move the other's pending mail into it ` +
+        `or drop it`,
+    );
+  }
+  const found = ownFound ? ownPresence : earlier ? currentPresence : null;
+  if (!found) return { tables: tablesIn(own), version: 0, servesCodeFrom: 0, source: 'none' };
   const tables = tablesIn(found.schema);
   if (found.recorded) {
     const [newest] = await session.run<{ version: number; serves_code_from: number }>(

@@ -13,11 +13,22 @@ export const KNOWN_SCHEMA_VERSION = SCHEMA_VERSIONS.length;
 export const NEEDED_SCHEMA_VERSION = 6;
 
 /**
- * The versions table, created with the first version (or when recognised tables are first migrated): one row for
- * each version, and the oldest code each serves.
+ * The schema, made by the first version where it does not exist yet. `create schema if not exists` would need the
+ * right to create schemas in the database even where it exists: a role granted only its own schema could not run it.
+ */
+const createSchema = (t: OutboxTables): string =>
+  `do $$
+  begin
+    if not exists (select 1 from pg_namespace where nspname = ${literal(t.schema)}) then
+      create schema ${t.schema};
+    end if;
+  end $$`;
+
+/**
+ * The versions table, created with the first version (or when recognised tables are first migrated, in their own
+ * schema): one row for each version, and the oldest code each serves.
  */
 const versionsTable = (t: OutboxTables): string[] => [
-  `create schema if not exists ${t.schema}`,
   `create table if not exists ${t.migrations} (
     "version" int primary key,
     "name" text not null,
@@ -32,7 +43,8 @@ const recordVersion = (t: OutboxTables, version: SchemaVersion, name = version.n
 
 /** The statements of one version, with its record: what one transaction runs to bring the schema to it. */
 export function versionStatements(t: OutboxTables, version: SchemaVersion): string[] {
-  return [...(version.version === 1 ? versionsTable(t) : []), ...version.statements(t), recordVersion(t, version)];
+  const first = version.version === 1 ? [createSchema(t), ...versionsTable(t)] : [];
+  return [...first, ...version.statements(t), recordVersion(t, version)];
 }
 
 /**

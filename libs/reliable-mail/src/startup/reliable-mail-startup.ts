@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { ReliableMailSetupError } from '../errors.js';
@@ -9,7 +10,10 @@ import { OutboxSchema } from '../schema/outbox-schema.js';
 import type { OutboxTables } from '../schema/outbox-tables.js';
 import { readSchemaState } from '../schema/schema-state.js';
 import { schemaProblem } from '../schema/schema-verdict.js';
+import { WakeUpNotifier } from '../outbox/wake-up.notifier.js';
+import { listenForCommits } from '../transactions/adapters/mikro-orm.js';
 import { CallerTransactions } from '../transactions/caller-transactions.js';
+import { findAppStack } from './app-stack.js';
 import { openStartConnection } from './start-connection.js';
 import { PACKAGE_VERSION } from './package-version.js';
 
@@ -25,19 +29,18 @@ export class ReliableMailStartup implements OnModuleInit {
 
   constructor(
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    private readonly moduleRef: ModuleRef,
     private readonly database: OutboxDatabase,
     private readonly schema: OutboxSchema,
     private readonly transactions: CallerTransactions,
+    private readonly wakeUp: WakeUpNotifier,
     @Optional() @Inject(EventEmitter2) private readonly emitter?: EventEmitter2,
-  ) {}
+  ) {
+    schema.startsWith(() => this.start());
+  }
 
   async onModuleInit(): Promise<void> {
-    try {
-      this.schema.foundAt(await this.start());
-    } catch (error) {
-      this.schema.notFound(error);
-      throw error;
-    }
+    await this.schema.tables();
   }
 
   private async start(): Promise<OutboxTables> {
@@ -47,7 +50,10 @@ export class ReliableMailStartup implements OnModuleInit {
           'imports: its events reach the app through it',
       );
     }
-    const appOrm = await this.transactions.discover();
+    const { appOrm, ambient } = await findAppStack(this.moduleRef);
+    this.transactions.useAmbient(ambient);
+    // From the app's first transaction on: MikroORM tells the subscribers it had when a transaction began.
+    if (appOrm) listenForCommits(appOrm.em, this.wakeUp);
     const { url, schema, migrateAtStart, startTimeoutMs } = this.options.database;
     if (!url && !appOrm) {
       throw new ReliableMailSetupError(

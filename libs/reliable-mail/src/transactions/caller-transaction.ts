@@ -1,3 +1,5 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import { sqlStateOf } from '../database/statement-refusal.js';
 import type { SqlClient } from '../database/sql-client.js';
 import type { OutboxTables } from '../schema/outbox-tables.js';
 
@@ -6,15 +8,13 @@ import type { OutboxTables } from '../schema/outbox-tables.js';
  * connection, inside the caller's transaction, and are committed or rolled back with the business data.
  */
 export interface CallerTransaction {
-  /** Which client the transaction came from, for messages. */
-  readonly stack: string;
   /**
-   * Set where the client keeps no transaction state (a plain pg client, after the caller's own BEGIN or not): it
-   * may be outside one, which `inTransaction()` asks the server.
+   * Set where the client could not tell whether it is in a transaction (a pg client with a statement in flight, or
+   * a pg older than 8.16): `inTransaction()` asks the server.
    */
   readonly mayBeOutside?: boolean;
   /**
-   * Where the stack reports the transaction's end (MikroORM's and TypeORM's commit events): the transaction's
+   * Where the stack reports the transaction's end (MikroORM's and TypeORM's transaction events): the transaction's
    * identity, which `TransactionEnds` is told of when it commits or rolls back. Absent where it does not, or for a
    * savepoint, whose release is not the commit.
    */
@@ -29,24 +29,28 @@ export interface TransactionEnds {
 
 /** One client reliable-mail can write through: how to recognise its transaction object and how to use it. */
 export interface TransactionAdapter {
-  readonly stack: string;
   /** Whether `tx` is this client's object. Duck-typed: the client's package is never imported. */
   recognises(tx: object): boolean;
   /** The transaction `tx` is in; null when it is in none (a data source's own manager, a root client). */
   open(tx: object, ends: TransactionEnds): CallerTransaction | null;
 }
 
+const PROBE = 'reliable_mail_in_transaction';
+
 /**
- * Whether the connection is inside a transaction, asked of the server: within an explicit transaction a statement
- * starts after the transaction did (after its BEGIN), while a statement outside one is the first of its own.
+ * Whether the connection is inside a transaction, asked of the server where the client could not tell: a savepoint
+ * can only be made inside one (25P01 outside, which changes nothing there).
  */
 export async function inTransaction(transaction: CallerTransaction): Promise<boolean> {
   if (!transaction.mayBeOutside) return true;
-  const [row] = await transaction.query<{ open: boolean }>(
-    'select transaction_timestamp() < statement_timestamp() as open',
-    [],
-  );
-  return row.open;
+  try {
+    await transaction.query(`savepoint ${PROBE}`, []);
+  } catch (error) {
+    if (sqlStateOf(error) === '25P01') return false;
+    throw error;
+  }
+  await transaction.query(`release savepoint ${PROBE}`, []);
+  return true;
 }
 
 /** A property of an object the client gave, read without trusting its shape. */
@@ -55,6 +59,22 @@ export function member(target: object, name: string): unknown {
 }
 
 export const isFunction = (target: object, name: string): boolean => typeof member(target, name) === 'function';
+
+/** Statements through a Kysely instance (Kysely's own transaction, or MikroORM's). */
+export function kyselyQuery(kysely: Kysely<unknown>): CallerTransaction['query'] {
+  return async <R>(text: string, values: readonly unknown[]) =>
+    (await kysely.executeQuery<R>(CompiledQuery.raw(text, [...values]))).rows;
+}
+
+/** A node-postgres client, or anything that answers as one. */
+export interface PgQueryable {
+  query<R>(text: string, values: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** Statements through a pg client (the caller's own, or the one Drizzle's transaction holds). */
+export function pgQuery(client: PgQueryable): CallerTransaction['query'] {
+  return async <R>(text: string, values: readonly unknown[]) => (await client.query<R>(text, [...values])).rows;
+}
 
 /**
  * Statements over reliable-mail's tables in a caller's transaction. Nothing is prepared: the connection is the
@@ -69,4 +89,17 @@ export function statementsIn(transaction: CallerTransaction, tables: OutboxTable
         values.map((value) => (value instanceof Date ? value.toISOString() : value)),
       ),
   };
+}
+
+const subscribed = new WeakMap<object, TransactionEnds>();
+
+/**
+ * Registers, once for each of a client's event sources (an ORM's event manager, a data source), the subscriber
+ * that tells `ends` of its transactions' ends. Returns whether it was registered before this call.
+ */
+export function listensAlready(source: object, ends: TransactionEnds, register: () => void): boolean {
+  if (subscribed.get(source) === ends) return true;
+  subscribed.set(source, ends);
+  register();
+  return false;
 }

@@ -1,73 +1,57 @@
 import { Injectable } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
 import { MailValidationError } from '../errors.js';
-import type { AppOrm } from '../mikro-orm/app-orm.js';
-import { WakeUpNotifier } from '../outbox/wake-up.notifier.js';
-import { loadIfInstalled } from '../shared/optional-package.js';
 import { isPgPool, TRANSACTION_ADAPTERS } from './adapters/index.js';
-import { listenForCommits, mikroOrmAdapter } from './adapters/mikro-orm.js';
-import type { CallerTransaction } from './caller-transaction.js';
+import { mikroOrmAdapter } from './adapters/mikro-orm.js';
+import type { CallerTransaction, TransactionEnds } from './caller-transaction.js';
 
-/** The part of @nestjs-cls/transactional's TransactionHost used here. */
-interface TransactionHost {
-  isTransactionActive(): boolean;
-  readonly tx: unknown;
+/** What carries the transaction a caller's code runs in, where the app has it (found at start). */
+export interface AmbientTransactions {
+  /** @nestjs-cls/transactional's TransactionHost (the part used here). */
+  readonly host: { isTransactionActive(): boolean; readonly tx: unknown } | null;
+  /** The app's MikroORM EntityManager, which resolves to the transaction's fork inside `em.transactional()`. */
+  readonly mikroOrm: object | null;
 }
 
 const KNOWN_CLIENTS =
-  "MikroORM's or TypeORM's EntityManager, a TypeORM QueryRunner, Prisma's interactive transaction client, Drizzle's " +
-  "(node-postgres) or Kysely's transaction, or a pg client after BEGIN";
+  "MikroORM's or TypeORM's EntityManager, a TypeORM QueryRunner or Repository, Prisma's interactive transaction " +
+  "client, Drizzle's (node-postgres) or Kysely's transaction, or a pg client after BEGIN";
 
 /**
  * Finds the transaction a call writes in: the one it passes (`{ tx }`), else the one the calling code runs in, as
- * @nestjs-cls/transactional's TransactionHost or MikroORM's context carries it. The app's packages are looked up at
- * start, not imported: an app installs only its own stack.
+ * @nestjs-cls/transactional's TransactionHost or MikroORM's context carries it.
  */
 @Injectable()
 export class CallerTransactions {
-  private appOrm: AppOrm | null = null;
-  private host: TransactionHost | null = null;
+  private ambient: AmbientTransactions = { host: null, mikroOrm: null };
 
-  constructor(
-    private readonly moduleRef: ModuleRef,
-    private readonly wakeUp: WakeUpNotifier,
-  ) {}
-
-  /** Looks up the app's MikroORM and TransactionHost, where it has them; returns the ORM for the rest of the start. */
-  async discover(): Promise<AppOrm | null> {
-    const mikroOrm = await loadIfInstalled('@mikro-orm/postgresql', () => import('../mikro-orm/app-orm.js'));
-    this.appOrm = mikroOrm?.AppOrm.find(this.moduleRef) ?? null;
-    if (this.appOrm) listenForCommits(this.appOrm.em, this.wakeUp);
-    const cls = await loadIfInstalled('@nestjs-cls/transactional', () => import('@nestjs-cls/transactional'));
-    try {
-      this.host = cls ? this.moduleRef.get<unknown, TransactionHost>(cls.TransactionHost, { strict: false }) : null;
-    } catch {
-      // Installed, but not set up in this app.
-      this.host = null;
-    }
-    return this.appOrm;
+  /** Set by the start, which looks them up in the app (nothing here imports the app's packages). */
+  useAmbient(ambient: AmbientTransactions): void {
+    this.ambient = ambient;
   }
 
-  /** The transaction of a call, or null when it runs in none (it then commits on reliable-mail's own connection). */
-  of(tx: unknown): CallerTransaction | null {
-    if (tx !== undefined && tx !== null) return this.adapt(tx);
-    if (this.host?.isTransactionActive()) return this.adapt(this.host.tx);
-    return this.appOrm ? mikroOrmAdapter.open(this.appOrm.em, this.wakeUp) : null;
+  /**
+   * The transaction of a call, or null when it runs in none (it then commits on reliable-mail's own connection).
+   * `ends` is told of its end where the stack reports it.
+   */
+  of(tx: unknown, ends: TransactionEnds): CallerTransaction | null {
+    if (tx !== undefined && tx !== null) return adapt(tx, ends);
+    const { host, mikroOrm } = this.ambient;
+    if (host?.isTransactionActive()) return adapt(host.tx, ends);
+    return mikroOrm ? mikroOrmAdapter.open(mikroOrm, ends) : null;
   }
+}
 
-  private adapt(tx: unknown): CallerTransaction | null {
-    if (typeof tx !== 'object' || tx === null) {
-      throw new MailValidationError('tx', `must be the caller's transaction: ${KNOWN_CLIENTS}`);
-    }
-    if (isPgPool(tx)) {
-      throw new MailValidationError(
-        'tx',
-        'is a pg pool, whose queries may each take another connection: pass the client BEGIN ran on',
-      );
-    }
-    const adapter = TRANSACTION_ADAPTERS.find((candidate) => candidate.recognises(tx));
-    if (!adapter)
-      throw new MailValidationError('tx', `is no transaction reliable-mail writes through: ${KNOWN_CLIENTS}`);
-    return adapter.open(tx, this.wakeUp);
+function adapt(tx: unknown, ends: TransactionEnds): CallerTransaction | null {
+  if (typeof tx !== 'object' || tx === null) {
+    throw new MailValidationError('tx', `must be the caller's transaction: ${KNOWN_CLIENTS}`);
   }
+  if (isPgPool(tx)) {
+    throw new MailValidationError(
+      'tx',
+      'is a pg pool, whose queries may each take another connection: pass the client BEGIN ran on',
+    );
+  }
+  const adapter = TRANSACTION_ADAPTERS.find((candidate) => candidate.recognises(tx));
+  if (!adapter) throw new MailValidationError('tx', `is no transaction reliable-mail writes through: ${KNOWN_CLIENTS}`);
+  return adapter.open(tx, ends);
 }

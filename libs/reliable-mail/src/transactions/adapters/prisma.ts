@@ -11,15 +11,11 @@ interface PrismaRawClient {
  * none from a caller's transaction.
  */
 export const prismaAdapter: TransactionAdapter = {
-  stack: 'Prisma',
   recognises: (tx) => isFunction(tx, '$queryRawUnsafe'),
   open(tx) {
     // The root client (extended or not) can connect and disconnect; a transaction's client can do neither.
     if (isFunction(tx, '$connect') || isFunction(tx, '$disconnect')) return null;
     const prisma = tx as PrismaRawClient;
-    return {
-      stack: 'Prisma',
-      query: <R>(text: string, values: readonly unknown[]) => prisma.$queryRawUnsafe<R>(text, ...values),
-    };
+    return { query: <R>(text: string, values: readonly unknown[]) => prisma.$queryRawUnsafe<R>(text, ...values) };
   },
 };
