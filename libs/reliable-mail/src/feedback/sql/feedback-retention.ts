@@ -6,11 +6,11 @@ import { type SqlClient, Statement } from '../../database/sql-client.js';
  */
 const DELETE_UNLINKED = new Statement((t) => ({
   name: 'reliable_mail_feedback_retention',
-  text: `delete from ${t.feedback} where id in (
+  text: `delete from ${t.feedback} where id = any(array(
     select id from ${t.feedback}
     where outbox_id is null and received_at < now() - $1::float8 * interval '1 millisecond'
     order by received_at limit $2
-  ) returning id`,
+  )) returning id`,
 }));
 
 export async function deleteUnlinkedFeedback(db: SqlClient, olderThanMs: number, batchSize: number): Promise<number> {

@@ -43,12 +43,14 @@ export const CLAIM = new Statement((t) => ({
     select id from (select id from expired union all select id from pending) candidates limit $2
   ), abandoned as (
     update ${t.attempt} set outcome = 'unknown', finished_at = now()
-    where outbox_id in (select id from expired) and outbox_id in (select id from due) and outcome = 'started'
+    where outbox_id = any(array(select id from expired)) and outbox_id in (select id from due) and outcome = 'started'
   ), claimed as (
+    -- The rows by primary key array, an index condition whatever the plan was made on (see OutboxDatabase); a join
+    -- with the CTE, planned while the outbox was empty, read the whole primary key once it had grown.
     update ${t.outbox} o
     set status = 'sending', lock_token = $3, locked_by = $4, locked_until = now() + $5::float8 * interval '1 millisecond',
         attempts = o.attempts + 1, updated_at = now()
-    from due where o.id = due.id
+    where o.id = any(array(select id from due))
     returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
               coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at,
               o.accepted_recipients, o.rejected_recipients, o.attempts > 1 or o.requeued_at is not null as sent_before

@@ -16,8 +16,8 @@ export const RELEASE_UNANSWERED = new Statement((t) => ({
     where o.status = 'sending' and o.lane = $2 and o.lock_token = any($1::uuid[])
     returning o.id
   ), forgotten as (
-    delete from ${t.attempt} a using released
-    where a.outbox_id = released.id and a.lock_token = any($1::uuid[]) and a.outcome = 'started'
+    delete from ${t.attempt} a
+    where a.outbox_id = any(array(select id from released)) and a.lock_token = any($1::uuid[]) and a.outcome = 'started'
   )
   select count(*)::int as count from released`,
 }));

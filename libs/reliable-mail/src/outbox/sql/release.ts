@@ -11,11 +11,11 @@ const RELEASE = new Statement((t) => ({
     update ${t.outbox} o
     set status = 'pending', attempts = o.attempts - 1, locked_until = null, lock_token = null, locked_by = null,
         updated_at = now()
-    from unnest($1::uuid[], $2::uuid[]) as r(id, lock_token)
-    where o.id = r.id and o.lock_token = r.lock_token and o.status = 'sending'
+    where o.id = any($1::uuid[]) and o.lock_token = ($2::uuid[])[array_position($1::uuid[], o.id)]
+      and o.status = 'sending'
     returning o.id
   )
-  delete from ${t.attempt} a using released where a.outbox_id = released.id and a.id = any($3::uuid[])`,
+  delete from ${t.attempt} a where a.id = any($3::uuid[]) and a.outbox_id = any(array(select id from released))`,
 }));
 
 export async function releaseRows(

@@ -7,11 +7,11 @@ import { type SqlClient, Statement } from '../../database/sql-client.js';
  */
 const DELETE_RETAINED = new Statement((t) => ({
   name: 'reliable_mail_retention',
-  text: `delete from ${t.outbox} where id in (
+  text: `delete from ${t.outbox} where id = any(array(
     select id from ${t.outbox}
     where status in ('sent', 'cancelled', 'expired', 'suppressed') and updated_at < now() - $1::float8 * interval '1 millisecond'
     order by updated_at limit $2 for update skip locked
-  ) returning id`,
+  )) returning id`,
 }));
 
 export async function deleteRetained(db: SqlClient, olderThanMs: number, batchSize: number): Promise<number> {

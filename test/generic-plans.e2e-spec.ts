@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { CONNECTION_SETTINGS } from '../libs/reliable-mail/src/database/outbox-database.js';
+import type { SqlClient, Statement } from '../libs/reliable-mail/src/database/sql-client.js';
+import { deleteUnlinkedFeedback } from '../libs/reliable-mail/src/feedback/sql/feedback-retention.js';
+import { type FeedbackInput, recordFeedback } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
+import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
+import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
+import {
+  claimUnconfirmedEvents,
+  confirmEvents,
+  oldestUnconfirmedEvent,
+} from '../libs/reliable-mail/src/outbox/sql/events.js';
+import { extendLease } from '../libs/reliable-mail/src/outbox/sql/extend-lease.js';
+import {
+  feedbackFigures,
+  healthFigures,
+  openCounts,
+  undeclaredLanes,
+} from '../libs/reliable-mail/src/outbox/sql/health.js';
+import { releaseRows } from '../libs/reliable-mail/src/outbox/sql/release.js';
+import { releaseUnansweredClaims } from '../libs/reliable-mail/src/outbox/sql/release-unanswered.js';
+import { deleteRetained } from '../libs/reliable-mail/src/outbox/sql/retention.js';
+import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+import { migrate } from './support/test-app.js';
+import { createTestDatabase, type TestDatabase } from './support/test-database.js';
+
+// reliable-mail's own connections plan each prepared statement once (a generic plan), which saves its planning at
+// every run: a claim planned at every run cost 0.5-2 ms on the path of every idle mail. A generic plan is made with
+// the tables as they are then, often empty, and kept once they have grown. Each statement must therefore reach every
+// table through an index condition whatever the statistics said (a primary key array, a partial index), never
+// through a scan of a whole table or index: this runs each statement as the dispatcher, health, events, retention
+// and feedback run it, plans it on empty tables just analysed, grows them, and reads the plan it keeps.
+
+const TABLES = tablesIn(DEFAULT_SCHEMA);
+const OUR_TABLES = /\bon (mail_outbox|mail_outbox_attempt|mail_outbox_event|mail_outbox_feedback|mail_suppression)\b/;
+/** Partial indexes holding open rows only (due, leased, failed or dead): read whole, they stay small. */
+const OPEN_ROW_INDEXES = new Set(['mail_outbox_due_index', 'mail_outbox_lease_index', 'mail_outbox_problem_index']);
+
+/** What a statement does to the grown tables: its plan's scans that read a whole table or index. */
+function wholeScans(plan: string): string[] {
+  const nodes = plan.split(/\n(?=\s*->)/);
+  return nodes
+    .map((node) => node.trim())
+    .filter((node) => {
+      const header = node.split('\n')[0];
+      if (!OUR_TABLES.test(header)) return false;
+      if (/Seq Scan/.test(header)) return true;
+      const index = /(?:Index Scan|Index Only Scan|Bitmap Index Scan)(?: Backward)? using (\w+)/.exec(header)?.[1];
+      return index !== undefined && !OPEN_ROW_INDEXES.has(index) && !/Index Cond:/.test(node);
+    })
+    .map((node) => node.split('\n')[0]);
+}
+
+interface Recorded {
+  name: string;
+  text: string;
+  values: readonly unknown[];
+}
+
+/** Runs each statement function against a client that records what it would run and runs nothing. */
+async function recordStatements(calls: Array<(db: SqlClient) => Promise<unknown>>): Promise<Recorded[]> {
+  const recorded: Recorded[] = [];
+  const recorder: SqlClient = {
+    query(statement: Statement, values: readonly unknown[]) {
+      const { name, text } = statement.in(TABLES);
+      recorded.push({ name: name ?? text.slice(0, 40), text, values });
+      return Promise.reject(new Error('recorded'));
+    },
+  };
+  for (const call of calls) await call(recorder).catch(() => undefined);
+  return recorded;
+}
+
+const settlement: Settlement = {
+  id: randomUUID(),
+  lockToken: randomUUID(),
+  attemptId: randomUUID(),
+  status: 'sent',
+  refundAttempt: 0,
+  nextAttemptAt: null,
+  lastError: null,
+  replyCode: 250,
+  enhancedStatus: '2.0.0',
+  reply: '250 2.0.0 queued',
+  providerMessageId: 'queued',
+  providerRequestId: null,
+  providerAcceptedAt: null,
+  deduplicatedByKey: false,
+  acceptedRecipients: ['ann@example.com'],
+  rejectedRecipients: [],
+  attemptRecipients: [],
+  sentAt: new Date(),
+  outcome: 'sent',
+  durationMs: 12,
+  bounced: [{ address: 'bob@example.com', reply: '550 5.1.1' }],
+  eventName: 'reliable-mail.email.sent',
+  eventPayload: {},
+};
+
+const feedback: FeedbackInput = {
+  id: randomUUID(),
+  source: 'postmark',
+  recipient: 'ann@example.com',
+  kind: 'bounced',
+  bounce_type: 'hard',
+  provider_event_id: 'event-1',
+  provider_message_id: 'request-5000',
+  row_id: randomUUID(),
+  message_id: null,
+  status: '5.1.1',
+  diagnostic: null,
+  reported_at: new Date().toISOString(),
+  payload: {},
+  suppression_reason: 'hard bounce',
+  authenticated: true,
+  event_name: 'reliable-mail.email.bounced',
+  event_payload: {},
+};
+
+const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
+  (db) =>
+    claimRows(db, {
+      lane: 'default',
+      limit: 16,
+      lockToken: randomUUID(),
+      workerId: 'w',
+      leaseMs: 600_000,
+      maxAgeMs: 86_400_000,
+    }),
+  (db) => settleRows(db, [settleInputOf(settlement)], 30_000),
+  (db) => extendLease(db, { id: randomUUID(), lockToken: randomUUID() }, 600_000),
+  (db) => releaseRows(db, [{ id: randomUUID(), lockToken: randomUUID(), attemptId: randomUUID() }]),
+  (db) => releaseUnansweredClaims(db, 'default', [randomUUID()]),
+  (db) =>
+    claimUnconfirmedEvents(db, { names: ['reliable-mail.email.sent'], limit: 100, leaseMs: 30_000, except: ['1'] }),
+  (db) => confirmEvents(db, ['1', '2']),
+  (db) => oldestUnconfirmedEvent(db, ['reliable-mail.email.sent']),
+  (db) => healthFigures(db, 3_600_000),
+  (db) => openCounts(db),
+  (db) => undeclaredLanes(db, ['default']),
+  (db) => feedbackFigures(db, 3_600_000),
+  (db) => deleteRetained(db, 86_400_000, 500),
+  (db) => deleteUnlinkedFeedback(db, 86_400_000, 500),
+  (db) => recordFeedback(db, [feedback], 30_000),
+];
+
+describe("the statements reliable-mail's connections prepare, planned once on empty tables", () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+    // The settings of reliable-mail's own connections (OutboxDatabase).
+    client = new pg.Client({ connectionString: database.url, options: CONNECTION_SETTINGS });
+    await client.connect();
+    await client.query('analyze');
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
+
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'null';
+    if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+    if (value instanceof Date) return client.escapeLiteral(value.toISOString());
+    if (Array.isArray(value)) return client.escapeLiteral(`{${value.map((item) => JSON.stringify(item)).join(',')}}`);
+    // The statements' other values are text: JSON written once (settle, feedback), ids, names.
+    return client.escapeLiteral(value as string);
+  };
+
+  it('reach every grown table through an index condition, never through a whole scan', async () => {
+    const statements = (await recordStatements(EVERY_NAMED_STATEMENT)).filter((statement) =>
+      statement.name.startsWith('reliable_mail_'),
+    );
+    expect(statements.map((statement) => statement.name).sort()).toEqual(
+      [
+        'reliable_mail_claim',
+        'reliable_mail_claim_events',
+        'reliable_mail_confirm_events',
+        'reliable_mail_extend_lease',
+        'reliable_mail_feedback_retention',
+        'reliable_mail_health',
+        'reliable_mail_open_counts',
+        'reliable_mail_record_feedback',
+        'reliable_mail_release',
+        'reliable_mail_release_unanswered',
+        'reliable_mail_retention',
+        'reliable_mail_settle',
+        'reliable_mail_undeclared_lanes',
+      ].sort(),
+    );
+    const explain = async (statement: Recorded) => {
+      const args = statement.values.length > 0 ? `(${statement.values.map(literal).join(', ')})` : '';
+      const { rows } = await client.query(`explain (costs off) execute ${statement.name}${args}`);
+      return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+    };
+    // Planned (and kept) while every table is empty and analysed.
+    for (const statement of statements) {
+      await client.query(`prepare ${statement.name} as ${statement.text}`);
+      await explain(statement);
+    }
+    await client.query(
+      `insert into mail_outbox (id, message_id, status, lane, payload, max_attempts, provider_message_id,
+                                provider_message_ids, sent_at, updated_at)
+       select gen_random_uuid(), g || '@plan.test', case when g % 100 = 0 then 'pending' else 'sent' end, 'default',
+              jsonb_build_object('to', '[]'::jsonb, 'cc', '[]'::jsonb, 'bcc', '[]'::jsonb, 'text', repeat('x', 200)),
+              5, 'p' || g, array['p' || g], now(), now() - interval '2 days'
+       from generate_series(1, 20000) g;
+       insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, outcome)
+       select gen_random_uuid(), id, 1, 'w', gen_random_uuid(), 'sent' from mail_outbox;
+       insert into mail_outbox_event (outbox_id, name, payload, locked_until)
+       select id, 'reliable-mail.email.sent', '{}', now() + interval '1 hour' from mail_outbox;
+       insert into mail_outbox_feedback (id, outbox_id, source, recipient, kind, provider_event_id, reported_at,
+                                         received_at, payload)
+       select gen_random_uuid(), case when random() < 0.5 then id end, 'postmark', 'ann@example.com', 'delivered',
+              'e' || message_id, now(), now() - interval '2 days', '{}' from mail_outbox;
+       insert into mail_suppression (address, reason, source)
+       select 'bounced' || g || '@example.com', 'hard bounce', 'bounce' from generate_series(1, 5000) g`,
+    );
+    const offenders: Record<string, string[]> = {};
+    for (const statement of statements) {
+      const scans = wholeScans(await explain(statement));
+      if (scans.length > 0) offenders[statement.name] = scans;
+    }
+    expect(offenders).toEqual({});
+  }, 60_000);
+});
