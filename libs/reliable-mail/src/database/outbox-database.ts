@@ -39,7 +39,7 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * discarded, and so is every connection idle then that has not answered since: what silenced one (a partition, a
  * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
  * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
- * Statements with a name are parsed once per connection (see `plan_cache_mode` below). Where the connections go is
+ * Statements with a name are parsed and planned once per connection (see CONNECTION_SETTINGS). Where the connections go is
  * set by the start (`connectTo`): `database.url`, or the app's own MikroORM settings.
  */
 @Injectable()
