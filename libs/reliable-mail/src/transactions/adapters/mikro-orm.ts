@@ -1,11 +1,5 @@
 import type { Kysely } from 'kysely';
-import {
-  isFunction,
-  kyselyQuery,
-  listensAlready,
-  type TransactionAdapter,
-  type TransactionEnds,
-} from '../caller-transaction.js';
+import { isFunction, kyselyQuery, type TransactionAdapter, type TransactionEnds } from '../caller-transaction.js';
 
 /** The part of MikroORM's `EventSubscriber` used here; MikroORM itself is not imported. */
 interface TransactionEventSubscriber {
@@ -17,7 +11,10 @@ interface MikroOrmEntityManager {
   isInTransaction(): boolean;
   getTransactionContext<T>(): T | undefined;
   getKysely(): Kysely<unknown>;
-  getEventManager(): { registerSubscriber(subscriber: TransactionEventSubscriber): void };
+  getEventManager(): {
+    registerSubscriber(subscriber: TransactionEventSubscriber): void;
+    getSubscribers(): Set<unknown>;
+  };
 }
 
 /**
@@ -38,19 +35,28 @@ export const mikroOrmAdapter: TransactionAdapter = {
   },
 };
 
+/** The subscriber that tells each `ends` of the transactions' ends: one object, whatever event managers hold it. */
+const subscribers = new WeakMap<TransactionEnds, TransactionEventSubscriber>();
+
 /**
  * Tells `ends` of each top-level transaction's commit and rollback, from the app's first transaction when called at
- * start. MikroORM reports a transaction's end to the subscribers it had when the transaction began: returns whether
- * it listened before this call.
+ * start. MikroORM runs a transaction on a fork whose event manager is a copy of the one it was forked from, made
+ * with the subscribers it had then: a transaction's end is reported to those. Returns whether `em`'s event manager
+ * had the subscriber before this call (the transaction's own copy has it when the app's had it at the fork).
  */
 export function listenForCommits(em: MikroOrmEntityManager, ends: TransactionEnds): boolean {
-  const events = em.getEventManager();
-  return listensAlready(events, ends, () =>
-    events.registerSubscriber({
+  let subscriber = subscribers.get(ends);
+  if (!subscriber) {
+    subscriber = {
       afterTransactionCommit: ({ transaction }) => ends.ended(transaction as object, true),
       // MikroORM announces a rollback before it sends it, and a rollback that fails (a killed connection) brings no
       // later event: the transaction ends here, whatever the path.
       beforeTransactionRollback: ({ transaction }) => ends.ended(transaction as object, false),
-    }),
-  );
+    };
+    subscribers.set(ends, subscriber);
+  }
+  const events = em.getEventManager();
+  if (events.getSubscribers().has(subscriber)) return true;
+  events.registerSubscriber(subscriber);
+  return false;
 }
