@@ -6,11 +6,15 @@ const IDLE_TIMEOUT_MS = 30_000;
 
 /**
  * The SMTP connections of one lane. The lane's `concurrency` bounds the sends in flight, so a send never waits
- * for a connection: it takes an idle one or opens its own, and at most `size` stay open when idle.
+ * for a connection: it takes an idle one or opens its own, and at most `size` stay open when idle. A connection that
+ * carried `maxMessages` is replaced at once, off the path of any send: the next mail, maybe a login code into an idle
+ * lane, finds one open rather than paying a connect, a greeting and an EHLO (and the server's reverse lookup).
  */
 export class SmtpSessionPool {
   private readonly idle: Array<{ session: SmtpSession; timer: NodeJS.Timeout }> = [];
   private closed = false;
+  /** Aborted at close: a replacement still connecting is given up. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly options: ResolvedSmtpOptions,
@@ -31,10 +35,19 @@ export class SmtpSessionPool {
    * fresh session rather than the one a sick server or a broken state gave the failure on.
    */
   release(session: SmtpSession, reusable: boolean): void {
-    if (!reusable || this.closed || !session.usable || session.messages >= this.options.maxMessages) {
+    if (!reusable || this.closed || !session.usable) {
       session.quit();
       return;
     }
+    if (session.messages >= this.options.maxMessages) {
+      session.quit();
+      void this.openReplacement();
+      return;
+    }
+    this.keepIdle(session);
+  }
+
+  private keepIdle(session: SmtpSession): void {
     if (this.idle.length >= this.size) {
       session.quit();
       return;
@@ -48,8 +61,21 @@ export class SmtpSessionPool {
     this.idle.push({ session, timer });
   }
 
+  /** A replacement that cannot be opened is no failure of anything: the next send opens its own and says why. */
+  private async openReplacement(): Promise<void> {
+    let session: SmtpSession;
+    try {
+      session = await SmtpSession.open(this.options, this.closing.signal);
+    } catch {
+      return;
+    }
+    if (this.closed) session.quit();
+    else this.keepIdle(session);
+  }
+
   close(): void {
     this.closed = true;
+    this.closing.abort();
     for (const { session, timer } of this.idle.splice(0)) {
       clearTimeout(timer);
       session.quit();
