@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { KNOWN_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
+import { schemaCatalog } from './support/schema-catalog.js';
 import { createTestDatabase, type TestDatabase, withClient } from './support/test-database.js';
 
 const execFileAsync = promisify(execFile);
@@ -24,22 +25,6 @@ async function cli(args: string[], databaseUrl?: string): Promise<{ code: number
     return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
   }
 }
-
-/** The tables, columns, indexes and constraints of schema reliable_mail, and the versions it records. */
-const catalogOf = (url: string) =>
-  withClient(url, async (client) => {
-    const { rows } = await client.query(
-      `select json_build_object(
-         'columns', (select json_agg(c order by table_name, column_name) from (select table_name, column_name,
-           data_type, is_nullable, column_default from information_schema.columns where table_schema = 'reliable_mail') c),
-         'indexes', (select json_agg(indexdef order by indexname) from pg_indexes where schemaname = 'reliable_mail'),
-         'constraints', (select json_agg(pg_get_constraintdef(oid) order by conname) from pg_constraint
-                         where connamespace = 'reliable_mail'::regnamespace),
-         'versions', (select json_agg(json_build_array(version, name, serves_code_from) order by version)
-                      from reliable_mail.mail_migrations)) as catalog`,
-    );
-    return rows[0].catalog as unknown;
-  });
 
 describe('npx reliable-mail', () => {
   const databases: TestDatabase[] = [];
@@ -103,6 +88,7 @@ describe('npx reliable-mail', () => {
     await withClient(byFiles.url, async (client) => {
       for (const file of files) await client.query(await readFile(new URL(file, SQL_FOLDER), 'utf8'));
     });
+    const catalogOf = (url: string) => withClient(url, (client) => schemaCatalog(client, 'reliable_mail'));
     expect(await catalogOf(byFiles.url)).toEqual(await catalogOf(migrated.url));
     expect((await cli(['migrate'], byFiles.url)).stdout).toContain('nothing to do');
   }, 60_000);

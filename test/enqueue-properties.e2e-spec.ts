@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { type EnqueueOptions, MailOutboxService, MailValidationError, type OutgoingMail } from '@reliable-mail/nestjs';
+import {
+  type EnqueueOptions,
+  MailOutboxService,
+  MailValidationError,
+  type OutgoingMail,
+  ReliableMailError,
+} from '@reliable-mail/nestjs';
 import fc from 'fast-check';
 import pg from 'pg';
 import { propertyRuns } from './support/property-runs.js';
@@ -164,6 +170,75 @@ const anyOptions = fc.record({
   idempotencyKey: sometimes(mostly(fc.string({ maxLength: 20 }), fc.oneof(anyText, leaf))),
 }) as fc.Arbitrary<EnqueueOptions>;
 
+/** What the transaction adapters read of a tx to recognise and open it, each hostile in its own way. */
+const TX_MEMBERS = [
+  'getKysely',
+  'isInTransaction',
+  'getTransactionContext',
+  'getEventManager',
+  'query',
+  'connectionParameters',
+  'readyForQuery',
+  'getTransactionStatus',
+  '$queryRawUnsafe',
+  '$connect',
+  'executeQuery',
+  'isTransaction',
+  'withoutPlugins',
+  'startTransaction',
+  'isTransactionActive',
+  'transactionDepth',
+  'connection',
+  'manager',
+  'queryRunner',
+  '@instanceof',
+  '_',
+  'totalCount',
+  'connect',
+];
+
+/** What a hostile member throws; from a client's own statement it is that client's error, and passes unchanged. */
+class HostileError extends Error {}
+
+/** The members a client answers a statement through: they return promises, which may reject. */
+const QUERY_METHODS = new Set(['query', '$queryRawUnsafe', 'executeQuery']);
+
+const hostileMember = (name: string) =>
+  fc.oneof(
+    fc.anything(),
+    fc.constantFrom(Symbol.for('EntityManager'), Symbol.for('DataSource'), 'I', 'T'),
+    fc.anything().map((value) => () => value),
+    fc.constant(() => {
+      throw new HostileError('hostile');
+    }),
+    ...(QUERY_METHODS.has(name)
+      ? [
+          fc.anything().map((value) => () => Promise.resolve(value)),
+          fc.constant(() => Promise.reject(new HostileError('hostile'))),
+        ]
+      : []),
+  );
+
+const hostileMembers = (maxMembers: number) =>
+  fc
+    .uniqueArray(fc.constantFrom(...TX_MEMBERS), { maxLength: maxMembers })
+    .chain((names) => fc.tuple(...names.map((name) => hostileMember(name).map((value) => [name, value] as const))))
+    .map((entries) => Object.fromEntries(entries) as Record<string, unknown>);
+
+/** Anything JSON-like, or an object made of the members the adapters read, some of them getters that throw. */
+const anyTx = fc.oneof(
+  fc.anything(),
+  hostileMembers(6),
+  fc.tuple(hostileMembers(4), fc.constantFrom(...TX_MEMBERS)).map(([members, throwing]) =>
+    Object.defineProperty({ ...members }, throwing, {
+      enumerable: true,
+      get() {
+        throw new HostileError('hostile getter');
+      },
+    }),
+  ),
+);
+
 describe('enqueue, given anything', () => {
   const bed = useTestBed();
 
@@ -227,5 +302,38 @@ describe('enqueue, given anything', () => {
     // Both outcomes were exercised: a generator that only ever made refused mail would prove nothing.
     expect(stored).toBeGreaterThan(20);
     expect(refused).toBeGreaterThan(20);
+  });
+
+  it('property: any value as tx is a transaction reliable-mail knows, none, or a typed error, and nothing is written then', async () => {
+    const app = await bed.startApp(testMailOptions(bed.smtpUrl, { dispatcher: { enabled: false } }), [], {
+      scheduler: false,
+    });
+    const outbox = app.get(MailOutboxService);
+    let run = 0;
+    let stored = 0;
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(anyTx, async (tx) => {
+        run += 1;
+        const idempotencyKey = `tx-${run}`;
+        try {
+          await outbox.enqueue({ to: 'ann@example.com', subject: 'Hi', text: 'x' }, { tx, idempotencyKey });
+          stored += 1;
+        } catch (error) {
+          // Refused (MailValidationError), the client's own statement failed (as a database error would), or what a
+          // client made up as its answer read as such (a ReliableMailError): never a TypeError or the like.
+          if (!(error instanceof ReliableMailError) && !(error instanceof HostileError)) throw error;
+          refused += 1;
+          // Nothing of it was written, on reliable-mail's connections or elsewhere.
+          expect(await bed.execute('select id from mail_outbox where idempotency_key = $1', [idempotencyKey])).toEqual(
+            [],
+          );
+        }
+      }),
+      propertyRuns('enqueue with any value as tx'),
+    );
+    // Objects that claim no transaction (a root client) commit on reliable-mail's own connection.
+    expect(stored).toBeGreaterThan(10);
+    expect(refused).toBeGreaterThan(10);
   });
 });

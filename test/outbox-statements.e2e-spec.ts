@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import type { Settlement } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { CLAIM, claimRows, claimValues, type ClaimRequest } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import { SETTLE, settleInputOf, settleRows, settleValues } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { RECORD_FEEDBACK } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
@@ -10,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
 import { CONNECTION_SETTINGS, OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlClientOf } from './support/sql-client.js';
+import { sentSettlement } from './support/settlements.js';
 import { Statement } from '../libs/reliable-mail/src/database/sql-client.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 
@@ -24,31 +24,7 @@ const claimRequest = (workerId: string, limit: number): ClaimRequest => ({
   maxAgeMs: 86_400_000,
 });
 
-const settlement: Settlement = {
-  id: randomUUID(),
-  lockToken: randomUUID(),
-  attemptId: randomUUID(),
-  status: 'sent',
-  refundAttempt: 0,
-  nextAttemptAt: null,
-  lastError: null,
-  replyCode: 250,
-  enhancedStatus: '2.0.0',
-  reply: '250 2.0.0 queued',
-  providerMessageId: 'queued',
-  providerRequestId: null,
-  providerAcceptedAt: null,
-  deduplicatedByKey: false,
-  acceptedRecipients: ['ann@example.com'],
-  rejectedRecipients: [],
-  attemptRecipients: [],
-  sentAt: new Date(),
-  outcome: 'sent',
-  durationMs: 12,
-  bounced: [],
-  eventName: null,
-  eventPayload: {},
-};
+const settlement = sentSettlement({ providerMessageId: 'queued' });
 
 // The dispatcher's statements are prepared once per connection and planned once (see test/generic-plans, which checks
 // every named statement made on empty tables): these are the plans a long-lived connection gets.

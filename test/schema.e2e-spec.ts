@@ -5,10 +5,10 @@ import { MailOutboxService } from '@reliable-mail/nestjs';
 import { reliableMailMigrations } from '@reliable-mail/nestjs/mikro-orm';
 import pg from 'pg';
 import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
-import { tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { readSchemaState } from '../libs/reliable-mail/src/schema/schema-state.js';
 import { KNOWN_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
 import { SCHEMA_VERSIONS } from '../libs/reliable-mail/src/schema/versions/index.js';
+import { madeByEarlierReleases, schemaCatalog } from './support/schema-catalog.js';
 import { createTestApp, testMailOptions } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
@@ -24,35 +24,6 @@ async function plainDatabase(): Promise<{ database: TestDatabase; client: pg.Cli
   await client.query(`alter database ${database.url.split('/').pop()} reset search_path`);
   await client.query('set search_path to default');
   return { database, client };
-}
-
-/** Every column, constraint and index of a schema, and its recorded versions: what two ways of migrating must share. */
-async function catalogOf(client: pg.Client, schema: string): Promise<unknown> {
-  const columns = await client.query(
-    `select table_name, column_name, data_type, is_nullable, column_default from information_schema.columns
-     where table_schema = $1 order by table_name, column_name`,
-    [schema],
-  );
-  const constraints = await client.query(
-    `select conrelid::regclass::text as table_name, conname, pg_get_constraintdef(oid) as definition
-     from pg_constraint where connamespace = $1::regnamespace order by conname`,
-    [schema],
-  );
-  const indexes = await client.query(
-    `select indexname, indexdef from pg_indexes where schemaname = $1 order by indexname`,
-    [schema],
-  );
-  const versions = await client.query(
-    `select version, name, serves_code_from from ${tablesIn(schema).migrations} order by version`,
-  );
-  return { columns: columns.rows, constraints: constraints.rows, indexes: indexes.rows, versions: versions.rows };
-}
-
-/** The tables as the earlier releases' MikroORM migrations left them: each version's statements, unrecorded. */
-async function madeByEarlierReleases(client: pg.Client, schema: string, version: number): Promise<void> {
-  for (const step of SCHEMA_VERSIONS.slice(0, version)) {
-    for (const statement of step.statements(tablesIn(schema))) await client.query(statement);
-  }
 }
 
 describe("reliable-mail's schema", () => {
@@ -140,7 +111,9 @@ describe("reliable-mail's schema", () => {
     } finally {
       await orm.close();
     }
-    expect(await catalogOf(viaMikroOrm.client, 'reliable_mail')).toEqual(await catalogOf(cli.client, 'reliable_mail'));
+    expect(await schemaCatalog(viaMikroOrm.client, 'reliable_mail')).toEqual(
+      await schemaCatalog(cli.client, 'reliable_mail'),
+    );
     expect((await migrateSchema(migrationConnection(viaMikroOrm.client))).from).toBe(KNOWN_SCHEMA_VERSION);
   });
 

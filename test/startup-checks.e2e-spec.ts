@@ -13,10 +13,9 @@ import {
 } from '@reliable-mail/nestjs';
 import { reliableMailEntities } from '@reliable-mail/nestjs/mikro-orm';
 import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
-import { tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { KNOWN_SCHEMA_VERSION, NEEDED_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
-import { SCHEMA_VERSIONS } from '../libs/reliable-mail/src/schema/versions/index.js';
 import { PrivatePostgres } from './support/private-postgres.js';
+import { madeByEarlierReleases } from './support/schema-catalog.js';
 import { testLogger, testMailOptions } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase, withClient } from './support/test-database.js';
 
@@ -161,8 +160,7 @@ describe('MikroORM’s schema diff', () => {
     const database = await databaseAt(0);
     await withClient(database.url, async (client) => {
       await client.query('set search_path to public');
-      for (const step of SCHEMA_VERSIONS)
-        for (const sql of step.statements(tablesIn('public'))) await client.query(sql);
+      await madeByEarlierReleases(client, 'public', KNOWN_SCHEMA_VERSION);
     });
     await expect(
       appWith([mikroOrm(database.url, {}), EventEmitterModule.forRoot(), reliableMail(undefined)]),

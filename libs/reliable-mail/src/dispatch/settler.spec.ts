@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import pg from 'pg';
@@ -6,32 +5,9 @@ import type { QueryBound, SqlClient, Statement } from '../database/sql-client.js
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { Settlement } from '../outbox/queue.types.js';
 import { Settler } from './settler.js';
+import { sentSettlement } from '../../../../test/support/settlements.js';
 
-const settlement = (): Settlement => ({
-  id: randomUUID(),
-  lockToken: randomUUID(),
-  attemptId: randomUUID(),
-  status: 'sent',
-  refundAttempt: 0,
-  nextAttemptAt: null,
-  lastError: null,
-  replyCode: 250,
-  enhancedStatus: '2.0.0',
-  reply: '250 2.0.0 queued',
-  providerMessageId: null,
-  providerRequestId: null,
-  providerAcceptedAt: null,
-  deduplicatedByKey: false,
-  acceptedRecipients: ['ann@example.com'],
-  rejectedRecipients: [],
-  attemptRecipients: [],
-  sentAt: new Date(),
-  outcome: 'sent',
-  durationMs: 12,
-  bounced: [],
-  eventName: null,
-  eventPayload: {},
-});
+const settlement = (): Settlement => sentSettlement();
 
 interface SettleCall {
   ids: string[];

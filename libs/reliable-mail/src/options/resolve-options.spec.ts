@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
 import { InvalidOptionsError } from '../errors.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
@@ -499,5 +501,48 @@ describe('content options', () => {
     },
   ])('refuses $name', ({ options, option }) => {
     expectInvalid({ ...valid, ...options }, option);
+  });
+});
+
+describe('database options, given anything', () => {
+  const anyValue = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 70 }),
+    fc.stringMatching(/^[a-z_][a-z0-9_]{0,70}$/),
+    fc.constantFrom('', 'public', 'reliable_mail', 'Mail', 'mail;drop schema public', 'a"b', 'ü', '\0'),
+    fc.anything(),
+  );
+
+  it('property: a schema name is taken only as PostgreSQL takes it unquoted, anything else is InvalidOptionsError', () => {
+    fc.assert(
+      fc.property(anyValue, (schema) => {
+        const resolve = () => resolveOptions({ ...valid, database: { schema: schema as string } }, 'host', 1);
+        if (schema === undefined || schema === null) return;
+        if (typeof schema === 'string' && /^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+          expect(resolve().database.schema).toBe(schema);
+        } else {
+          expect(resolve).toThrow(InvalidOptionsError);
+        }
+      }),
+      propertyRuns('database.schema of any value'),
+    );
+  });
+
+  it('property: a start timeout or a migrate-at-start flag of any value is taken or refused with InvalidOptionsError', () => {
+    fc.assert(
+      fc.property(anyValue, fc.anything(), (startTimeoutMs, migrateAtStart) => {
+        try {
+          const { database } = resolveOptions(
+            { ...valid, database: { startTimeoutMs, migrateAtStart } as never },
+            'host',
+            1,
+          );
+          expect(Number.isInteger(database.startTimeoutMs) && database.startTimeoutMs > 0).toBe(true);
+          expect(typeof database.migrateAtStart).toBe('boolean');
+        } catch (error) {
+          expect(error).toBeInstanceOf(InvalidOptionsError);
+        }
+      }),
+      propertyRuns('database.startTimeoutMs and migrateAtStart of any value'),
+    );
   });
 });

@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { sqlStateOf } from '../database/statement-refusal.js';
+import { MailValidationError } from '../errors.js';
 import type { SqlClient } from '../database/sql-client.js';
 import type { OutboxTables } from '../schema/outbox-tables.js';
 
@@ -60,10 +61,25 @@ export function member(target: object, name: string): unknown {
 
 export const isFunction = (target: object, name: string): boolean => typeof member(target, name) === 'function';
 
+/**
+ * The rows of a client's answer, at `field` of it (none: the answer itself). An object that looked like a known
+ * client but answers otherwise is none after all: a typed error, not a TypeError at the first row.
+ */
+export function rowsOf<R>(answer: unknown, field?: string): R[] {
+  const rows = field === undefined ? answer : (answer as Record<string, unknown> | null | undefined)?.[field];
+  if (!Array.isArray(rows) || !rows.every((row) => typeof row === 'object' && row !== null)) {
+    throw new MailValidationError(
+      'tx',
+      `answered a statement with no rows${field ? ` (no ${field})` : ''}: it is not the client it looked like`,
+    );
+  }
+  return rows as R[];
+}
+
 /** Statements through a Kysely instance (Kysely's own transaction, or MikroORM's). */
 export function kyselyQuery(kysely: Kysely<unknown>): CallerTransaction['query'] {
   return async <R>(text: string, values: readonly unknown[]) =>
-    (await kysely.executeQuery<R>(CompiledQuery.raw(text, [...values]))).rows;
+    rowsOf<R>(await kysely.executeQuery<R>(CompiledQuery.raw(text, [...values])), 'rows');
 }
 
 /** A node-postgres client, or anything that answers as one. */
@@ -73,7 +89,8 @@ export interface PgQueryable {
 
 /** Statements through a pg client (the caller's own, or the one Drizzle's transaction holds). */
 export function pgQuery(client: PgQueryable): CallerTransaction['query'] {
-  return async <R>(text: string, values: readonly unknown[]) => (await client.query<R>(text, [...values])).rows;
+  return async <R>(text: string, values: readonly unknown[]) =>
+    rowsOf<R>(await client.query<R>(text, [...values]), 'rows');
 }
 
 /**
@@ -89,17 +106,4 @@ export function statementsIn(transaction: CallerTransaction, tables: OutboxTable
         values.map((value) => (value instanceof Date ? value.toISOString() : value)),
       ),
   };
-}
-
-const subscribed = new WeakMap<object, TransactionEnds>();
-
-/**
- * Registers, once for each of a client's event sources (an ORM's event manager, a data source), the subscriber
- * that tells `ends` of its transactions' ends. Returns whether it was registered before this call.
- */
-export function listensAlready(source: object, ends: TransactionEnds, register: () => void): boolean {
-  if (subscribed.get(source) === ends) return true;
-  subscribed.set(source, ends);
-  register();
-  return false;
 }

@@ -45,13 +45,23 @@ function adapt(tx: unknown, ends: TransactionEnds): CallerTransaction | null {
   if (typeof tx !== 'object' || tx === null) {
     throw new MailValidationError('tx', `must be the caller's transaction: ${KNOWN_CLIENTS}`);
   }
-  if (isPgPool(tx)) {
+  try {
+    if (isPgPool(tx)) {
+      throw new MailValidationError(
+        'tx',
+        'is a pg pool, whose queries may each take another connection: pass the client BEGIN ran on',
+      );
+    }
+    const adapter = TRANSACTION_ADAPTERS.find((candidate) => candidate.recognises(tx));
+    if (!adapter)
+      throw new MailValidationError('tx', `is no transaction reliable-mail writes through: ${KNOWN_CLIENTS}`);
+    return adapter.open(tx, ends);
+  } catch (error) {
+    // Reading it threw (a getter, a method of an object that only looks like a client): no SQL has run.
+    if (error instanceof MailValidationError) throw error;
     throw new MailValidationError(
       'tx',
-      'is a pg pool, whose queries may each take another connection: pass the client BEGIN ran on',
+      `could not be read as a transaction: ${error instanceof Error ? error.message : `a thrown ${typeof error}`}`,
     );
   }
-  const adapter = TRANSACTION_ADAPTERS.find((candidate) => candidate.recognises(tx));
-  if (!adapter) throw new MailValidationError('tx', `is no transaction reliable-mail writes through: ${KNOWN_CLIENTS}`);
-  return adapter.open(tx, ends);
 }

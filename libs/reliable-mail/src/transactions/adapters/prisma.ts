@@ -1,4 +1,4 @@
-import { isFunction, type TransactionAdapter } from '../caller-transaction.js';
+import { isFunction, rowsOf, type TransactionAdapter } from '../caller-transaction.js';
 
 interface PrismaRawClient {
   $queryRawUnsafe<R>(text: string, ...values: unknown[]): Promise<R[]>;
@@ -16,6 +16,9 @@ export const prismaAdapter: TransactionAdapter = {
     // The root client (extended or not) can connect and disconnect; a transaction's client can do neither.
     if (isFunction(tx, '$connect') || isFunction(tx, '$disconnect')) return null;
     const prisma = tx as PrismaRawClient;
-    return { query: <R>(text: string, values: readonly unknown[]) => prisma.$queryRawUnsafe<R>(text, ...values) };
+    return {
+      query: async <R>(text: string, values: readonly unknown[]) =>
+        rowsOf<R>(await prisma.$queryRawUnsafe<R>(text, ...values)),
+    };
   },
 };

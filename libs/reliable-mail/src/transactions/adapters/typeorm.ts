@@ -1,10 +1,4 @@
-import {
-  isFunction,
-  listensAlready,
-  member,
-  type TransactionAdapter,
-  type TransactionEnds,
-} from '../caller-transaction.js';
+import { isFunction, member, rowsOf, type TransactionAdapter, type TransactionEnds } from '../caller-transaction.js';
 
 interface TypeOrmQueryRunner {
   readonly isTransactionActive: boolean;
@@ -37,7 +31,7 @@ export const typeOrmAdapter: TransactionAdapter = {
     return {
       endReported: topLevel ? runner : undefined,
       async query<R>(text: string, values: readonly unknown[]) {
-        return (await runner.query(text, [...values], true)).records as R[];
+        return rowsOf<R>(await runner.query(text, [...values], true), 'records');
       },
     };
   },
@@ -55,19 +49,22 @@ function queryRunnerOf(tx: object): TypeOrmQueryRunner | undefined {
   return member(manager, 'queryRunner') as TypeOrmQueryRunner | undefined;
 }
 
+/** The data sources a subscriber was added to, and for which `ends`. */
+const subscribed = new WeakMap<object, TransactionEnds>();
+
 function listenForCommits(runner: TypeOrmQueryRunner, ends: TransactionEnds): void {
   const dataSource = runner.connection;
-  listensAlready(dataSource, ends, () =>
-    // TypeORM reports a savepoint's release and rollback with these events too: only the outer transaction's, at
-    // depth 1, ends it. Its rollback is taken before it is sent, as one that fails (a killed connection) reports
-    // nothing after. TypeORM awaits its subscribers inside the caller's commit: ended() never throws.
-    dataSource.subscribers.push({
-      afterTransactionCommit: ({ queryRunner }: { queryRunner: TypeOrmQueryRunner }) => {
-        if (!queryRunner.isTransactionActive) ends.ended(queryRunner, true);
-      },
-      beforeTransactionRollback: ({ queryRunner }: { queryRunner: TypeOrmQueryRunner }) => {
-        if ((queryRunner.transactionDepth ?? 1) <= 1) ends.ended(queryRunner, false);
-      },
-    }),
-  );
+  if (subscribed.get(dataSource) === ends) return;
+  subscribed.set(dataSource, ends);
+  // TypeORM reports a savepoint's release and rollback with these events too: only the outer transaction's, at
+  // depth 1, ends it. Its rollback is taken before it is sent, as one that fails (a killed connection) reports
+  // nothing after. TypeORM awaits its subscribers inside the caller's commit: ended() never throws.
+  dataSource.subscribers.push({
+    afterTransactionCommit: ({ queryRunner }: { queryRunner: TypeOrmQueryRunner }) => {
+      if (!queryRunner.isTransactionActive) ends.ended(queryRunner, true);
+    },
+    beforeTransactionRollback: ({ queryRunner }: { queryRunner: TypeOrmQueryRunner }) => {
+      if ((queryRunner.transactionDepth ?? 1) <= 1) ends.ended(queryRunner, false);
+    },
+  });
 }

@@ -1,5 +1,7 @@
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { SmtpTestServer } from '../../../../../test/support/smtp-test-server.js';
+import { waitFor } from '../../../../../test/support/test-app.js';
 import type { OutboundAttachment, OutboundMessage } from '../mail-transport.interface.js';
 import { SmtpMailTransport } from './smtp-mail.transport.js';
 import { resolveSmtpOptions } from './smtp-transport-options.js';
@@ -61,5 +63,54 @@ describe('SmtpMailTransport', () => {
     } finally {
       await transport.close();
     }
+  });
+
+  describe("a lane's connections", () => {
+    let server: SmtpTestServer;
+    let transport: SmtpMailTransport | undefined;
+
+    beforeEach(async () => {
+      server = new SmtpTestServer();
+      await server.listen();
+    });
+
+    afterEach(async () => {
+      await transport?.close();
+      await server.close();
+    });
+
+    const sendingTo = (maxMessages: number) => {
+      const options = resolveSmtpOptions(
+        { host: '127.0.0.1', port: Number(new URL(server.url).port), secure: false, ignoreTLS: true, maxMessages },
+        'transport',
+      );
+      transport = new SmtpMailTransport(options, 1, 'shop@example.com');
+      return () => transport!.send(message(), new AbortController().signal);
+    };
+
+    it('one that carried maxMessages is replaced at once, so the next mail does not wait for a connect', async () => {
+      const send = sendingTo(2);
+      await send();
+      await send();
+      // The first connection carried its two: a second is opened with no mail waiting for it.
+      await waitFor('a second connection, opened ahead', () => server.sessions.length === 2, 5_000);
+      await send();
+      expect(server.sessions).toHaveLength(2);
+      expect(server.received.map((received) => received.sessionId)).toEqual([
+        server.sessions[0],
+        server.sessions[0],
+        server.sessions[1],
+      ]);
+    });
+
+    it('a replacement the server refuses costs nothing: the next mail opens its own, and reports the outage', async () => {
+      server.script = { onConnect: () => (server.sessions.length > 1 ? { code: 421, text: 'too busy' } : undefined) };
+      const send = sendingTo(1);
+      await expect(send()).resolves.toMatchObject({ kind: 'attempted' });
+      await waitFor('the replacement refused', () => server.sessions.length === 2, 5_000);
+      await expect(send()).resolves.toMatchObject({ kind: 'outage', replyCode: 421 });
+      expect(server.sessions).toHaveLength(3);
+      expect(server.received).toHaveLength(1);
+    });
   });
 });
