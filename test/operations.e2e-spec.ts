@@ -86,6 +86,34 @@ describe('operating the outbox', () => {
     await waitFor('every mail sent', () => app.events.sent.length === 4, 20_000);
   });
 
+  it('health: a lane held back by a busy lane of higher priority waits on purpose, not as a dead dispatcher', async () => {
+    // The critical lane's one slot spends 1.2 s on each mail: it stays busy, so the bulk lane sends nothing.
+    const smtp = await bed.startSmtp({
+      onData: (message) => (message.recipients[0].startsWith('login') ? { acceptAfterMs: 1_200 } : undefined),
+    });
+    const app = await bed.startApp(
+      testMailOptions(smtp.url, {
+        lanes: { critical: { concurrency: 1 }, bulk: { concurrency: 2 } },
+        defaultLane: 'bulk',
+        health: { maxDispatcherIdleMs: 500 },
+      }),
+    );
+    const outbox = app.get(MailOutboxService);
+    for (const name of ['login1', 'login2', 'login3'])
+      await outbox.enqueue({ ...mail, to: `${name}@example.com` }, { lane: 'critical' });
+    await waitFor('the critical lane busy', () => smtp.received.length === 1);
+    await outbox.enqueueMany(
+      ['ann', 'bob', 'eve', 'joe'].map((name) => ({ mail: { ...mail, to: `${name}@example.com` } })),
+    );
+
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const heldBack = await app.get(MailOutboxHealthIndicator).isHealthy();
+    expect(smtp.received.map((message) => message.recipients[0])).toEqual(['login1@example.com']);
+    expect(heldBack.mail.failing ?? []).not.toContain('dispatcher');
+
+    await waitFor('every mail sent', () => app.events.sent.length === 7, 20_000);
+  });
+
   it('health: an event whose listener hangs stays unconfirmed, and past maxEventAgeMs the indicator names it', async () => {
     const smtp = await bed.startSmtp();
     const app = await bed.startApp(

@@ -165,6 +165,48 @@ describe('scheduling, expiry, cancellation, lanes and bulk enqueue', () => {
       await waitFor('its EmailSentEvent', () => app.events.sent.some((event) => event.messageId === messageId));
     });
 
+    it('a dispatcher opens a connection per lane at start: the first login code goes over one, opening none', async () => {
+      const smtp = await bed.startSmtp();
+      const app = await bed.startApp(testMailOptions(smtp.url, { lanes: { critical: {}, default: {} } }));
+      await waitFor('a connection per lane, opened ahead', () => smtp.sessions.length === 2);
+      const { messageId } = await app
+        .get(MailOutboxService)
+        .enqueue({ to: 'login@example.com', subject: 'Your code', text: '123456' }, { lane: 'critical' });
+      await waitFor('the login code', () => smtp.received.some((message) => message.messageId === messageId));
+      expect(smtp.sessions).toHaveLength(2);
+    });
+
+    it('while a critical mail is in hand, the lanes of lower priority start no send; they resume after it', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const isBulk = (message: { recipients: string[] }) => message.recipients[0].startsWith('bulk');
+      const { outbox } = await start(
+        { onData: (message) => (isBulk(message) ? { acceptAfterMs: 5 } : { acceptWhen: held }) },
+        { lanes: { critical: { concurrency: 1 }, default: {}, bulk: { concurrency: 2 } } },
+      );
+      await outbox.enqueueMany(
+        Array.from({ length: 2_000 }, (_, index) => ({
+          mail: { to: `bulk${index}@example.com`, subject: 'News', text: 'x' },
+        })),
+        { lane: 'bulk' },
+      );
+      const bulkReceived = () => bed.smtp.received.filter(isBulk).length;
+      await waitFor('the bulk lane to be busy', () => bulkReceived() >= 10);
+      const { messageId } = await outbox.enqueue(
+        { to: 'login@example.com', subject: 'Your code', text: '123456' },
+        { lane: 'critical' },
+      );
+      await waitFor('the critical mail at the server', () =>
+        bed.smtp.received.some((message) => message.messageId === messageId),
+      );
+      const bulkWhileHeld = bulkReceived();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Only the bulk lane's 2 sends already under way may finish; without priorities it sends dozens meanwhile.
+      expect(bulkReceived() - bulkWhileHeld).toBeLessThanOrEqual(2);
+      release();
+      await waitFor('the bulk lane to send again', () => bulkReceived() >= bulkWhileHeld + 10);
+    });
+
     it('"slow down" replies pause the lane instead of burning every message\'s attempts', async () => {
       const throttledUntil = Date.now() + 3_000;
       const { outbox, em } = await start(

@@ -10,6 +10,12 @@ function times(count: number, reply: ScriptedReply): () => ScriptedReply | undef
   return () => (used++ < count ? reply : undefined);
 }
 const once = (reply: ScriptedReply) => times(1, reply);
+/**
+ * A reply at a stage of the session (greeting, AUTH) for the first mail's connection: the one its lane opened ahead
+ * at start, which the mail takes, and the one it then opens when that one failed. With `oneLane`.
+ */
+const atFirstSession = (reply: ScriptedReply) => times(2, reply);
+const oneLane = (url: string) => testMailOptions(url, { lanes: { default: {} } });
 
 describe('each SMTP reply ends in the right state with the right event', () => {
   const bed = useTestBed();
@@ -28,9 +34,10 @@ describe('each SMTP reply ends in the right state with the right event', () => {
   }
 
   it('421 on greeting: an outage of the lane, not counted against the row; sent once the server is back', async () => {
-    const { outbox, mail, server, events } = await start({
-      onConnect: once({ code: 421, text: '4.3.2 Service not available, closing channel' }),
-    });
+    const { outbox, mail, server, events } = await start(
+      { onConnect: atFirstSession({ code: 421, text: '4.3.2 Service not available, closing channel' }) },
+      oneLane,
+    );
     await waitFor('EmailSentEvent', () => events.sent.length === 1, 10_000);
     expect(events.failed).toHaveLength(1);
     expect(events.failed[0]).toMatchObject({
@@ -123,9 +130,9 @@ describe('each SMTP reply ends in the right state with the right event', () => {
 
   it('535 on AUTH: an outage of the lane, the attempt does not count, sent once the credentials work', async () => {
     const { outbox, mail, events } = await start(
-      { onAuth: once({ code: 535, text: '5.7.8 Authentication credentials invalid' }) },
+      { onAuth: atFirstSession({ code: 535, text: '5.7.8 Authentication credentials invalid' }) },
       (url) => {
-        const options = testMailOptions(url);
+        const options = oneLane(url);
         const transport = options.transport as SmtpTransportOptions;
         return { ...options, transport: { ...transport, auth: { user: 'shop', pass: 'secret' } } };
       },
@@ -171,11 +178,16 @@ describe('each SMTP reply ends in the right state with the right event', () => {
   it.each<{ name: string; script: SmtpScript; outcome: string; cause: string }>([
     {
       name: 'no greeting (greeting timeout)',
-      script: { onConnect: once('stall') },
+      script: { onConnect: atFirstSession('stall') },
       outcome: 'outage',
       cause: 'outage',
     },
-    { name: 'closed before the greeting', script: { onConnect: once('drop') }, outcome: 'outage', cause: 'outage' },
+    {
+      name: 'closed before the greeting',
+      script: { onConnect: atFirstSession('drop') },
+      outcome: 'outage',
+      cause: 'outage',
+    },
     {
       name: 'no reply to RCPT (socket timeout)',
       script: { onRcptTo: once('stall') },
@@ -185,7 +197,7 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     { name: 'closed at RCPT', script: { onRcptTo: once('drop') }, outcome: 'transient', cause: 'deferred' },
     { name: 'no reply to the final dot', script: { onData: once('stall') }, outcome: 'unknown', cause: 'unknown' },
   ])('$name: $outcome', async ({ script, outcome, cause }) => {
-    const { outbox, mail, events } = await start(script);
+    const { outbox, mail, events } = await start(script, oneLane);
     await waitFor('EmailSentEvent', () => events.sent.length === 1, 15_000);
     expect(events.failed[0]).toMatchObject({ cause, outcomeUnknown: cause === 'unknown' });
     const row = await outbox.get(mail.id);

@@ -11,6 +11,7 @@ import { resolveOptions } from '../options/resolve-options.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { Delivery } from './delivery.js';
 import { LaneLoop } from './lane-loop.js';
+import { LanePriorities } from './lane-priorities.js';
 import type { Settler } from './settler.js';
 
 // The lane loop against a database that answers as each test says: which statements it runs, and which rows it sends.
@@ -80,6 +81,7 @@ function laneWith(answer: Answer) {
     scheduler: new SchedulerRegistry(),
     delivery,
     settler,
+    priorities: new LanePriorities(options.lanes),
     publisher: { publish: quiet } as unknown as MailEventPublisher,
     metrics: { recordFinal: quiet } as unknown as MailMetrics,
     options,

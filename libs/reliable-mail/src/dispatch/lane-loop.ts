@@ -18,6 +18,7 @@ import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
+import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
 import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
@@ -36,6 +37,8 @@ export interface LaneLoopDependencies {
   /** Sends one row and decides its settlement; the loop never sees SQL or SMTP. */
   delivery: Delivery;
   settler: Settler;
+  /** Shared by the lanes of the instance: a lane starts no send while one of a higher priority is busy. */
+  priorities: LanePriorities;
   publisher: MailEventPublisher;
   metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
@@ -103,6 +106,10 @@ export class LaneLoop {
   ) {
     this.throttle = new LaneThrottle(lane.ratePerSecond, Date.now());
     this.timerName = `${DISPATCHER_TIMEOUT_NAME}:${lane.name}`;
+    deps.priorities.onResume(lane.name, () => {
+      this.pump();
+      if (this.backlogSeen) this.wake();
+    });
   }
 
   private get stopping(): boolean {
@@ -137,6 +144,7 @@ export class LaneLoop {
   /** Returns the rows claimed ahead to the queue untouched, as if they had never been claimed. */
   private async handBackReady(): Promise<void> {
     const unstarted = this.ready.splice(0);
+    this.noteBusy();
     if (unstarted.length === 0) return;
     try {
       await releaseRows(this.deps.database, unstarted);
@@ -203,7 +211,9 @@ export class LaneLoop {
     if (this.stopping || this.running) return Promise.resolve();
     this.running = this.claimAndStart().finally(() => {
       this.running = null;
+      this.noteBusy();
     });
+    this.noteBusy();
     return this.running;
   }
 
@@ -264,16 +274,26 @@ export class LaneLoop {
     if (next >= 0) setImmediate(() => this.schedule(next));
   }
 
-  /** Starts sends from the prefetched rows while there are free slots and the lane is not paused. */
+  /**
+   * Starts sends from the prefetched rows while there are free slots, the lane is not paused and no lane of a higher
+   * priority is busy.
+   */
   private pump(): void {
     while (
       !this.stopping &&
       !this.throttle.isPaused(Date.now()) &&
+      !this.deps.priorities.holdsBack(this.lane.name) &&
       this.inFlight.size < this.lane.concurrency &&
       this.ready.length > 0
     ) {
       this.track(this.process(this.ready.shift()!));
     }
+    this.noteBusy();
+  }
+
+  /** Claiming, or holding a mail: the lanes of a lower priority start no send meanwhile. */
+  private noteBusy(): void {
+    this.deps.priorities.setBusy(this.lane.name, this.running !== null || this.inFlight.size + this.ready.length > 0);
   }
 
   private track(work: Promise<void>, set = this.inFlight): void {
@@ -293,6 +313,9 @@ export class LaneLoop {
    */
   get activeAt(): Date | null {
     const lastSeen = this.lastSignOfLife;
+    // Held back with nothing of its own under way, the lane waits on purpose, maybe longer than a poll interval.
+    if (lastSeen !== null && this.sendsStartedAt.size === 0 && this.deps.priorities.holdsBack(this.lane.name))
+      return new Date();
     if (lastSeen === null || this.sendsStartedAt.size < this.lane.concurrency) return lastSeen;
     const oldest = Math.min(...this.sendsStartedAt.values());
     const withinDeadline =

@@ -21,6 +21,7 @@ import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
 import { LaneLoop } from './lane-loop.js';
+import { LanePriorities } from './lane-priorities.js';
 import type { LanePause } from './lane-throttle.js';
 import { Settler } from './settler.js';
 import { WakeUpListener, type WakeUpState } from './wake-up.listener.js';
@@ -91,6 +92,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       statementBoundMs(this.options.database.statementTimeoutMs),
       this.logger,
     );
+    const priorities = new LanePriorities(this.options.lanes);
     for (const lane of this.options.lanes) {
       const delivery = new Delivery(
         this.renderer,
@@ -109,6 +111,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
           scheduler,
           delivery,
           settler,
+          priorities,
           publisher: this.publisher,
           metrics: this.metrics,
           options: this.options,
@@ -116,6 +119,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         }),
       );
     }
+    for (const transport of new Set(this.transports.values())) transport.warm?.();
     this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
     this.redelivery.start(0);

@@ -161,6 +161,7 @@ describe('resolveOptions', () => {
         name,
         concurrency: resolvedDispatcher.concurrency,
         ratePerSecond: null,
+        priority: name === 'critical' ? 1 : 0,
         transport: { kind: 'smtp', options: transport },
       })),
       defaultLane: 'default',
@@ -193,22 +194,32 @@ describe('resolveOptions', () => {
     ).toMatchObject({ localPart: 'b'.repeat(21) });
   });
 
-  it('declared lanes keep their own concurrency, rate and transport', () => {
+  it('declared lanes keep their own concurrency, rate, priority and transport', () => {
     const resolved = resolveOptions(
       {
         ...valid,
-        lanes: { login: { concurrency: 2 }, news: { ratePerSecond: 5, transport: 'smtp://bulk.example.com' } },
+        lanes: {
+          login: { concurrency: 2, priority: 3 },
+          news: { ratePerSecond: 5, transport: 'smtp://bulk.example.com' },
+        },
         defaultLane: 'login',
       },
       'worker-host',
       4242,
     );
     expect(resolved.lanes).toEqual([
-      { name: 'login', concurrency: 2, ratePerSecond: null, transport: { kind: 'smtp', options: validSmtp } },
+      {
+        name: 'login',
+        concurrency: 2,
+        ratePerSecond: null,
+        priority: 3,
+        transport: { kind: 'smtp', options: validSmtp },
+      },
       {
         name: 'news',
         concurrency: 8,
         ratePerSecond: 5,
+        priority: 0,
         transport: { kind: 'smtp', options: { ...defaultSmtp, host: 'bulk.example.com', port: 587, secure: false } },
       },
     ]);
@@ -253,6 +264,16 @@ describe('resolveOptions', () => {
       name: 'an infinite lane rate (no rate is no ratePerSecond)',
       options: { lanes: { bulk: { ratePerSecond: Infinity } } },
       option: 'lanes.bulk.ratePerSecond',
+    },
+    {
+      name: 'a fractional lane priority',
+      options: { lanes: { critical: { priority: 1.5 } } },
+      option: 'lanes.critical.priority',
+    },
+    {
+      name: 'a lane priority past 1000',
+      options: { lanes: { bulk: { priority: 1e9 } } },
+      option: 'lanes.bulk.priority',
     },
     // A timer longer than 2^31 - 1 ms fires after 1 ms: every send would be cut at once.
     {

@@ -32,6 +32,7 @@ export interface ResolvedLane {
   name: string;
   concurrency: number;
   ratePerSecond: number | null;
+  priority: number;
   transport: ResolvedTransport;
 }
 
@@ -71,6 +72,10 @@ const DEFAULT_DATABASE_OPTIONS: ResolvedReliableMailOptions['database'] = {
 };
 
 const DEFAULT_LANES = ['critical', 'default', 'bulk'] as const;
+/** The lane login codes and password resets are meant for goes before every other unless told otherwise. */
+const DEFAULT_PRIORITIES: Readonly<Record<string, number>> = { critical: 1 };
+/** Any integer within these would do; bounded so that a typo (`1e9`) is caught. */
+const LARGEST_PRIORITY = 1_000;
 const LANE_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
 
 const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> = {
@@ -238,9 +243,15 @@ function resolveLane(
       `must be a finite number > 0, got ${JSON.stringify(lane.ratePerSecond)}`,
     );
   }
+  const priority = requirePositiveInteger(
+    `lanes.${name}.priority`,
+    lane.priority ?? DEFAULT_PRIORITIES[name] ?? 0,
+    0,
+    LARGEST_PRIORITY,
+  );
   const transport =
     lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
-  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, transport };
+  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, priority, transport };
 }
 
 /**

@@ -184,6 +184,11 @@ export interface MailTransport {
    * module from starting.
    */
   open?(context: TransportContext): Promise<void>;
+  /**
+   * Called when a dispatcher starts sending through the transport: it may open a connection ahead, so that the first
+   * mail does not pay for it. It must not throw; a failure is for the first send to meet and report.
+   */
+  warm?(): void;
   /** Resolves when the server or the API answers and accepts the credentials (the health check's `verifySmtp`). */
   verify(): Promise<void>;
   /** Called at shutdown, once per transport object, after the sends in flight. */

@@ -85,8 +85,46 @@ describe('SmtpMailTransport', () => {
         'transport',
       );
       transport = new SmtpMailTransport(options, 1, 'shop@example.com');
-      return () => transport!.send(message(), new AbortController().signal);
+      return (signal = new AbortController().signal) => transport!.send(message(), signal);
     };
+
+    it('warm opens a connection before any mail, and the first mail goes over it', async () => {
+      const send = sendingTo(100);
+      transport!.warm();
+      await waitFor('a connection opened ahead', () => server.sessions.length === 1, 5_000);
+      await send();
+      expect(server.sessions).toHaveLength(1);
+      expect(server.received.map((received) => received.sessionId)).toEqual(server.sessions);
+    });
+
+    it('a mail that comes while the connection opened ahead waits for its greeting takes it, and opens no second', async () => {
+      const send = sendingTo(100);
+      transport!.warm();
+      // smtp-server greets 100 ms after the connect: the send starts long before.
+      await expect(send()).resolves.toMatchObject({ kind: 'attempted' });
+      expect(server.sessions).toHaveLength(1);
+    });
+
+    it('a mail whose deadline passes while the connection opened ahead is still opening gives up at its deadline', async () => {
+      const send = sendingTo(100);
+      transport!.warm();
+      const deadline = new AbortController();
+      setTimeout(() => deadline.abort(), 20);
+      await expect(send(deadline.signal)).resolves.toMatchObject({
+        kind: 'outage',
+        reply: expect.stringMatching(/deadline/),
+      });
+      expect(server.received).toHaveLength(0);
+    });
+
+    it('verify opens a connection of its own and keeps it for the next mail', async () => {
+      const send = sendingTo(100);
+      await send();
+      await transport!.verify();
+      expect(server.sessions).toHaveLength(2);
+      await send();
+      expect(server.sessions).toHaveLength(2);
+    });
 
     it('one that carried maxMessages is replaced at once, so the next mail does not wait for a connect', async () => {
       const send = sendingTo(2);

@@ -3,7 +3,7 @@ import { everyRecipientDeferred } from '../deferred-outcome.js';
 import { composeMime, releaseAttachmentStreams } from '../outbound-content.js';
 import { SmtpConversation } from './smtp-conversation.js';
 import { replyOfError, type SmtpError } from './smtp-reply.js';
-import type { SmtpSession } from './smtp-session.js';
+import { SmtpSession } from './smtp-session.js';
 import { SmtpSessionPool } from './smtp-session-pool.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
 
@@ -64,11 +64,21 @@ export class SmtpMailTransport implements MailTransport {
     return conversation.outcome();
   }
 
+  /** Opens a connection of the lane ahead of its first mail. */
+  warm(): void {
+    this.pool.openAhead();
+  }
+
+  /**
+   * A new connection, whatever the pool holds (an idle one says nothing of the server now); kept for the next mail
+   * rather than closed.
+   */
   async verify(): Promise<void> {
-    const session = await this.pool.acquire(
+    const session = await SmtpSession.open(
+      this.options,
       AbortSignal.timeout(this.options.connectionTimeout + this.options.greetingTimeout),
     );
-    session.quit();
+    this.pool.release(session, true);
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import { SendDeadlineError } from '../outbound-content.js';
 import { SmtpSession } from './smtp-session.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
 
@@ -6,12 +7,16 @@ const IDLE_TIMEOUT_MS = 30_000;
 
 /**
  * The SMTP connections of one lane. The lane's `concurrency` bounds the sends in flight, so a send never waits
- * for a connection: it takes an idle one or opens its own, and at most `size` stay open when idle. A connection that
- * carried `maxMessages` is replaced at once, off the path of any send: the next mail, maybe a login code into an idle
- * lane, finds one open rather than paying a connect, a greeting and an EHLO (and the server's reverse lookup).
+ * for a connection: it takes an idle one, or the one being opened ahead, or opens its own, and at most `size` stay
+ * open when idle. A connection is opened ahead when the lane starts, and to replace one that carried `maxMessages`:
+ * the next mail, maybe a login code into an idle lane, finds one open rather than paying a connect, a greeting and
+ * an EHLO. The greeting alone may be long on purpose: servers pause before it to catch clients that talk too soon
+ * (smtp-server 100 ms, Postfix's postscreen up to 6 s).
  */
 export class SmtpSessionPool {
   private readonly idle: Array<{ session: SmtpSession; timer: NodeJS.Timeout }> = [];
+  /** A connection being opened ahead of any send, null once it failed; the first send to need one takes it. */
+  private ahead: Promise<SmtpSession | null> | null = null;
   private closed = false;
   /** Aborted at close: a replacement still connecting is given up. */
   private readonly closing = new AbortController();
@@ -27,7 +32,28 @@ export class SmtpSessionPool {
       clearTimeout(timer);
       if (session.usable) return session;
     }
+    const ahead = this.ahead;
+    if (ahead) {
+      this.ahead = null;
+      const session = await untilAborted(ahead, signal);
+      if (session?.usable) return session;
+    }
     return SmtpSession.open(this.options, signal);
+  }
+
+  /** Opens a connection ahead of the next send, unless one is being opened; a failure is left for a send to meet. */
+  openAhead(): void {
+    if (this.closed || this.ahead) return;
+    const ahead = SmtpSession.open(this.options, this.closing.signal).catch(() => null);
+    this.ahead = ahead;
+    void ahead.then((session) => {
+      // Taken by a send meanwhile: it is that send's.
+      if (this.ahead !== ahead) return;
+      this.ahead = null;
+      if (!session) return;
+      if (this.closed) session.quit();
+      else this.keepIdle(session);
+    });
   }
 
   /**
@@ -41,7 +67,7 @@ export class SmtpSessionPool {
     }
     if (session.messages >= this.options.maxMessages) {
       session.quit();
-      void this.openReplacement();
+      this.openAhead();
       return;
     }
     this.keepIdle(session);
@@ -61,18 +87,6 @@ export class SmtpSessionPool {
     this.idle.push({ session, timer });
   }
 
-  /** A replacement that cannot be opened is no failure of anything: the next send opens its own and says why. */
-  private async openReplacement(): Promise<void> {
-    let session: SmtpSession;
-    try {
-      session = await SmtpSession.open(this.options, this.closing.signal);
-    } catch {
-      return;
-    }
-    if (this.closed) session.quit();
-    else this.keepIdle(session);
-  }
-
   close(): void {
     this.closed = true;
     this.closing.abort();
@@ -81,4 +95,23 @@ export class SmtpSessionPool {
       session.quit();
     }
   }
+}
+
+/**
+ * The connection being opened ahead, for a send that may reach its deadline first: the send then gives up, as it
+ * would on a connection of its own, and the connection is closed once open.
+ */
+function untilAborted(ahead: Promise<SmtpSession | null>, signal: AbortSignal): Promise<SmtpSession | null> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      void ahead.then((session) => session?.quit());
+      reject(new SendDeadlineError('the send deadline passed'));
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    void ahead.then((session) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(session);
+    });
+  });
 }
