@@ -15,7 +15,7 @@ import { reliableMailEntities } from '@reliable-mail/nestjs/mikro-orm';
 import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
 import { KNOWN_SCHEMA_VERSION, NEEDED_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
 import { PrivatePostgres } from './support/private-postgres.js';
-import { madeByEarlierReleases } from './support/schema-catalog.js';
+import { LAST_RELEASED_VERSION, madeByEarlierReleases } from './support/schema-catalog.js';
 import { testLogger, testMailOptions } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase, withClient } from './support/test-database.js';
 
@@ -160,7 +160,7 @@ describe('MikroORM’s schema diff', () => {
     const database = await databaseAt(0);
     await withClient(database.url, async (client) => {
       await client.query('set search_path to public');
-      await madeByEarlierReleases(client, 'public', KNOWN_SCHEMA_VERSION);
+      await madeByEarlierReleases(client, 'public', LAST_RELEASED_VERSION);
     });
     await expect(
       appWith([mikroOrm(database.url, {}), EventEmitterModule.forRoot(), reliableMail(undefined)]),

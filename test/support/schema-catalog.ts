@@ -24,6 +24,9 @@ export async function schemaCatalog(client: pg.ClientBase, schema: string): Prom
   return { columns: columns.rows, constraints: constraints.rows, indexes: indexes.rows, versions: versions.rows };
 }
 
+/** The newest version the earlier releases' MikroORM migrations made, before the schema recorded its versions. */
+export const LAST_RELEASED_VERSION = 6;
+
 /**
  * The tables as the earlier releases' MikroORM migrations left them, up to `version`: each version's statements in
  * `schema`, with no versions table and nothing recorded.

@@ -4,6 +4,7 @@ import { recipientState } from './0003-recipient-state.js';
 import { providerIds } from './0004-provider-ids.js';
 import { feedback } from './0005-feedback.js';
 import { requestMessageIds } from './0006-request-message-ids.js';
+import { compressedPayloads } from './0007-compressed-payloads.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -14,6 +15,7 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   providerIds,
   feedback,
   requestMessageIds,
+  compressedPayloads,
 ];
 
 export type { SchemaVersion } from './schema-version.js';
