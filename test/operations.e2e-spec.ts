@@ -86,11 +86,11 @@ describe('operating the outbox', () => {
     await waitFor('every mail sent', () => app.events.sent.length === 4, 20_000);
   });
 
-  it('health: a lane held back by a busy lane of higher priority waits on purpose, not as a dead dispatcher', async () => {
-    // The critical lane's one slot spends 1.2 s on each mail: it stays busy, so the bulk lane sends nothing.
-    const smtp = await bed.startSmtp({
-      onData: (message) => (message.recipients[0].startsWith('login') ? { acceptAfterMs: 1_200 } : undefined),
-    });
+  it('health: a lane held back to one send by a busy lane above it, that send waiting on a slow server, is not a dead dispatcher', async () => {
+    // Every mail takes 1.8 s at the server (within the tests' 2 s socket timeout): the critical lane's one slot stays
+    // busy for 5.4 s, and the bulk lane, held back, has its one send waiting and a row claimed ahead: it does not tick
+    // meanwhile.
+    const smtp = await bed.startSmtp({ onData: () => ({ acceptAfterMs: 1_800 }) });
     const app = await bed.startApp(
       testMailOptions(smtp.url, {
         lanes: { critical: { concurrency: 1 }, bulk: { concurrency: 2 } },
@@ -107,11 +107,12 @@ describe('operating the outbox', () => {
     );
 
     await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const bulkAtServer = smtp.received.filter((message) => !message.recipients[0].startsWith('login')).length;
     const heldBack = await app.get(MailOutboxHealthIndicator).isHealthy();
-    expect(smtp.received.map((message) => message.recipients[0])).toEqual(['login1@example.com']);
+    expect(bulkAtServer).toBe(1);
     expect(heldBack.mail.failing ?? []).not.toContain('dispatcher');
 
-    await waitFor('every mail sent', () => app.events.sent.length === 7, 20_000);
+    await waitFor('every mail sent', () => app.events.sent.length === 7, 30_000);
   });
 
   it('health: an event whose listener hangs stays unconfirmed, and past maxEventAgeMs the indicator names it', async () => {

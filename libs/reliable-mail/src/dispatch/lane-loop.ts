@@ -225,7 +225,7 @@ export class LaneLoop {
     let next = pollIntervalMs;
     try {
       const settlesBehind = this.settling.size >= this.lane.concurrency * PENDING_SETTLES_PER_SLOT;
-      const room = settlesBehind ? 0 : 2 * this.lane.concurrency - this.inFlight.size - this.ready.length;
+      const room = settlesBehind ? 0 : 2 * this.slots - this.inFlight.size - this.ready.length;
       const granted = room > 0 ? this.throttle.take(Math.min(batchSize, room), Date.now()) : 0;
       if (room <= 0) {
         this.backlogSeen = true;
@@ -256,8 +256,7 @@ export class LaneLoop {
         this.pump();
         this.backlogSeen = rows.length === granted;
         if (this.backlogSeen)
-          next =
-            this.inFlight.size + this.ready.length < 2 * this.lane.concurrency ? this.throttle.waitMs(Date.now()) : -1;
+          next = this.inFlight.size + this.ready.length < 2 * this.slots ? this.throttle.waitMs(Date.now()) : -1;
       }
     } catch (error) {
       this.deps.logger.error({
@@ -275,15 +274,19 @@ export class LaneLoop {
   }
 
   /**
-   * Starts sends from the prefetched rows while there are free slots, the lane is not paused and no lane of a higher
-   * priority is busy.
+   * The sends the lane may have in flight: its concurrency, or one while a lane of a higher priority is busy. One,
+   * not none, so that a lane above that never goes quiet slows this one down without stopping it.
    */
+  private get slots(): number {
+    return this.deps.priorities.holdsBack(this.lane.name) ? 1 : this.lane.concurrency;
+  }
+
+  /** Starts sends from the prefetched rows while there are free slots and the lane is not paused. */
   private pump(): void {
     while (
       !this.stopping &&
       !this.throttle.isPaused(Date.now()) &&
-      !this.deps.priorities.holdsBack(this.lane.name) &&
-      this.inFlight.size < this.lane.concurrency &&
+      this.inFlight.size < this.slots &&
       this.ready.length > 0
     ) {
       this.track(this.process(this.ready.shift()!));
@@ -291,9 +294,13 @@ export class LaneLoop {
     this.noteBusy();
   }
 
-  /** Claiming, or holding a mail: the lanes of a lower priority start no send meanwhile. */
+  /**
+   * Claiming, or with a mail in hand: the lanes of a lower priority send one at a time meanwhile. Rows a paused lane
+   * holds do not count, as it sends none of them until its pause ends (then its tick pumps, and counts them again).
+   */
   private noteBusy(): void {
-    this.deps.priorities.setBusy(this.lane.name, this.running !== null || this.inFlight.size + this.ready.length > 0);
+    const holdsRows = this.ready.length > 0 && !this.throttle.isPaused(Date.now());
+    this.deps.priorities.setBusy(this.lane.name, this.running !== null || this.inFlight.size > 0 || holdsRows);
   }
 
   private track(work: Promise<void>, set = this.inFlight): void {
@@ -307,16 +314,14 @@ export class LaneLoop {
 
   /**
    * When the loop last showed that it runs (null before its start), or now while every slot holds a send still within
-   * its deadline. The loop then waits for a slot to free rather than tick, and sends to a server that stalls each take
-   * up to `sendTimeoutMs` (3 min by default): that is a slow server, which the backlog and lag report, not a dead loop.
-   * A send past its deadline and margin means the loop is stuck.
+   * its deadline (one slot while the lane is held back, see `slots`). The loop then waits for a slot to free rather
+   * than tick, and sends to a server that stalls each take up to `sendTimeoutMs` (3 min by default): that is a slow
+   * server, which the backlog and lag report, not a dead loop. A send past its deadline and margin means the loop is
+   * stuck.
    */
   get activeAt(): Date | null {
     const lastSeen = this.lastSignOfLife;
-    // Held back with nothing of its own under way, the lane waits on purpose, maybe longer than a poll interval.
-    if (lastSeen !== null && this.sendsStartedAt.size === 0 && this.deps.priorities.holdsBack(this.lane.name))
-      return new Date();
-    if (lastSeen === null || this.sendsStartedAt.size < this.lane.concurrency) return lastSeen;
+    if (lastSeen === null || this.sendsStartedAt.size < this.slots) return lastSeen;
     const oldest = Math.min(...this.sendsStartedAt.values());
     const withinDeadline =
       performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SEND_ABORT_SLACK_MS;

@@ -119,7 +119,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         }),
       );
     }
-    for (const transport of new Set(this.transports.values())) transport.warm?.();
+    for (const transport of new Set(this.transports.values())) this.warm(transport);
     this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
     this.redelivery.start(0);
@@ -129,6 +129,15 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       lanes: [...this.lanes.keys()],
     });
     void this.warnOfUndeclaredLanes();
+  }
+
+  /** A transport of the app's own whose `warm` throws costs its first mail a connect, not the start. */
+  private warm(transport: MailTransport): void {
+    try {
+      transport.warm?.();
+    } catch (error) {
+      this.logger.warn({ msg: 'a transport failed to warm up; its first mail connects', error: String(error) });
+    }
   }
 
   /** Rows in a lane no longer declared would wait for good: said once at start (and by the health indicator). */

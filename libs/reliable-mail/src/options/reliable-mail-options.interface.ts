@@ -291,9 +291,10 @@ export interface LaneOptions {
    */
   ratePerSecond?: number;
   /**
-   * While a lane of a higher priority is claiming or sending, this lane starts no new send in this instance (its
-   * sends under way finish): a login code does not share the CPU, the event loop and the database with a burst of
-   * newsletters. Lanes of equal priority never hold each other back. An integer from 0 to 1000.
+   * While a lane of a higher priority is claiming or sending, this lane sends one mail at a time in this instance
+   * (its sends under way finish): a login code does not share the CPU, the event loop and the database with a burst
+   * of newsletters, and a lane above that never goes quiet slows this one without stopping it. Lanes of equal
+   * priority never hold each other back. An integer from 0 to 1000.
    * @default 1 for a lane named `critical`, 0 for every other
    */
   priority?: number;
