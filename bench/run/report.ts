@@ -155,7 +155,7 @@ export function report(
           `${critical.critical.arrived}/${critical.critical.sent} critical arrived${critical.timedOut ? ' (timed out)' : ''}, ` +
           `p50 ${fmt(critical.critical.p50, 1)} ms, p95 ${fmt(critical.critical.p95, 1)} ms, max ${fmt(critical.critical.max, 1)} ms; ` +
           `bulk still pending when the last critical arrived: ${fmt(critical.bulkPendingWhenLastCriticalArrived)} ` +
-          `(${fmt(critical.bulkSentBeforeLastCritical)} bulk sent by then)`,
+          `(${fmt(critical.bulkSentBeforeLastCritical)} bulk sent by then, ${fmt(critical.bulkPerSecond)}/s)`,
         `  critical latencies in ms, in enqueue order: ${critical.critical.series.map((v) => (v === null ? 'lost' : v.toFixed(0))).join(' ')}`,
       );
     }

@@ -156,15 +156,21 @@ export async function benchCritical(
     const lastCritical = Object.values(accepted).length ? Math.max(...Object.values(accepted)) : null;
     const all = (await sinkStats(sink, { withTimestamps: true })).perMessageId ?? {};
     const criticalSet = new Set(criticalIds);
-    const bulkBefore =
-      lastCritical === null
+    const bulkTimes = Object.entries(all)
+      .filter(([id, at]) => !criticalSet.has(id) && lastCritical !== null && at <= lastCritical)
+      .map(([, at]) => at);
+    const bulkBefore = lastCritical === null ? null : bulkTimes.length;
+    const firstBulk = bulkTimes.length > 0 ? bulkTimes.reduce((a, b) => Math.min(a, b)) : null;
+    const bulkPerSecond =
+      lastCritical === null || firstBulk === null || lastCritical <= firstBulk
         ? null
-        : Object.entries(all).filter(([id, at]) => !criticalSet.has(id) && at <= lastCritical).length;
+        : (bulkTimes.length * 1000) / (lastCritical - firstBulk);
     return {
       bulk: bulk.ids.length,
       bulkEnqueue: bulk.figure,
       critical: latencyFigure(committedAt, accepted),
       bulkSentBeforeLastCritical: bulkBefore,
+      bulkPerSecond,
       bulkPendingWhenLastCriticalArrived: bulkBefore === null ? null : bulk.ids.length - bulkBefore,
       bulkPendingInDbAfterLastCritical: pendingInDb,
       timedOut,

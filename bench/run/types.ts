@@ -66,6 +66,8 @@ export interface CriticalResult {
   bulkEnqueue: EnqueueFigure;
   critical: LatencyFigure;
   bulkSentBeforeLastCritical: number | null;
+  /** Bulk mails accepted per second from the first of them to the last critical one. */
+  bulkPerSecond: number | null;
   bulkPendingWhenLastCriticalArrived: number | null;
   bulkPendingInDbAfterLastCritical: number | null;
   timedOut: boolean;
