@@ -141,8 +141,8 @@ const PAYLOAD_SQL = `jsonb_build_object(
   'subject', 'Bench #' || g, 'text', $1::text, 'headers', '{}'::jsonb)`;
 
 /** A time-ordered id like the library's uuidv7: 48 bits of milliseconds, then hash bits. */
-const UUID7_SQL = (ts: string) =>
-  `(lpad(to_hex((extract(epoch from ${ts}) * 1000)::bigint), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid`;
+const UUID7_SQL = (ts: string, seed = 'g::text') =>
+  `(lpad(to_hex((extract(epoch from ${ts}) * 1000)::bigint), 12, '0') || '7' || substr(md5(${seed}), 1, 3) || '8' || substr(md5(${seed}), 4, 15))::uuid`;
 
 export async function runClaimBenchmark(
   databaseUrl: string,
@@ -201,7 +201,8 @@ export async function runClaimBenchmark(
       );
       await client.query(
         `insert into reliable_mail.mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, started_at, finished_at, outcome, reply_code, reply, duration_ms)
-         select gen_random_uuid(), ${UUID7_SQL(`${base} - interval '30 days' + g * interval '1 second'`)}, 1, 'bench:1', gen_random_uuid(),
+         select ${UUID7_SQL(`${base} - interval '30 days' + g * interval '1 second'`, `'attempt' || g`)},
+                ${UUID7_SQL(`${base} - interval '30 days' + g * interval '1 second'`)}, 1, 'bench:1', gen_random_uuid(),
                 ${base} - interval '30 days' + g * interval '1 second', ${base} - interval '30 days' + g * interval '1 second' + interval '2 seconds',
                 'sent', 250, '250 OK: queued', 40
          from generate_series(${from}::int, ${to}::int) g`,

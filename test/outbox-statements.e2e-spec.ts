@@ -162,6 +162,31 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
+  it("claim gives each attempt a UUID version 7 of the claim's time, so the attempts' key grows at its right-hand end", async () => {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      await client.query(
+        `insert into mail_outbox (id, message_id, lane, payload, max_attempts)
+         select gen_random_uuid(), g || '@uuid.test', 'uuid-test',
+                jsonb_build_object('to', jsonb_build_array(jsonb_build_object('address', 'ann@example.com')),
+                                   'cc', '[]'::jsonb, 'bcc', '[]'::jsonb, 'text', 'x'), 5
+         from generate_series(1, 3) g`,
+      );
+      const before = Date.now();
+      const claimed = await claimRows(sqlClientOf(pool), { ...claimRequest('plan-test:3', 3), lane: 'uuid-test' });
+      expect(claimed).toHaveLength(3);
+      for (const { attemptId } of claimed) {
+        expect(attemptId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        const millis = parseInt(attemptId!.replaceAll('-', '').slice(0, 12), 16);
+        // now() is the transaction's start, rounded to the millisecond.
+        expect(millis).toBeGreaterThanOrEqual(before - 1);
+        expect(millis).toBeLessThanOrEqual(Date.now() + 1);
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('settle stores a reply with a NUL without it, and one with a backslash and "u0000" as it is', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 1 });
     try {

@@ -29,6 +29,17 @@ export interface ClaimRequest {
  * claim keeps the row `sending` and its worker's settle lands once the server is back. With synchronous
  * replication the flush also waits for the standby, so a promoted standby knows the claim too.
  */
+/**
+ * A UUID version 7 (RFC 9562) for each attempt: the claim's time in ms in the first 48 bits, then the version bits,
+ * over a random UUID. Time-ordered keys go to the right-hand leaf pages of the attempts' primary key, which stay in
+ * the cache; random ones (gen_random_uuid) went each to a page of its own anywhere in it: once a month of attempts
+ * outgrew the cache, a claim of 64 read 49-63 of them from disk (`npm run bench`, a million sent rows), a third of
+ * its time. PostgreSQL 18's uuidv7() would do; 13 to 17 have none.
+ */
+const TIME_ORDERED_UUID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    placing substring(int8send((extract(epoch from now()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1),
+    'hex')::uuid`;
+
 export const CLAIM = new Statement((t) => ({
   name: 'reliable_mail_claim',
   text: `with expired as (
@@ -95,7 +106,7 @@ export const CLAIM = new Statement((t) => ({
     ) earlier
   ), attempts as (
     insert into ${t.attempt} (id, outbox_id, attempt, worker_id, lock_token)
-    select gen_random_uuid(), id, attempts, $4, $3 from screened where skip_reason is null
+    select ${TIME_ORDERED_UUID}, id, attempts, $4, $3 from screened where skip_reason is null
     returning id, outbox_id
   )
   select screened.*, attempts.id as attempt_id
