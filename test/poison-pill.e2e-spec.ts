@@ -221,14 +221,16 @@ describe('no poison pill', () => {
     );
     const attempts = (await bed.execute(
       `select o.id, a.outcome, o.provider_accepted_at from mail_outbox_attempt a join mail_outbox o on o.id = a.outbox_id
-       where o.lane = 'partner'`,
+       where o.lane = 'partner' order by o.id`,
     )) as Array<{ id: string; outcome: string; provider_accepted_at: Date | null }>;
     const brokenIds = new Set(broken.map(({ id }) => id));
     expect(new Set(attempts.filter(({ id }) => brokenIds.has(id)).map((attempt) => attempt.outcome))).toEqual(
       new Set(['unknown']),
     );
     expect(attempts.filter(({ id }) => !brokenIds.has(id))).toEqual(
-      acceptedWithoutTime.map(({ id }) => ({ id, outcome: 'sent', provider_accepted_at: null })),
+      acceptedWithoutTime
+        .map(({ id }) => ({ id, outcome: 'sent', provider_accepted_at: null }))
+        .sort((a, b) => (a.id < b.id ? -1 : 1)),
     );
     expect(unhandled).toEqual([]);
   }, 40_000);
