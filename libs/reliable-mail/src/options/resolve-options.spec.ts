@@ -566,4 +566,20 @@ describe('database options, given anything', () => {
       propertyRuns('database.startTimeoutMs and migrateAtStart of any value'),
     );
   });
+
+  it('property: a lane priority of any value is an integer from 0 to 1000, or InvalidOptionsError naming it', () => {
+    fc.assert(
+      fc.property(fc.oneof(anyValue, fc.integer({ min: -2_000, max: 2_000 })), (priority) => {
+        try {
+          const [lane] = resolveOptions({ ...valid, lanes: { default: { priority } as never } }, 'host', 1).lanes;
+          expect(Number.isInteger(lane.priority) && lane.priority >= 0 && lane.priority <= 1_000).toBe(true);
+          expect(lane.priority).toBe(priority ?? 0);
+        } catch (error) {
+          expect(error).toBeInstanceOf(InvalidOptionsError);
+          expect((error as InvalidOptionsError).option).toBe('lanes.default.priority');
+        }
+      }),
+      propertyRuns('lanes.<name>.priority of any value'),
+    );
+  });
 });

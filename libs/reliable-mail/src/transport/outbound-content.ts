@@ -12,7 +12,7 @@ function composerAddress({ name, address }: MailAddress): { name: string; addres
 }
 
 /** Rejects when `signal` aborts: raced against work that cannot be cancelled itself. */
-function deadline(signal: AbortSignal, what: string): Promise<never> {
+export function deadline(signal: AbortSignal, what: string): Promise<never> {
   return new Promise<never>((_resolve, reject) => {
     const abort = () => reject(new SendDeadlineError(`the send deadline passed while ${what}`));
     if (signal.aborted) abort();

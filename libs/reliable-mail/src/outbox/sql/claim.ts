@@ -15,6 +15,17 @@ export interface ClaimRequest {
 }
 
 /**
+ * A UUID version 7 (RFC 9562) for each attempt: the claim's time in ms in the first 48 bits, then the version bits,
+ * over a random UUID. Time-ordered keys go to the right-hand leaf pages of the attempts' primary key, which stay in
+ * the cache; random ones (gen_random_uuid) went each to a page of its own anywhere in it: once a month of attempts
+ * outgrew the cache, a claim of 64 read 49-63 of them from disk (`npm run bench`, a million sent rows), a third of
+ * its time. PostgreSQL 18's uuidv7() would do; 13 to 17 have none.
+ */
+const TIME_ORDERED_UUID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    placing substring(int8send((extract(epoch from now()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1),
+    'hex')::uuid`;
+
+/**
  * Claims up to $2 due rows of lane $1 in one statement: pending rows whose time has come and `sending` rows whose
  * lease ran out (their worker died). Each claimed row gets the lock token $3, a lease of $5 ms, and, when it is to
  * be sent, one more attempt and an attempt record that exists before the SMTP conversation starts. The attempt a
@@ -29,17 +40,6 @@ export interface ClaimRequest {
  * claim keeps the row `sending` and its worker's settle lands once the server is back. With synchronous
  * replication the flush also waits for the standby, so a promoted standby knows the claim too.
  */
-/**
- * A UUID version 7 (RFC 9562) for each attempt: the claim's time in ms in the first 48 bits, then the version bits,
- * over a random UUID. Time-ordered keys go to the right-hand leaf pages of the attempts' primary key, which stay in
- * the cache; random ones (gen_random_uuid) went each to a page of its own anywhere in it: once a month of attempts
- * outgrew the cache, a claim of 64 read 49-63 of them from disk (`npm run bench`, a million sent rows), a third of
- * its time. PostgreSQL 18's uuidv7() would do; 13 to 17 have none.
- */
-const TIME_ORDERED_UUID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
-    placing substring(int8send((extract(epoch from now()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1),
-    'hex')::uuid`;
-
 export const CLAIM = new Statement((t) => ({
   name: 'reliable_mail_claim',
   text: `with expired as (

@@ -1,4 +1,4 @@
-import { SendDeadlineError } from '../outbound-content.js';
+import { deadline } from '../outbound-content.js';
 import { SmtpSession } from './smtp-session.js';
 import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
 
@@ -35,7 +35,14 @@ export class SmtpSessionPool {
     const ahead = this.ahead;
     if (ahead) {
       this.ahead = null;
-      const session = await untilAborted(ahead, signal);
+      // A send that reaches its deadline first gives up, as it would on a connection of its own; the connection is
+      // closed once open.
+      const session = await Promise.race([ahead, deadline(signal, 'a connection was being opened')]).catch(
+        (error: unknown) => {
+          void ahead.then((opened) => opened?.quit());
+          throw error;
+        },
+      );
       if (session?.usable) return session;
     }
     return SmtpSession.open(this.options, signal);
@@ -95,23 +102,4 @@ export class SmtpSessionPool {
       session.quit();
     }
   }
-}
-
-/**
- * The connection being opened ahead, for a send that may reach its deadline first: the send then gives up, as it
- * would on a connection of its own, and the connection is closed once open.
- */
-function untilAborted(ahead: Promise<SmtpSession | null>, signal: AbortSignal): Promise<SmtpSession | null> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      void ahead.then((session) => session?.quit());
-      reject(new SendDeadlineError('the send deadline passed'));
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    void ahead.then((session) => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(session);
-    });
-  });
 }
