@@ -33,6 +33,8 @@ import { createTestDatabase, type TestDatabase, withClient } from '../support/te
 /** Anything that names reliable-mail's schema or one of its tables (`mail_outbox` also covers `mail_outbox_*`). */
 const RELIABLE_MAIL = /reliable_mail|mail_outbox|mail_suppression|mail_migrations/i;
 const RELIABLE_MAIL_TABLES = [
+  'mail_console_audit',
+  'mail_instance',
   'mail_migrations',
   'mail_outbox',
   'mail_outbox_attempt',

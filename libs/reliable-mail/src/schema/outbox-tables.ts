@@ -17,6 +17,10 @@ export interface OutboxTables {
   readonly event: string;
   readonly feedback: string;
   readonly suppression: string;
+  /** Operators' actions through the console. */
+  readonly audit: string;
+  /** Each running instance's heartbeat and lane state. */
+  readonly instance: string;
   /** The schema's versions: one row for each applied (or recognised) version. */
   readonly migrations: string;
 }
@@ -41,6 +45,8 @@ export function tablesIn(schema: string): OutboxTables {
       event: `${schema}.mail_outbox_event`,
       feedback: `${schema}.mail_outbox_feedback`,
       suppression: `${schema}.mail_suppression`,
+      audit: `${schema}.mail_console_audit`,
+      instance: `${schema}.mail_instance`,
       migrations: `${schema}.mail_migrations`,
     };
     bySchema.set(schema, tables);

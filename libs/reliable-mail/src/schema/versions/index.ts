@@ -5,6 +5,7 @@ import { providerIds } from './0004-provider-ids.js';
 import { feedback } from './0005-feedback.js';
 import { requestMessageIds } from './0006-request-message-ids.js';
 import { compressedPayloads } from './0007-compressed-payloads.js';
+import { consoleTables } from './0008-console.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -16,6 +17,7 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   feedback,
   requestMessageIds,
   compressedPayloads,
+  consoleTables,
 ];
 
 export type { SchemaVersion } from './schema-version.js';

@@ -1,0 +1,30 @@
+-- reliable-mail schema version 8: console
+begin;
+alter table reliable_mail.mail_outbox add column "traceparent" text null;
+alter table reliable_mail.mail_outbox add column "tracestate" text null;
+create function reliable_mail.mail_recipients(payload jsonb) returns text[] language sql immutable parallel safe
+        as $$ select array(select lower(r->>'address') from jsonb_array_elements(
+          coalesce(payload->'to', '[]') || coalesce(payload->'cc', '[]') || coalesce(payload->'bcc', '[]')) r) $$;
+create index "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null;
+create index "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin (reliable_mail.mail_recipients("payload"));
+create table reliable_mail.mail_console_audit (
+        "id" uuid primary key,
+        "actor" text not null,
+        "action" text not null,
+        "reason" text null,
+        "filter" jsonb null,
+        "outbox_ids" uuid[] not null,
+        "created_at" timestamptz not null default now()
+      );
+create index "mail_console_audit_outbox_ids_index" on reliable_mail.mail_console_audit using gin ("outbox_ids");
+create table reliable_mail.mail_instance (
+        "id" text primary key,
+        "host" text not null,
+        "pid" int not null,
+        "started_at" timestamptz not null,
+        "heartbeat_at" timestamptz not null,
+        "lanes" jsonb not null
+      );
+insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
+   values (8, 'console', 1);
+commit;
