@@ -333,6 +333,11 @@ export class LaneLoop {
     return this.throttle.pausedFor;
   }
 
+  /** The SMTP conversations (or provider requests) under way: the rows claimed ahead and settles are not counted. */
+  get sendsInFlight(): number {
+    return this.inFlight.size;
+  }
+
   /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
   private async process(row: ClaimedRow): Promise<void> {
     if (!(await this.holdsLease(row))) return;

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BeforeApplicationShutdown,
@@ -20,6 +21,7 @@ import { undeclaredLanes } from '../outbox/sql/health.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
+import { InstanceHeartbeat } from './instance-heartbeat.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
 import type { LanePause } from './lane-throttle.js';
@@ -28,12 +30,16 @@ import { WakeUpListener, type WakeUpState } from './wake-up.listener.js';
 
 const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
 
-/** Runs one `LaneLoop` per lane, wakes them on NOTIFY, and re-emits events whose emitter died. */
+/**
+ * Runs one `LaneLoop` per lane, wakes them on NOTIFY, re-emits events whose emitter died, and keeps the instance's
+ * heartbeat and lane states in the instance table for the console.
+ */
 @Injectable()
 export class MailDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   private readonly lanes = new Map<string, LaneLoop>();
   private redelivery: RecurringTask | null = null;
+  private heartbeat: InstanceHeartbeat | null = null;
 
   constructor(
     private readonly database: OutboxDatabase,
@@ -123,6 +129,15 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     this.wakeUp.start((lane) => this.wake(lane));
     for (const lane of this.lanes.values()) lane.start();
     this.redelivery.start(0);
+    this.heartbeat = new InstanceHeartbeat(
+      this.database,
+      scheduler,
+      { id: this.options.dispatcher.workerId, host: hostname(), pid: process.pid },
+      this.options.dispatcher.heartbeatMs,
+      this.lanes,
+      this.logger,
+    );
+    this.heartbeat.start();
     this.logger.log({
       msg: 'dispatcher started',
       workerId: this.options.dispatcher.workerId,
@@ -168,6 +183,8 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
         inFlight,
       });
     }
+    // Only once the lanes have stopped: an instance still draining its sends stays in view.
+    const removed = this.heartbeat?.stop(deadline);
     // A transport's close, a custom one's too, is waited for until the shutdown bound, no longer; one that fails
     // does not stop the rest of the shutdown.
     const closed = Promise.all(
@@ -178,6 +195,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       ),
     );
     await Promise.race([closed, sleep(Math.max(0, deadline - Date.now()), undefined, { ref: false })]);
+    await removed;
     await this.publisher.finishEmissions(deadline);
   }
 

@@ -65,7 +65,14 @@ export interface DispatcherOptions {
    */
   eventLeaseMs?: number;
   /**
-   * Names this worker in attempts and logs.
+   * How often this instance writes its heartbeat and its lanes' state (running, paused, in outage) to the instance
+   * table, which the console reads; a lane that pauses or resumes is written within a second or two whatever this
+   * is. At least 1000.
+   * @default 10000
+   */
+  heartbeatMs?: number;
+  /**
+   * Names this worker in attempts, logs and the instance table, where it is the key: each instance needs its own.
    * @default `<hostname>:<pid>`
    */
   workerId?: string;

@@ -24,6 +24,7 @@ const defaultDispatcher = {
   sendTimeoutMs: 180_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
+  heartbeatMs: 10_000,
   workerId: 'worker-host:4242',
 };
 const defaultRetention = { keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000 };
@@ -111,6 +112,11 @@ describe('resolveOptions', () => {
       name: 'dispatcher overrides merge with defaults',
       options: { dispatcher: { batchSize: 10, workerId: 'w1', enabled: false } },
       dispatcher: { batchSize: 10, workerId: 'w1', enabled: false },
+    },
+    {
+      name: 'a heartbeat every second, the shortest',
+      options: { dispatcher: { heartbeatMs: 1_000 } },
+      dispatcher: { heartbeatMs: 1_000 },
     },
     {
       name: 'retry overrides merge with defaults; the attempts follow the age limit',
@@ -364,6 +370,11 @@ describe('resolveOptions', () => {
       name: 'dispatcher.pollIntervalMs as a string',
       options: { dispatcher: { pollIntervalMs: '1000' } },
       option: 'dispatcher.pollIntervalMs',
+    },
+    {
+      name: 'dispatcher.heartbeatMs under a second, the least time between two writes',
+      options: { dispatcher: { heartbeatMs: 999 } },
+      option: 'dispatcher.heartbeatMs',
     },
     { name: 'dispatcher.workerId empty', options: { dispatcher: { workerId: '' } }, option: 'dispatcher.workerId' },
     { name: 'retry.maxAttempts -1', options: { retry: { maxAttempts: -1 } }, option: 'retry.maxAttempts' },

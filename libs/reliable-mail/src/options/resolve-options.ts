@@ -87,6 +87,7 @@ const DEFAULT_DISPATCHER_OPTIONS: Omit<Required<DispatcherOptions>, 'workerId'> 
   sendTimeoutMs: 180_000,
   shutdownTimeoutMs: 30_000,
   eventLeaseMs: 30_000,
+  heartbeatMs: 10_000,
 };
 
 const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
@@ -137,6 +138,8 @@ export function resolveOptions(
   ] as const) {
     requirePositiveInteger(`dispatcher.${key}`, dispatcher[key]);
   }
+  // The heartbeat looks at the lanes once a second, and writes no more often.
+  requirePositiveInteger('dispatcher.heartbeatMs', dispatcher.heartbeatMs, 1_000);
   if (typeof dispatcher.workerId !== 'string' || dispatcher.workerId.length === 0) {
     throw new InvalidOptionsError('dispatcher.workerId', 'must be a non-empty string');
   }
