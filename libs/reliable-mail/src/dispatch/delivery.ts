@@ -1,6 +1,8 @@
 import type { Logger } from '@nestjs/common';
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
+import { startRowSpan } from '../shared/trace-context.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
@@ -43,9 +45,40 @@ export class Delivery {
     private readonly verp: Verp | null,
   ) {}
 
-  /** Sends the row and decides its settlement; `stopping` aborts when the app begins to shut down. */
+  /**
+   * Sends the row and decides its settlement; `stopping` aborts when the app begins to shut down. The send is a span
+   * of the trace the row was enqueued in, and the active one while it runs, so that an instrumented transport's own
+   * spans (a provider's HTTP request) are its children.
+   */
   async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
     if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
+    const span = startRowSpan('reliable-mail send', row, {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        'reliable_mail.outbox_id': row.id,
+        'reliable_mail.message_id': row.messageId,
+        'reliable_mail.lane': row.lane,
+        'reliable_mail.attempt': row.attempts,
+      },
+    });
+    try {
+      const settlement = await context.with(trace.setSpan(context.active(), span), () =>
+        this.send(row, pace, stopping),
+      );
+      span.setAttribute('reliable_mail.outcome', settlement.outcome);
+      if (settlement.outcome !== 'sent') {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: settlement.lastError ?? settlement.outcome });
+      }
+      return settlement;
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async send(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
     const started = performance.now();
     // Never past what the lease leaves once the settle has had a statement's whole bound and its margin.
     const leftForSend = row.leaseEndsAt - started - this.statementBoundMs - SETTLE_MARGIN_MS;

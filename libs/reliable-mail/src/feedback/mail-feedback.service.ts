@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { context, isSpanContextValid, type Link, SpanKind, trace } from '@opentelemetry/api';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { cutText, indexableKey } from '../database/storable.js';
 import { UnknownFeedbackSourceError } from '../errors.js';
@@ -13,8 +14,9 @@ import {
   EMAIL_DELIVERED_EVENT,
   RELIABLE_MAIL_OPTIONS,
 } from '../reliable-mail.constants.js';
+import { startRowSpan } from '../shared/trace-context.js';
 import type { FeedbackItem, FeedbackReport } from './feedback-report.js';
-import { type FeedbackInput, recordFeedback } from './sql/record-feedback.js';
+import { type FeedbackInput, recordFeedback, type StoredFeedback } from './sql/record-feedback.js';
 import { dsnReport } from './sources/dsn-report.js';
 import type { WebhookHeaders, WebhookSource } from './sources/webhook-source.js';
 
@@ -86,10 +88,15 @@ export class MailFeedbackService {
   private async record(source: FeedbackSource, report: FeedbackReport): Promise<FeedbackIngestResult> {
     if (report.items.length === 0) return { stored: 0, duplicates: 0, unlinked: 0, ignored: report.ignored };
     const inputs = report.items.map((item) => this.inputOf(source, item));
+    const received = new Date();
     const { stored, events } = await recordFeedback(this.database, inputs, this.options.dispatcher.eventLeaseMs);
     for (const event of events) this.publisher.publish(event);
-    for (const row of stored) this.metrics.recordFeedback(source, row.kind, row.bounceType, row.linked);
-    const unlinked = stored.filter((row) => !row.linked).length;
+    const cameIn = arrivalLinks();
+    for (const row of stored) {
+      this.metrics.recordFeedback(source, row.kind, row.bounceType, row.outboxId !== null);
+      if (row.outboxId !== null) traceReport(source, row, received, cameIn);
+    }
+    const unlinked = stored.filter((row) => row.outboxId === null).length;
     if (unlinked > 0) {
       this.logger.warn({ msg: 'feedback for no known row, stored unlinked', source, count: unlinked });
     }
@@ -131,6 +138,29 @@ export class MailFeedbackService {
       },
     };
   }
+}
+
+/** The span a report arrived in (a webhook's request, if the app traces it): of another trace than its row's. */
+function arrivalLinks(): Link[] {
+  const arrival = trace.getSpanContext(context.active());
+  return arrival && isSpanContextValid(arrival) ? [{ context: arrival }] : [];
+}
+
+/**
+ * A report on a row is a span of the trace the row was enqueued in, from the report's arrival to its commit: the
+ * trace runs from the request that placed the order to the provider's bounce.
+ */
+function traceReport(source: FeedbackSource, row: StoredFeedback, received: Date, cameIn: Link[]): void {
+  startRowSpan('reliable-mail feedback', row, {
+    kind: SpanKind.CONSUMER,
+    startTime: received,
+    links: cameIn,
+    attributes: {
+      'reliable_mail.feedback.kind': row.kind,
+      'reliable_mail.feedback.source': source,
+      'reliable_mail.outbox_id': row.outboxId!,
+    },
+  }).end();
 }
 
 function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {

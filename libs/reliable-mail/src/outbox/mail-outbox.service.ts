@@ -27,6 +27,7 @@ import { uuidv7 } from './uuid-v7.js';
 import { WakeUpNotifier, type WakeUpPlan } from './wake-up.notifier.js';
 import { isUuid } from '../shared/uuid.js';
 import { isStorableDate } from '../database/storable.js';
+import { activeTraceContext, type StoredTraceContext } from '../shared/trace-context.js';
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
@@ -106,11 +107,12 @@ export class MailOutboxService {
    */
   async enqueue(mail: OutgoingMail, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     const rows = this.prepare([{ mail, idempotencyKey: options.idempotencyKey }], options);
+    const traceContext = activeTraceContext();
     const tables = await this.schema.tables();
     const transaction = await this.joined(options);
     const [result] = transaction
-      ? await this.write(rows, statementsIn(transaction, tables), this.wakeUp.plan(transaction))
-      : await this.write(rows, this.database, this.wakeUp.plan(null));
+      ? await this.write(rows, traceContext, statementsIn(transaction, tables), this.wakeUp.plan(transaction))
+      : await this.write(rows, traceContext, this.database, this.wakeUp.plan(null));
     return result;
   }
 
@@ -123,10 +125,12 @@ export class MailOutboxService {
     if (!Array.isArray(mails)) throw new MailValidationError('mails', 'must be an array');
     if (mails.length === 0) return [];
     const rows = this.prepare(mails, options);
+    const traceContext = activeTraceContext();
     const tables = await this.schema.tables();
     const transaction = await this.joined(options, true);
-    if (transaction) return this.write(rows, statementsIn(transaction, tables), this.wakeUp.plan(transaction));
-    return this.writeInOwnTransaction(rows);
+    if (transaction)
+      return this.write(rows, traceContext, statementsIn(transaction, tables), this.wakeUp.plan(transaction));
+    return this.writeInOwnTransaction(rows, traceContext);
   }
 
   /**
@@ -150,7 +154,10 @@ export class MailOutboxService {
    * A batch outside any caller's transaction runs in one of reliable-mail's own. Counted as an open enqueue until it
    * commits, and the dispatchers are woken after the commit.
    */
-  private async writeInOwnTransaction(rows: NewOutboxRow[]): Promise<EnqueueResult[]> {
+  private async writeInOwnTransaction(
+    rows: NewOutboxRow[],
+    traceContext: StoredTraceContext,
+  ): Promise<EnqueueResult[]> {
     const wakeUp = this.wakeUp.plan(null);
     let lanes: string[] = [];
     const beforeCommit: WakeUpPlan = {
@@ -160,7 +167,7 @@ export class MailOutboxService {
     };
     let results: EnqueueResult[];
     try {
-      results = await this.database.transaction((client) => this.write(rows, client, beforeCommit));
+      results = await this.database.transaction((client) => this.write(rows, traceContext, client, beforeCommit));
     } catch (error) {
       wakeUp.abandoned();
       throw error;
@@ -195,10 +202,16 @@ export class MailOutboxService {
     return transaction ? statementsIn(transaction, tables) : this.database;
   }
 
-  private async write(rows: NewOutboxRow[], client: SqlClient, wakeUp: WakeUpPlan): Promise<EnqueueResult[]> {
+  /** Writes the rows with the trace context of the enqueue, which its send and feedback spans continue. */
+  private async write(
+    rows: NewOutboxRow[],
+    traceContext: StoredTraceContext,
+    client: SqlClient,
+    wakeUp: WakeUpPlan,
+  ): Promise<EnqueueResult[]> {
     let inserted: InsertedRow[];
     try {
-      inserted = await insertRows(client, rows, wakeUp.inStatement);
+      inserted = await insertRows(client, rows, wakeUp.inStatement, traceContext);
     } catch (error) {
       wakeUp.abandoned();
       throw error;

@@ -59,6 +59,9 @@ export interface ClaimedRow {
   acceptedRecipients: string[];
   /** Recipients that refused it in an earlier attempt: this one leaves them out too. */
   rejectedRecipients: RejectedRecipient[];
+  /** The W3C trace context of the enqueue (see `StoredTraceContext`), which the send's span continues. */
+  traceparent?: string | null;
+  tracestate?: string | null;
   /**
    * When the lease ends on this process's `performance.now()` clock, counted from before the claim was sent, so
    * it never ends later here than in the database.

@@ -2,6 +2,7 @@ import { storableJson } from '../../database/storable.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
 import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
+import type { StoredTraceContext } from '../../shared/trace-context.js';
 
 /** One recipient's feedback as the statement takes it. */
 export interface FeedbackInput {
@@ -36,7 +37,8 @@ export interface FeedbackInput {
  * by the id the report names (its VERP address, or its Message-ID, which is `<id@domain>`), else by the provider's
  * message id: the row's, or that of any request the mail went in. Feedback for no known row is stored unlinked and
  * records no event. The suppression list takes the hard bounces and complaints that come with a reason (those of
- * authenticated reports) with the source the list knows them by, keeping an operator's entry.
+ * authenticated reports) with the source the list knows them by, keeping an operator's entry. Each stored report
+ * comes back with its row's trace context, for the report's span.
  */
 export const RECORD_FEEDBACK = new Statement((t) => ({
   name: 'reliable_mail_record_feedback',
@@ -46,16 +48,16 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
       provider_message_id text, row_id uuid, message_id text, status text, diagnostic text, reported_at timestamptz,
       payload jsonb, suppression_reason text, authenticated boolean, event_name text, event_payload jsonb)
   ), linked as (
-    select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata,
-           i.suppression_reason is not null as suppresses
+    select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata, o.traceparent,
+           o.tracestate, i.suppression_reason is not null as suppresses
     from input i left join lateral (
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
        where r.id = i.row_id and (i.message_id is null or r.message_id = i.message_id))
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
        where r.provider_message_id = i.provider_message_id)
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
        where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
@@ -90,26 +92,36 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
     where l.outbox_id is not null and l.event_name is not null
     returning id, name, payload
   )
-  select l.id, l.kind, l.bounce_type, l.outbox_id is not null as linked, null::bigint as event_id,
+  select l.id, l.kind, l.bounce_type, l.outbox_id, l.traceparent, l.tracestate, null::bigint as event_id,
          null::text as name, null::jsonb as payload
   from kept l
   union all
-  select null, null, null, null, id, name, payload from events`,
+  select null, null, null, null, null, null, id, name, payload from events`,
 }));
 
 interface RecordedRow {
   id: string | null;
   kind: FeedbackKind | null;
   bounce_type: BounceType | null;
-  linked: boolean | null;
+  outbox_id: string | null;
+  traceparent: string | null;
+  tracestate: string | null;
   event_id: string | null;
   name: string | null;
   payload: Record<string, unknown> | null;
 }
 
+/** A feedback row the statement wrote, and the row it is linked to, if any, with that row's trace context. */
+export interface StoredFeedback extends StoredTraceContext {
+  id: string;
+  kind: FeedbackKind;
+  bounceType: BounceType | null;
+  outboxId: string | null;
+}
+
 export interface RecordedFeedback {
   /** The feedback rows this statement wrote (a repeat of an earlier report writes none). */
-  stored: Array<{ id: string; kind: FeedbackKind; bounceType: BounceType | null; linked: boolean }>;
+  stored: StoredFeedback[];
   /** The events recorded with them: committed, to be published. */
   events: StoredEvent[];
 }
@@ -124,7 +136,15 @@ export async function recordFeedback(
   for (const row of rows) {
     if (row.event_id !== null)
       recorded.events.push({ id: String(row.event_id), name: row.name!, payload: row.payload! });
-    else recorded.stored.push({ id: row.id!, kind: row.kind!, bounceType: row.bounce_type, linked: row.linked! });
+    else
+      recorded.stored.push({
+        id: row.id!,
+        kind: row.kind!,
+        bounceType: row.bounce_type,
+        outboxId: row.outbox_id,
+        traceparent: row.traceparent,
+        tracestate: row.tracestate,
+      });
   }
   return recorded;
 }

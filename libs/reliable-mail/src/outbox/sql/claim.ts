@@ -64,7 +64,8 @@ export const CLAIM = new Statement((t) => ({
     where o.id = any(array(select id from due))
     returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
               coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at,
-              o.accepted_recipients, o.rejected_recipients, o.attempts > 1 or o.requeued_at is not null as sent_before
+              o.accepted_recipients, o.rejected_recipients, o.attempts > 1 or o.requeued_at is not null as sent_before,
+              o.traceparent, o.tracestate
   ), screened as (
     select claimed.*, suppressed.addresses as suppressed, earlier.addresses as possibly_taken,
            case when claimed.cancel_requested_at is not null then 'cancelled'
@@ -135,6 +136,8 @@ interface ClaimedRecord {
   possibly_taken: string[];
   accepted_recipients: string[] | null;
   rejected_recipients: RejectedRecipient[] | null;
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<ClaimedRow[]> {
@@ -158,6 +161,8 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     possiblyTakenBefore: row.possibly_taken,
     acceptedRecipients: row.accepted_recipients ?? [],
     rejectedRecipients: row.rejected_recipients ?? [],
+    traceparent: row.traceparent,
+    tracestate: row.tracestate,
     leaseEndsAt,
   }));
 }

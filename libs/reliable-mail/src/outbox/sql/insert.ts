@@ -3,6 +3,7 @@ import type { OutboxStatus } from '../mail.types.js';
 import { NOTIFY_ROW_LANE, notifyLanesOf } from './notify.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { OutboxTables } from '../../schema/outbox-tables.js';
+import { NO_TRACE_CONTEXT, type StoredTraceContext } from '../../shared/trace-context.js';
 
 // An enqueue: one INSERT in the caller's transaction. A taken idempotency key inserts nothing (ON CONFLICT on the
 // partial unique index), and the caller then reads the existing row to compare its content hash.
@@ -16,7 +17,7 @@ interface InsertedRecord {
 }
 
 const COLUMNS =
-  'id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane, next_attempt_at, expires_at';
+  'id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane, next_attempt_at, expires_at, traceparent, tracestate';
 const ON_CONFLICT = 'on conflict (idempotency_key) where idempotency_key is not null do nothing';
 const RETURNING = 'returning id, idempotency_key, message_id, status, content_hash, lane';
 
@@ -24,15 +25,16 @@ const RETURNING = 'returning id, idempotency_key, message_id, status, content_ha
 const insertOne = (notify: boolean) =>
   new Statement((t) => ({
     text: `insert into ${t.outbox} (${COLUMNS})
-           values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10, $11, $12)
            ${ON_CONFLICT} ${RETURNING}${notify ? `, ${NOTIFY_ROW_LANE}` : ''}`,
   }));
 const INSERT_ONE = insertOne(false);
 const INSERT_ONE_NOTIFYING = insertOne(true);
 
+// The trace context is one enqueue's, the same for every row: two parameters beside the JSON, not a copy in each row.
 const insertManyRows = (t: OutboxTables) => `insert into ${t.outbox} (${COLUMNS})
   select id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane,
-         coalesce(next_attempt_at, now()), expires_at
+         coalesce(next_attempt_at, now()), expires_at, $2::text, $3::text
   from jsonb_to_recordset($1::jsonb) as input(
     id uuid, idempotency_key text, content_hash text, message_id text, payload jsonb, metadata jsonb,
     max_attempts int, lane text, next_attempt_at timestamptz, expires_at timestamptz)
@@ -48,20 +50,28 @@ const INSERT_MANY_NOTIFYING = new Statement((t) => {
 });
 
 /**
- * Inserts rows, skipping those whose idempotency key is taken. With `notify` the statement also notifies each
- * lane's dispatchers, which PostgreSQL delivers when the surrounding transaction commits.
+ * Inserts rows, skipping those whose idempotency key is taken, each with the trace context of the enqueue. With
+ * `notify` the statement also notifies each lane's dispatchers, which PostgreSQL delivers when the surrounding
+ * transaction commits.
  */
-export async function insertRows(db: SqlClient, rows: NewOutboxRow[], notify: boolean): Promise<InsertedRow[]> {
+export async function insertRows(
+  db: SqlClient,
+  rows: NewOutboxRow[],
+  notify: boolean,
+  traceContext: StoredTraceContext = NO_TRACE_CONTEXT,
+): Promise<InsertedRow[]> {
   const inserted =
     rows.length === 1
-      ? await db.query<InsertedRecord>(notify ? INSERT_ONE_NOTIFYING : INSERT_ONE, oneRowValues(rows[0]))
+      ? await db.query<InsertedRecord>(notify ? INSERT_ONE_NOTIFYING : INSERT_ONE, oneRowValues(rows[0], traceContext))
       : await db.query<InsertedRecord>(notify ? INSERT_MANY_NOTIFYING : INSERT_MANY, [
           JSON.stringify(rows.map(manyRowInput)),
+          traceContext.traceparent,
+          traceContext.tracestate,
         ]);
   return inserted.map((row) => toInsertedRow(row, true));
 }
 
-function oneRowValues(row: NewOutboxRow): unknown[] {
+function oneRowValues(row: NewOutboxRow, traceContext: StoredTraceContext): unknown[] {
   return [
     row.id,
     row.idempotencyKey,
@@ -73,6 +83,8 @@ function oneRowValues(row: NewOutboxRow): unknown[] {
     row.lane,
     row.notBefore,
     row.expiresAt,
+    traceContext.traceparent,
+    traceContext.tracestate,
   ];
 }
 
