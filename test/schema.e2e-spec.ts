@@ -252,7 +252,11 @@ describe("reliable-mail's schema", () => {
       await madeByEarlierReleases(client, 'public', LAST_RELEASED_VERSION);
       const app = await createTestApp(
         database.url,
-        testMailOptions('smtp://127.0.0.1:1', { dispatcher: { enabled: false }, database: { url: database.url } }),
+        testMailOptions('smtp://127.0.0.1:1', {
+          dispatcher: { enabled: false },
+          // Brought to this release's version where they are.
+          database: { url: database.url, migrateAtStart: true },
+        }),
         [],
         { mikroOrm: false },
       );

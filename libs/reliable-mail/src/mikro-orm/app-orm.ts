@@ -4,16 +4,24 @@ import type pg from 'pg';
 import type { OutboxTables } from '../schema/outbox-tables.js';
 import { DeadCheckouts } from './dead-checkouts.js';
 
-/** The tables `reliableMailEntities` describe, by their bare names, as MikroORM matches them. */
+/**
+ * The tables `reliableMailEntities` describe, by their bare names, as MikroORM matches them: every table of
+ * reliable-mail's, the versions table among them, since an installation the earlier releases made in the app's own
+ * schema has them all there once migrated (and this code runs on none older). An app that registered the entities
+ * of an earlier release one by one, rather than the list, lacks the newer ones, which its schema diff would drop.
+ */
 const ENTITY_TABLES = [
   'mail_outbox',
   'mail_outbox_attempt',
   'mail_outbox_event',
   'mail_outbox_feedback',
   'mail_suppression',
+  'mail_console_audit',
+  'mail_instance',
+  'mail_migrations',
 ];
 /** Every table of reliable-mail's, for `schemaGenerator.skipTables`. */
-const ALL_TABLES = [...ENTITY_TABLES, 'mail_migrations'];
+const ALL_TABLES = ENTITY_TABLES;
 
 /**
  * The app's MikroORM, where it has one: the ambient transaction of `em.transactional()` and `@Transactional()`, the
@@ -71,7 +79,16 @@ export class AppOrm {
     );
     const ormSchema = config.get('schema') ?? 'public';
     if (tables.schema === ormSchema) {
-      if (registered.length >= ENTITY_TABLES.length || skipsTables) return null;
+      const missing = ENTITY_TABLES.filter((name) => !registered.some((meta) => meta.tableName === name));
+      if (missing.length === 0 || skipsTables) return null;
+      if (registered.length > 0) {
+        return (
+          `reliable-mail's tables are in schema "${tables.schema}" beside the app's own, and the MikroORM config ` +
+          `registers entities for some of them but not for ${missing.join(', ')}, which MikroORM's schema diff ` +
+          `(schema:update, migration:create) would drop: register the whole reliableMailEntities list from ` +
+          `'@reliable-mail/nestjs/mikro-orm' in the MikroORM config's entities`
+        );
+      }
       return (
         `reliable-mail's tables are in schema "${tables.schema}" beside the app's own, where MikroORM's schema diff ` +
         `(schema:update, migration:create) would drop them: add reliableMailEntities from ` +

@@ -1,8 +1,10 @@
-import { defineEntity, p } from '@mikro-orm/core';
+import { defineEntity, p, Routine } from '@mikro-orm/core';
 import { OUTBOX_SCHEMA_V1 } from '../schema/versions/0001-create-outbox.js';
 import { OUTBOX_SCHEMA_V3 } from '../schema/versions/0003-recipient-state.js';
 import { OUTBOX_SCHEMA_V5 } from '../schema/versions/0005-feedback.js';
 import { OUTBOX_SCHEMA_V6 } from '../schema/versions/0006-request-message-ids.js';
+import { OUTBOX_SCHEMA_V8 } from '../schema/versions/0008-console.js';
+import type { InstanceLaneState } from '../console/console-data.types.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
 import type { AttemptOutcome, MailPayload, OutboxStatus, RejectedRecipient } from '../outbox/mail.types.js';
@@ -14,10 +16,17 @@ const LEGACY_TABLES = {
   attempt: '"mail_outbox_attempt"',
   event: '"mail_outbox_event"',
   feedback: '"mail_outbox_feedback"',
+  audit: '"mail_console_audit"',
 };
 const { indexes, checks } = OUTBOX_SCHEMA_V1(LEGACY_TABLES);
 const v5 = OUTBOX_SCHEMA_V5(LEGACY_TABLES);
 const v6 = OUTBOX_SCHEMA_V6(LEGACY_TABLES);
+/**
+ * Version 8's statements in the schema the ORM puts the tables in (its `schema`, else `public`): where the migration
+ * made them, since an installation of the earlier releases is found in the connection's current schema (see
+ * readSchemaState). Its function is named qualified there, as in the index on it.
+ */
+const v8 = (schema = 'public') => OUTBOX_SCHEMA_V8({ ...LEGACY_TABLES, schema });
 const timestamp = () => p.datetime().columnType('timestamptz');
 
 // Only for installations whose tables the MikroORM migrations of earlier releases made in the app's own schema:
@@ -35,6 +44,10 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_provider_message_id_index', expression: v5.indexes.providerMessageId },
     { name: 'mail_outbox_sent_index', expression: v5.indexes.sent },
     { name: 'mail_outbox_provider_message_ids_index', expression: v6.indexes.providerMessageIds },
+    { name: 'mail_outbox_metadata_index', expression: v8().indexes.metadata },
+    // MikroORM matches an index given as an expression by its name alone; the expression is what it would create.
+    { name: 'mail_outbox_recipients_index', expression: (_columns, table) => v8(table.schema).indexes.recipients },
+    { name: 'mail_outbox_unsent_final_index', expression: v8().indexes.unsentFinal },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -70,6 +83,8 @@ export const MailOutbox = defineEntity({
     createdAt: timestamp().defaultRaw('now()'),
     sentAt: timestamp().nullable(),
     updatedAt: timestamp().defaultRaw('now()'),
+    traceparent: p.text().nullable(),
+    tracestate: p.text().nullable(),
   },
 });
 
@@ -156,10 +171,73 @@ export const MailOutboxFeedback = defineEntity({
   },
 });
 
+export const MailConsoleAudit = defineEntity({
+  name: 'MailConsoleAudit',
+  tableName: 'mail_console_audit',
+  indexes: [{ name: 'mail_console_audit_outbox_ids_index', expression: v8().indexes.auditOfRow }],
+  properties: {
+    id: p.uuid().primary(),
+    actor: p.text(),
+    action: p.text(),
+    reason: p.text().nullable(),
+    filter: p.json<Record<string, unknown>>().nullable(),
+    outboxIds: p.array().columnType('uuid[]'),
+    createdAt: timestamp().defaultRaw('now()'),
+  },
+});
+
+export const MailInstance = defineEntity({
+  name: 'MailInstance',
+  tableName: 'mail_instance',
+  properties: {
+    id: p.text().primary(),
+    host: p.text(),
+    pid: p.integer(),
+    startedAt: timestamp(),
+    heartbeatAt: timestamp(),
+    lanes: p.json<Record<string, InstanceLaneState>>(),
+  },
+});
+
+/** The versions table, which `migrate` (or `database.migrateAtStart`) adds beside the tables when it first runs. */
+export const MailMigration = defineEntity({
+  name: 'MailMigration',
+  tableName: 'mail_migrations',
+  properties: {
+    version: p.integer().primary().autoincrement(false),
+    name: p.text(),
+    servesCodeFrom: p.integer(),
+    appliedAt: timestamp().defaultRaw('now()'),
+  },
+});
+
+/**
+ * `mail_recipients(payload)`, the function the recipients index is on (schema version 8): MikroORM's schema diff
+ * drops the functions of the app's schema that its `routines` do not declare.
+ */
+export const MailRecipients = new Routine({
+  name: 'mail_recipients',
+  type: 'function',
+  language: 'sql',
+  deterministic: true,
+  params: { payload: { type: 'jsonb', runtimeType: 'object' } },
+  returns: { runtimeType: 'object', columnType: 'text[]' },
+  // The body as the migration wrote it, compared by the diff with the one in the database.
+  body: /\$\$([\s\S]*)\$\$/.exec(v8().functions.recipients)![1].trim(),
+});
+
+/**
+ * The routines of an installation whose tables are in the app's own schema, for the app's MikroORM `routines`,
+ * beside reliableMailEntities.
+ */
+export const reliableMailRoutines = [MailRecipients];
+
 /**
  * The entities of an installation whose tables are in the app's own schema (made by the MikroORM migrations of
- * earlier releases), for the app's MikroORM `entities`. A new installation keeps its tables in a schema of their
- * own, registers none of these, and adds `schemaGenerator: { ignoreSchema: ['reliable_mail'] }` instead.
+ * earlier releases), for the app's MikroORM `entities` (with reliableMailRoutines in its `routines`): all of them,
+ * the tables of the newer versions included, which `migrate` adds there. A new installation keeps its tables in a
+ * schema of their own, registers none of these, and adds `schemaGenerator: { ignoreSchema: ['reliable_mail'] }`
+ * instead.
  */
 export const reliableMailEntities = [
   MailOutbox,
@@ -167,4 +245,7 @@ export const reliableMailEntities = [
   MailOutboxEvent,
   MailSuppression,
   MailOutboxFeedback,
+  MailConsoleAudit,
+  MailInstance,
+  MailMigration,
 ];

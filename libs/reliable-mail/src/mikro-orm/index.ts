@@ -2,10 +2,15 @@
 // root, which loads no MikroORM package, so that an app on another stack installs none.
 export { reliableMailMigrations, reliableMailMigrationsInSchema } from './migrations.js';
 export {
+  MailConsoleAudit,
+  MailInstance,
+  MailMigration,
   MailOutbox,
   MailOutboxAttempt,
   MailOutboxEvent,
   MailOutboxFeedback,
+  MailRecipients,
   MailSuppression,
   reliableMailEntities,
+  reliableMailRoutines,
 } from './entities.js';
