@@ -11,7 +11,6 @@ import {
 } from '@reliable-mail/nestjs/mikro-orm';
 import pg from 'pg';
 import { AppOrm } from '../libs/reliable-mail/src/mikro-orm/app-orm.js';
-import { reliableMailRoutines } from '../libs/reliable-mail/src/mikro-orm/entities.js';
 import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
 import { tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { KNOWN_SCHEMA_VERSION } from '../libs/reliable-mail/src/schema/schema-steps.js';
@@ -19,7 +18,7 @@ import { LAST_RELEASED_VERSION, madeByEarlierReleases } from './support/schema-c
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 
 // An installation the earlier releases' MikroORM migrations made in the app's own schema keeps its tables there,
-// brought to the newest version where they are: reliableMailEntities (and reliableMailRoutines) must describe every
+// brought to the newest version where they are: reliableMailEntities must describe every
 // table, column, index and function each version adds, or the app's schema diff (schema:update, migration:create)
 // proposes to drop or change them.
 
@@ -60,7 +59,7 @@ describe('reliableMailEntities, on tables the earlier releases made in the appâ€
   };
 
   it('leave the appâ€™s schema diff nothing to do once the tables are brought to the newest version', async () => {
-    const sql = await withOrm({ entities: reliableMailEntities, routines: reliableMailRoutines }, (orm) =>
+    const sql = await withOrm({ entities: reliableMailEntities }, (orm) =>
       orm.schema.getUpdateSchemaSQL({ wrap: false }),
     );
     expect(sql).toBe('');

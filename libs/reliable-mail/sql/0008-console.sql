@@ -2,11 +2,9 @@
 begin;
 alter table reliable_mail.mail_outbox add column "traceparent" text null;
 alter table reliable_mail.mail_outbox add column "tracestate" text null;
-create function reliable_mail.mail_recipients(payload jsonb) returns text[] language sql immutable parallel safe
-        as $$ select array(select lower(r->>'address') from jsonb_array_elements(
-          coalesce(payload->'to', '[]') || coalesce(payload->'cc', '[]') || coalesce(payload->'bcc', '[]')) r) $$;
-create index "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null;
-create index "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin (reliable_mail.mail_recipients("payload"));
+create index if not exists "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null;
+create index if not exists "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin ((lower(jsonb_path_query_array(coalesce("payload"->'to', '[]') || coalesce("payload"->'cc', '[]') || coalesce("payload"->'bcc', '[]'), '$[*].address')::text)::jsonb) jsonb_path_ops);
+create index if not exists "mail_outbox_unsent_final_index" on reliable_mail.mail_outbox ("status", "lane") where "status" in ('failed', 'dead', 'cancelled', 'expired', 'suppressed');
 create table reliable_mail.mail_console_audit (
         "id" uuid primary key,
         "actor" text not null,

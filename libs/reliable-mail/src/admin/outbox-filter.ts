@@ -2,6 +2,7 @@ import { MailValidationError, OutboxFilterError } from '../errors.js';
 import { cutText, isStorableDate, unstorableIn } from '../database/storable.js';
 import { OUTBOX_STATUSES, type OutboxStatus } from '../outbox/mail.types.js';
 import type { OutboxFilter } from '../outbox/operations.types.js';
+import type { SearchFilter } from '../outbox/sql/filter.js';
 import { toJsonValue } from '../outbox/validation/json.js';
 import { isUuid } from '../shared/uuid.js';
 
@@ -88,26 +89,45 @@ const FIELDS: Record<keyof OutboxFilter, Rule> = {
 };
 
 /**
- * The operator's filter as its clauses will take it, or an `OutboxFilterError`: every field given must narrow the
- * set (`{ lane: '' }`, `{ status: null }` or `{ metadata: { orderId: undefined } }` would otherwise match every
- * row), and a verb that changes rows needs at least one field. A field whose value is `undefined` is not given.
+ * What only a search (the console's) finds rows by. A Message-ID of another shape than reliable-mail's is taken,
+ * and matches no row: it is an answer (not ours), not a mistake in the filter.
  */
-export function checkFilter(filter: OutboxFilter, verb: string | null): OutboxFilter {
+const SEARCH_FIELDS: Record<keyof SearchFilter, Rule> = {
+  ...FIELDS,
+  messageId: text('a Message-ID such as <id@domain>'),
+  providerMessageId: text("a provider's message id"),
+};
+
+function checkFields<F extends object>(filter: F, verb: string | null, fields: Record<keyof F, Rule>): F {
   if (!filter || typeof filter !== 'object' || Array.isArray(filter)) {
     throw new OutboxFilterError('filter', 'must be an object such as { status: "dead" }');
   }
   const checked: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(filter)) {
     if (value === undefined) continue;
-    const rule = FIELDS[key as keyof OutboxFilter] as Rule | undefined;
+    const rule = fields[key as keyof F] as Rule | undefined;
     if (!rule)
-      throw new OutboxFilterError(`filter.${key}`, `is not a filter field (${Object.keys(FIELDS).join(', ')})`);
+      throw new OutboxFilterError(`filter.${key}`, `is not a filter field (${Object.keys(fields).join(', ')})`);
     checked[key] = rule(`filter.${key}`, value);
   }
   if (verb !== null && Object.keys(checked).length === 0) {
     throw new OutboxFilterError('filter', `must name the rows to ${verb} (an empty filter would match every row)`);
   }
-  return checked;
+  return checked as F;
+}
+
+/**
+ * The operator's filter as its clauses will take it, or an `OutboxFilterError`: every field given must narrow the
+ * set (`{ lane: '' }`, `{ status: null }` or `{ metadata: { orderId: undefined } }` would otherwise match every
+ * row), and a verb that changes rows needs at least one field. A field whose value is `undefined` is not given.
+ */
+export function checkFilter(filter: OutboxFilter, verb: string | null): OutboxFilter {
+  return checkFields(filter, verb, FIELDS);
+}
+
+/** A search's filter (or an action's on its rows), checked as `checkFilter` checks the admin's, with its fields. */
+export function checkSearchFilter(filter: SearchFilter, verb: string | null = null): SearchFilter {
+  return checkFields(filter, verb, SEARCH_FIELDS);
 }
 
 /** A page's size: a whole number from 1, `fallback` when not given, at most `max` (a larger one is cut to it). */

@@ -1,4 +1,4 @@
-import { defineEntity, p, Routine } from '@mikro-orm/core';
+import { defineEntity, p } from '@mikro-orm/core';
 import { OUTBOX_SCHEMA_V1 } from '../schema/versions/0001-create-outbox.js';
 import { OUTBOX_SCHEMA_V3 } from '../schema/versions/0003-recipient-state.js';
 import { OUTBOX_SCHEMA_V5 } from '../schema/versions/0005-feedback.js';
@@ -21,12 +21,7 @@ const LEGACY_TABLES = {
 const { indexes, checks } = OUTBOX_SCHEMA_V1(LEGACY_TABLES);
 const v5 = OUTBOX_SCHEMA_V5(LEGACY_TABLES);
 const v6 = OUTBOX_SCHEMA_V6(LEGACY_TABLES);
-/**
- * Version 8's statements in the schema the ORM puts the tables in (its `schema`, else `public`): where the migration
- * made them, since an installation of the earlier releases is found in the connection's current schema (see
- * readSchemaState). Its function is named qualified there, as in the index on it.
- */
-const v8 = (schema = 'public') => OUTBOX_SCHEMA_V8({ ...LEGACY_TABLES, schema });
+const v8 = OUTBOX_SCHEMA_V8(LEGACY_TABLES);
 const timestamp = () => p.datetime().columnType('timestamptz');
 
 // Only for installations whose tables the MikroORM migrations of earlier releases made in the app's own schema:
@@ -44,10 +39,10 @@ export const MailOutbox = defineEntity({
     { name: 'mail_outbox_provider_message_id_index', expression: v5.indexes.providerMessageId },
     { name: 'mail_outbox_sent_index', expression: v5.indexes.sent },
     { name: 'mail_outbox_provider_message_ids_index', expression: v6.indexes.providerMessageIds },
-    { name: 'mail_outbox_metadata_index', expression: v8().indexes.metadata },
+    { name: 'mail_outbox_metadata_index', expression: v8.indexes.metadata },
     // MikroORM matches an index given as an expression by its name alone; the expression is what it would create.
-    { name: 'mail_outbox_recipients_index', expression: (_columns, table) => v8(table.schema).indexes.recipients },
-    { name: 'mail_outbox_unsent_final_index', expression: v8().indexes.unsentFinal },
+    { name: 'mail_outbox_recipients_index', expression: v8.indexes.recipients },
+    { name: 'mail_outbox_unsent_final_index', expression: v8.indexes.unsentFinal },
   ],
   uniques: [{ name: 'mail_outbox_idempotency_key_unique', expression: indexes.idempotencyKey }],
   checks: [{ name: 'mail_outbox_status_check', expression: checks.status }],
@@ -174,7 +169,7 @@ export const MailOutboxFeedback = defineEntity({
 export const MailConsoleAudit = defineEntity({
   name: 'MailConsoleAudit',
   tableName: 'mail_console_audit',
-  indexes: [{ name: 'mail_console_audit_outbox_ids_index', expression: v8().indexes.auditOfRow }],
+  indexes: [{ name: 'mail_console_audit_outbox_ids_index', expression: v8.indexes.auditOfRow }],
   properties: {
     id: p.uuid().primary(),
     actor: p.text(),
@@ -212,29 +207,8 @@ export const MailMigration = defineEntity({
 });
 
 /**
- * `mail_recipients(payload)`, the function the recipients index is on (schema version 8): MikroORM's schema diff
- * drops the functions of the app's schema that its `routines` do not declare.
- */
-export const MailRecipients = new Routine({
-  name: 'mail_recipients',
-  type: 'function',
-  language: 'sql',
-  deterministic: true,
-  params: { payload: { type: 'jsonb', runtimeType: 'object' } },
-  returns: { runtimeType: 'object', columnType: 'text[]' },
-  // The body as the migration wrote it, compared by the diff with the one in the database.
-  body: /\$\$([\s\S]*)\$\$/.exec(v8().functions.recipients)![1].trim(),
-});
-
-/**
- * The routines of an installation whose tables are in the app's own schema, for the app's MikroORM `routines`,
- * beside reliableMailEntities.
- */
-export const reliableMailRoutines = [MailRecipients];
-
-/**
  * The entities of an installation whose tables are in the app's own schema (made by the MikroORM migrations of
- * earlier releases), for the app's MikroORM `entities` (with reliableMailRoutines in its `routines`): all of them,
+ * earlier releases), for the app's MikroORM `entities`: all of them,
  * the tables of the newer versions included, which `migrate` adds there. A new installation keeps its tables in a
  * schema of their own, registers none of these, and adds `schemaGenerator: { ignoreSchema: ['reliable_mail'] }`
  * instead.

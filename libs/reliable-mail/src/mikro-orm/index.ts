@@ -9,8 +9,6 @@ export {
   MailOutboxAttempt,
   MailOutboxEvent,
   MailOutboxFeedback,
-  MailRecipients,
   MailSuppression,
   reliableMailEntities,
-  reliableMailRoutines,
 } from './entities.js';

@@ -1,5 +1,6 @@
 import type { InstanceLaneState, InstanceState } from '../../console/console-data.types.js';
 import { type QueryBound, type SqlClient, Statement } from '../../database/sql-client.js';
+import { toDate } from './timestamps.js';
 
 // Each instance that runs the dispatcher keeps one row here, under its `dispatcher.workerId`, because its lanes'
 // pauses live in its own memory and the console must show every instance's. Heartbeats are written with the
@@ -33,12 +34,12 @@ const REMOVE = new Statement((t) => ({
   text: `delete from ${t.instance} where id = $1`,
 }));
 
-/** Every instance's row, stale once its heartbeat is more than $1 ms old by the clock that wrote it. */
+/** Every instance's row, the longest running first, stale once its heartbeat is more than $1 ms old by the clock that wrote it. */
 // Unnamed: the console's, run now and then.
 const INSTANCES = new Statement((t) => ({
   text: `select id, host, pid, started_at, heartbeat_at, lanes,
       heartbeat_at < now() - $1::float8 * interval '1 millisecond' as stale
-    from ${t.instance} order by id`,
+    from ${t.instance} order by started_at, id`,
 }));
 
 export interface Heartbeat {
@@ -72,8 +73,8 @@ export async function listInstances(db: SqlClient, staleAfterMs: number): Promis
     id: row.id,
     host: row.host,
     pid: row.pid,
-    startedAt: row.started_at,
-    heartbeatAt: row.heartbeat_at,
+    startedAt: toDate(row.started_at),
+    heartbeatAt: toDate(row.heartbeat_at),
     stale: row.stale,
     lanes: row.lanes,
   }));
