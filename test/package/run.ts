@@ -18,6 +18,7 @@ import { access, copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
 import { createTestDatabase, withClient } from '../support/test-database.js';
 import { findFreePort } from '../../apps/demo/local/free-port.js';
@@ -490,6 +491,31 @@ async function installedVersions(dir: string, variant: Variant): Promise<string>
   return versions.join(', ');
 }
 
+/** The issue's bound on what the console ships, its views and assets together, gzipped file by file. */
+const CONSOLE_MAX_GZIPPED_BYTES = 300 * 1024;
+
+/**
+ * The console's share of the package as a browser and a server get it: every built file of `dist/console`,
+ * gzipped one by one (the page's stylesheet and script are strings in them, served by the console's routes).
+ */
+async function reportConsoleSize(): Promise<void> {
+  const folder = join(PACKAGE_DIR, 'dist/console');
+  const files = (await readdir(folder, { recursive: true })).filter((file) => file.endsWith('.js'));
+  let raw = 0;
+  let gzipped = 0;
+  for (const file of files) {
+    const content = await readFile(join(folder, file));
+    raw += content.length;
+    gzipped += gzipSync(content, { level: 9 }).length;
+  }
+  log(
+    `the console: ${files.length} files, ${raw} bytes, ${gzipped} bytes gzipped (at most ${CONSOLE_MAX_GZIPPED_BYTES})`,
+  );
+  if (files.length === 0 || gzipped > CONSOLE_MAX_GZIPPED_BYTES) {
+    throw new Error(`the console ships ${gzipped} bytes gzipped in ${files.length} files`);
+  }
+}
+
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
   const variants = wanted.length > 0 ? VARIANTS.filter((variant) => wanted.includes(variant.name)) : VARIANTS;
@@ -506,6 +532,7 @@ async function main(): Promise<void> {
   try {
     const tarball = await pack(root);
     log(`packed ${tarball}`);
+    await reportConsoleSize();
     for (const variant of variants) await runVariant(variant, root, readme, tarball, smtp);
     passed = true;
   } finally {

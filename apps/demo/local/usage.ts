@@ -8,6 +8,7 @@ export function printUsage(baseUrl: string, database: string, mail: string): voi
       `Demo shop is listening on ${baseUrl}`,
       `  database: ${database}`,
       `  mail:     ${mail}`,
+      `  console:  ${baseUrl}/mail   (the mail console: every mail's life, and actions on it)`,
       '',
       'Try:',
       `  ${post('/orders', '{"email":"ann@example.com","items":[{"sku":"mug","qty":2,"price":12.5}]}')}`,

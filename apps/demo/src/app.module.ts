@@ -9,10 +9,10 @@ import {
   type LogLevel,
   Module,
 } from '@nestjs/common';
-import { APP_FILTER, NestFactory } from '@nestjs/core';
+import { AbstractHttpAdapter, APP_FILTER, NestFactory } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
-import { ReliableMailModule } from '@reliable-mail/nestjs';
+import { ReliableMailConsoleModule, ReliableMailModule, ReliableMailWebhooksModule } from '@reliable-mail/nestjs';
 import { AccountsModule } from './accounts/accounts.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DemoConfigModule } from './common/demo-config.module.js';
@@ -46,6 +46,10 @@ export class AppModule {
           inject: [DEMO_CONFIG],
           useFactory: (demo: DemoConfig) => demo.mail,
         }),
+        ReliableMailConsoleModule.forRoot({ path: 'mail', ...config.console }),
+        ...(config.webhooks
+          ? [ReliableMailWebhooksModule.forRoot({ path: 'webhooks/mail', sources: config.webhooks })]
+          : []),
         OrdersModule,
         AccountsModule,
         OutboxModule,
@@ -55,6 +59,12 @@ export class AppModule {
       providers: [{ provide: APP_FILTER, useClass: ReliableMailErrorFilter }],
     };
   }
+}
+
+/** Loaded only when asked for: the demo runs on Express, and its tests run it on Fastify too. */
+async function fastifyAdapter(): Promise<AbstractHttpAdapter> {
+  const { FastifyAdapter } = await import('@nestjs/platform-fastify');
+  return new FastifyAdapter();
 }
 
 export interface CreateDemoAppOptions extends DemoAppOptions {
@@ -70,11 +80,17 @@ export interface CreateDemoAppOptions extends DemoAppOptions {
  */
 export async function createDemoApp(options: CreateDemoAppOptions): Promise<INestApplication> {
   const config = resolveDemoConfig(options);
-  const app = await NestFactory.create(AppModule.forRoot(config), {
+  const settings = {
     // Errors while building the module throw to the caller instead of ending the process.
     abortOnError: false,
+    // Webhook signatures cover the body as it was sent.
+    rawBody: true,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
-  });
+  };
+  const app =
+    options.platform === 'fastify'
+      ? await NestFactory.create(AppModule.forRoot(config), await fastifyAdapter(), settings)
+      : await NestFactory.create(AppModule.forRoot(config), settings);
   try {
     // Before init: the dispatcher starts claiming rows on bootstrap, so the tables must exist by then.
     const executed = await app.get(MikroORM).migrator.up();

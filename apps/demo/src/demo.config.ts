@@ -1,4 +1,9 @@
-import type { ReliableMailOptions, TransportOption } from '@reliable-mail/nestjs';
+import type {
+  ReliableMailConsoleOptions,
+  ReliableMailOptions,
+  TransportOption,
+  WebhookSourcesOptions,
+} from '@reliable-mail/nestjs';
 import { orderConfirmationTemplate } from './orders/order-confirmation.template.js';
 
 /** Everything the demo app needs from outside; `createDemoApp` takes it. */
@@ -15,6 +20,15 @@ export interface DemoAppOptions {
   port?: number;
   /** Overrides of the reliable-mail options the demo uses (tests: short polls and retries). */
   mail?: Partial<ReliableMailOptions>;
+  /**
+   * The mail console at `/mail`. Default: open to anyone who reaches the demo (`allowUnauthenticated`), which the
+   * console refuses when NODE_ENV is production: give `authorize` there.
+   */
+  console?: ReliableMailConsoleOptions;
+  /** Providers' delivery feedback webhooks at `/webhooks/mail/<source>`; none by default. */
+  webhooks?: WebhookSourcesOptions;
+  /** The HTTP platform; the console and the webhooks are served on both. Default express. */
+  platform?: 'express' | 'fastify';
 }
 
 export interface DemoConfig {
@@ -23,6 +37,8 @@ export interface DemoConfig {
   /** Where the shop is reached, for links in mails. */
   baseUrl: string;
   mail: ReliableMailOptions;
+  console: ReliableMailConsoleOptions;
+  webhooks?: WebhookSourcesOptions;
 }
 
 export const DEMO_CONFIG = Symbol('DEMO_CONFIG');
@@ -37,6 +53,8 @@ export function resolveDemoConfig(options: DemoAppOptions): DemoConfig {
     databaseUrl: options.databaseUrl,
     port,
     baseUrl: `http://localhost:${port}`,
+    console: options.console ?? { allowUnauthenticated: true },
+    webhooks: options.webhooks,
     mail: {
       transport,
       from: options.from ?? 'Demo Shop <shop@example.com>',

@@ -101,8 +101,10 @@ export async function bootstrap(env: Env = process.env): Promise<INestApplicatio
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const logger = new Logger('Shop');
   bootstrap().then(
-    (app) =>
-      logger.log(`Listening on http://localhost:${((app.getHttpServer() as Server).address() as AddressInfo).port}`),
+    (app) => {
+      const url = `http://localhost:${((app.getHttpServer() as Server).address() as AddressInfo).port}`;
+      logger.log(`Listening on ${url}; the mail console is at ${url}/mail`);
+    },
     (error: unknown) => {
       logStartupFailure(logger, error, Boolean(process.env.DEBUG), 'DEBUG=1 shows where it came from');
       process.exit(1);

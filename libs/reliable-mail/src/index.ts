@@ -96,6 +96,15 @@ export type { ResendWebhookOptions } from './feedback/sources/resend-webhook-sou
 export type { PostmarkWebhookOptions } from './feedback/sources/postmark-webhook-source.js';
 export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
+// The web console
+export { ReliableMailConsoleModule } from './console/reliable-mail-console.module.js';
+export type {
+  ConsoleAccess,
+  ConsoleAuthorize,
+  ConsolePermission,
+  ReliableMailConsoleOptions,
+} from './console/console-options.js';
+
 // Templates, rendered at send time
 export { MailTemplateRegistry } from './templates/mail-template.registry.js';
 export {

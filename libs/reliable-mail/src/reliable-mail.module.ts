@@ -56,6 +56,9 @@ import { CallerTransactions } from './transactions/caller-transactions.js';
     OutboxRetention,
     MAIL_TRANSPORTS,
     MailTemplateRegistry,
+    // For ReliableMailConsoleModule (its actions and their audit in one transaction, its preview); not in index.ts.
+    OutboxDatabase,
+    MailRenderer,
   ],
 })
 export class ReliableMailModule extends ConfigurableReliableMailModule {}

@@ -64,14 +64,19 @@ export class MailRenderer {
         `payload version ${JSON.stringify((payload as { v?: unknown }).v)} is not one this worker can read`,
       );
     }
-    const content = payload.template
-      ? await this.renderTemplate(messageId, payload, signal)
-      : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
+    const content = await this.content(messageId, payload, signal);
     const attachments = await this.resolveAttachments(payload.attachments ?? [], signal);
     const mail: RenderedMail = { from, to, cc, bcc, replyTo, headers, subject: content.subject, attachments };
     if (content.text !== undefined) mail.text = content.text;
     if (content.html !== undefined) mail.html = content.html;
     return mail;
+  }
+
+  /** The subject and parts a payload renders to, without its attachments: what the console previews. */
+  async content(messageId: string, payload: MailPayloadV2, signal: AbortSignal): Promise<RenderedContent> {
+    return payload.template
+      ? this.renderTemplate(messageId, payload, signal)
+      : { subject: payload.subject ?? '', text: payload.text, html: payload.html };
   }
 
   private async renderTemplate(

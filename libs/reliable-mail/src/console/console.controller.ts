@@ -1,0 +1,376 @@
+import {
+  BadRequestException,
+  ForbiddenException,
+  Body,
+  Controller,
+  Get,
+  Inject,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Redirect,
+  Req,
+  Res,
+  type Type,
+} from '@nestjs/common';
+import { MailRenderer } from '../dispatch/mail-renderer.js';
+import { MailValidationError, OutboxFilterError } from '../errors.js';
+import { MailOutboxAdmin } from '../admin/mail-outbox-admin.js';
+import { isUuid } from '../shared/uuid.js';
+import { ConsoleActions, type MailAction } from './console-actions.js';
+import { ConsoleGate, type ConsoleRequest, type ConsoleResponse } from './console-gate.js';
+import type { ConsoleAccess, ResolvedConsoleOptions } from './console-options.js';
+import { filterOf, mailsQueryOf } from './console-query.js';
+import { ConsoleReader } from './console-reader.js';
+import { confirmPage, suppressionConfirmPage, suppressionsPage } from './views/actions.view.js';
+import { CONSOLE_CSS, CONSOLE_JS } from './views/assets.js';
+import { escapeHtml, type Markup } from './views/html.js';
+import type { PageContext } from './views/layout.js';
+import { filterQuery, mailsPage } from './views/mails.view.js';
+import { overviewFigures, overviewPage } from './views/overview.view.js';
+import { timelinePage } from './views/timeline.view.js';
+
+export const CONSOLE_OPTIONS = Symbol('reliable-mail:console-options');
+
+const PAGE_SIZE = 50;
+const SUPPRESSIONS_PAGE = 100;
+/** How long the preview waits for a template: a hung one must not hold an operator's request. */
+const PREVIEW_TIMEOUT_MS = 5_000;
+
+// Pages may load only the console's own stylesheet and script, frame only its own preview, and post only to
+// itself; no page of it may be framed elsewhere.
+const PAGE_POLICY =
+  "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** What an action's redirect says on the page it lands on: built here, never text from the URL. */
+const NOTICES: Record<string, (count: number) => string> = {
+  requeue: (n) => `Requeued ${n} mail${n === 1 ? '' : 's'}.`,
+  cancel: (n) => `Cancelled ${n} mail${n === 1 ? '' : 's'} (a mail being sent is cancelled by its settle).`,
+  suppress: () => 'Added to the suppression list.',
+  unsuppress: (n) => (n === 1 ? 'Removed from the suppression list.' : 'The address was not on the list.'),
+};
+
+function noticeOf(query: Record<string, unknown>): string | undefined {
+  const done = typeof query.done === 'string' ? NOTICES[query.done] : undefined;
+  return done?.(Number(query.n) || 0);
+}
+
+function headersFor(response: ConsoleResponse, policy: string): void {
+  response.header('content-security-policy', policy);
+  response.header('x-content-type-options', 'nosniff');
+  // Not no-referrer: a browser then sends `Origin: null` with a form post, which checkCsrf refuses.
+  response.header('referrer-policy', 'same-origin');
+  response.header('cache-control', 'no-store');
+}
+
+/** A filter or value the operator gave that cannot be used: 400 with the reason, nothing changed. */
+function asBadRequest(error: unknown): unknown {
+  if (error instanceof OutboxFilterError || error instanceof MailValidationError) {
+    return new BadRequestException(error.message);
+  }
+  return error;
+}
+
+async function badRequestOnInput<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw asBadRequest(error);
+  }
+}
+
+/**
+ * The console's routes at `path`: pages by GET; an action's page (GET) counts what it would change and asks for a
+ * reason; its form (POST, with the CSRF token) does it and redirects. Every route asks `authorize` first, so a
+ * denied request gets nothing of the console, its assets included. A controller made per module, since Nest reads
+ * a controller's path from its decorator.
+ */
+export function consoleControllerAt(path: string): Type {
+  @Controller(path)
+  class ReliableMailConsoleController {
+    private readonly gate: ConsoleGate;
+    private readonly base: string;
+
+    constructor(
+      @Inject(CONSOLE_OPTIONS) private readonly options: ResolvedConsoleOptions,
+      private readonly reader: ConsoleReader,
+      private readonly actions: ConsoleActions,
+      private readonly admin: MailOutboxAdmin,
+      private readonly renderer: MailRenderer,
+    ) {
+      this.gate = new ConsoleGate(options);
+      this.base = options.path === '' ? '' : `/${options.path}`;
+    }
+
+    private async page(
+      request: ConsoleRequest,
+      response: ConsoleResponse,
+      query: Record<string, unknown> = {},
+    ): Promise<PageContext> {
+      const access = await this.gate.access(request);
+      return {
+        base: this.base,
+        access,
+        readOnly: this.options.readOnly,
+        csrfToken: this.gate.csrfToken(request, response),
+        notice: noticeOf(query),
+      };
+    }
+
+    private send(response: ConsoleResponse, markup: Markup): string {
+      headersFor(response, PAGE_POLICY);
+      response.header('content-type', 'text/html; charset=utf-8');
+      return markup.text;
+    }
+
+    @Get()
+    async overview(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
+      const page = await this.page(request, response);
+      const overview = await this.reader.overview(this.options.chartHours);
+      return this.send(response, overviewPage(page, overview, this.options));
+    }
+
+    /** The overview's figures alone, which an open overview fetches every `refreshIntervalMs`. */
+    @Get('overview/figures')
+    async overviewFigures(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
+      const page = await this.page(request, response);
+      const overview = await this.reader.overview(this.options.chartHours);
+      return this.send(response, overviewFigures(page, overview, this.options.chartHours));
+    }
+
+    @Get('assets/console.css')
+    async stylesheet(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
+      await this.gate.access(request);
+      headersFor(response, "default-src 'none'");
+      response.header('content-type', 'text/css; charset=utf-8');
+      return CONSOLE_CSS;
+    }
+
+    @Get('assets/console.js')
+    async script(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
+      await this.gate.access(request);
+      headersFor(response, "default-src 'none'");
+      response.header('content-type', 'text/javascript; charset=utf-8');
+      return CONSOLE_JS;
+    }
+
+    @Get('mails')
+    async mails(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const page = await this.page(request, response, query);
+      const mailsQuery = mailsQueryOf(query);
+      const result = await badRequestOnInput(() =>
+        this.reader.mails(filterOf(mailsQuery), { limit: PAGE_SIZE, before: mailsQuery.before }),
+      );
+      return this.send(response, mailsPage(page, mailsQuery, result));
+    }
+
+    /** A bulk action's page: how many mails the filter matches now, and the form that acts on them. */
+    @Get('mails/bulk/:action')
+    async bulkPreview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('action') action: string,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const verb = this.mailAction(action);
+      await this.gate.actor(request);
+      const page = await this.page(request, response);
+      const mailsQuery = mailsQueryOf(query);
+      const dryRun = await badRequestOnInput(() => this.actions.dryRun(verb, filterOf(mailsQuery)));
+      const filter = filterQuery(mailsQuery);
+      return this.send(
+        response,
+        confirmPage(page, {
+          title: `${verb === 'requeue' ? 'Requeue' : 'Cancel'} every mail this filter matches`,
+          action: `${this.base}/mails/bulk/${verb}`,
+          verb: verb === 'requeue' ? 'Requeue' : 'Cancel',
+          count: dryRun.ids.length,
+          suppressed: dryRun.suppressed,
+          filter: Object.fromEntries(new URLSearchParams(filter)),
+          back: `${this.base}/mails?${filter}`,
+        }),
+      );
+    }
+
+    @Post('mails/bulk/:action')
+    @Redirect()
+    async bulk(@Req() request: ConsoleRequest, @Param('action') action: string, @Body() body: Record<string, unknown>) {
+      const verb = this.mailAction(action);
+      const access = await this.authorizedAction(request, body);
+      const mailsQuery = mailsQueryOf(body);
+      const ids = await badRequestOnInput(() => this.actions.apply(access, verb, filterOf(mailsQuery), body.reason));
+      return { url: `${this.base}/mails?${filterQuery(mailsQuery)}&done=${verb}&n=${ids.length}`, statusCode: 303 };
+    }
+
+    @Get('mails/:id')
+    async timeline(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('id') id: string,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const page = await this.page(request, response, query);
+      const timeline = isUuid(id) ? await this.reader.timeline(id) : null;
+      if (!timeline) throw new NotFoundException(`no mail ${id}`);
+      return this.send(response, timelinePage(page, timeline, query.images === '1'));
+    }
+
+    /**
+     * The message as rendered, for the timeline's sandboxed frame: no script runs in it (CSP sandbox, and the
+     * frame's own sandbox attribute), and it loads no remote image unless asked (`?images=1`), since an image
+     * fetch tells the sender's server that someone opened the mail.
+     */
+    @Get('mails/:id/message')
+    async message(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query('images') images: string | undefined,
+      @Param('id') id: string,
+    ) {
+      const access = await this.gate.access(request);
+      this.requireContent(access);
+      const row = isUuid(id) ? await this.reader.timeline(id) : null;
+      if (!row) throw new NotFoundException(`no mail ${id}`);
+      const { payload, messageId } = row.row;
+      const content =
+        payload.v === 1
+          ? payload
+          : await this.renderer
+              .content(messageId, payload, AbortSignal.timeout(PREVIEW_TIMEOUT_MS))
+              .catch((error: unknown) => ({
+                subject: '',
+                text: `This mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
+                html: undefined,
+              }));
+      const remote = images === '1' ? ' https: http:' : '';
+      headersFor(
+        response,
+        `sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data: cid:${remote}; frame-ancestors 'self'`,
+      );
+      response.header('content-type', 'text/html; charset=utf-8');
+      return content.html ?? `<pre style="white-space: pre-wrap">${escapeHtml(content.text ?? '')}</pre>`;
+    }
+
+    @Get('mails/:id/:action')
+    async actionPreview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('id') id: string,
+      @Param('action') action: string,
+    ) {
+      const verb = this.mailAction(action);
+      this.requireRowId(id);
+      await this.gate.actor(request);
+      const page = await this.page(request, response);
+      const dryRun = await this.actions.dryRun(verb, { ids: [id] });
+      return this.send(
+        response,
+        confirmPage(page, {
+          title: `${verb === 'requeue' ? 'Requeue' : 'Cancel'} mail ${id}`,
+          action: `${this.base}/mails/${id}/${verb}`,
+          verb: verb === 'requeue' ? 'Requeue' : 'Cancel',
+          count: dryRun.ids.length,
+          suppressed: dryRun.suppressed,
+          filter: {},
+          back: `${this.base}/mails/${id}`,
+        }),
+      );
+    }
+
+    @Post('mails/:id/:action')
+    @Redirect()
+    async act(
+      @Req() request: ConsoleRequest,
+      @Param('id') id: string,
+      @Param('action') action: string,
+      @Body() body: Record<string, unknown>,
+    ) {
+      const verb = this.mailAction(action);
+      this.requireRowId(id);
+      const access = await this.authorizedAction(request, body);
+      const ids = await badRequestOnInput(() => this.actions.apply(access, verb, { ids: [id] }, body.reason));
+      return { url: `${this.base}/mails/${id}?done=${verb}&n=${ids.length}`, statusCode: 303 };
+    }
+
+    @Get('suppressions')
+    async suppressions(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const page = await this.page(request, response, query);
+      const from = typeof query.from === 'string' ? query.from.trim().toLowerCase() : '';
+      const after = typeof query.after === 'string' ? query.after : from === '' ? undefined : from;
+      const list = await badRequestOnInput(() => this.admin.listSuppressions({ limit: SUPPRESSIONS_PAGE + 1, after }));
+      const next = list.length > SUPPRESSIONS_PAGE ? list[SUPPRESSIONS_PAGE - 1].address : null;
+      return this.send(response, suppressionsPage(page, from, list.slice(0, SUPPRESSIONS_PAGE), next));
+    }
+
+    @Get('suppressions/:verb')
+    async suppressionPreview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('verb') verb: string,
+      @Query('address') address: unknown,
+    ) {
+      const add = this.suppressionVerb(verb);
+      this.requireContent(await this.gate.actor(request));
+      if (typeof address !== 'string' || address.trim() === '') throw new BadRequestException('address is required');
+      const page = await this.page(request, response);
+      return this.send(response, suppressionConfirmPage(page, add ? 'Add' : 'Remove', address.trim()));
+    }
+
+    @Post('suppressions/:verb')
+    @Redirect()
+    async suppression(
+      @Req() request: ConsoleRequest,
+      @Param('verb') verb: string,
+      @Body() body: Record<string, unknown>,
+    ) {
+      const add = this.suppressionVerb(verb);
+      const access = await this.authorizedAction(request, body);
+      this.requireContent(access);
+      if (add) {
+        await badRequestOnInput(() => this.actions.suppress(access, body.address, body.reason));
+        return { url: `${this.base}/suppressions?done=suppress`, statusCode: 303 };
+      }
+      const removed = await badRequestOnInput(() => this.actions.unsuppress(access, body.address, body.reason));
+      return { url: `${this.base}/suppressions?done=unsuppress&n=${removed ? 1 : 0}`, statusCode: 303 };
+    }
+
+    /** An action posted: allowed (not read-only, the `act` permission), CSRF-checked, and confirmed on its page. */
+    private async authorizedAction(request: ConsoleRequest, body: Record<string, unknown> | undefined) {
+      const access = await this.gate.actor(request);
+      this.gate.checkCsrf(request, body?._csrf);
+      if (body?.confirmed !== 'yes') throw new BadRequestException('an action must be confirmed on its page first');
+      return access;
+    }
+
+    private mailAction(action: string): MailAction {
+      if (action === 'requeue' || action === 'cancel') return action;
+      throw new NotFoundException(`no action ${action}`);
+    }
+
+    private suppressionVerb(verb: string): boolean {
+      if (verb === 'add' || verb === 'remove') return verb === 'add';
+      throw new NotFoundException(`no suppression action ${verb}`);
+    }
+
+    private requireRowId(id: string): void {
+      if (!isUuid(id)) throw new NotFoundException(`no mail ${id}`);
+    }
+
+    private requireContent(access: ConsoleAccess): void {
+      if (!ConsoleGate.may(access, 'content')) {
+        throw new ForbiddenException(`${access.actor} may not read mail content or addresses`);
+      }
+    }
+  }
+  return ReliableMailConsoleController;
+}

@@ -1,0 +1,129 @@
+import type { MailPage } from '../console-data.types.js';
+import { OUTBOX_STATUSES } from '../../outbox/mail.types.js';
+import { html, type Markup } from './html.js';
+import { address, canAct, layout, type PageContext, statusBadge, time } from './layout.js';
+
+/** The Mails view's filter as the URL carries it, so that a link shows the same mails to whoever opens it. */
+export interface MailsQuery {
+  status?: string;
+  lane?: string;
+  recipient?: string;
+  key?: string;
+  messageId?: string;
+  providerMessageId?: string;
+  /** `name=value`: a value that reads as JSON (1234, true, "1234") is that value, any other is a string. */
+  meta?: string;
+  from?: string;
+  to?: string;
+  before?: string;
+}
+
+export const MAILS_QUERY_FIELDS: readonly (keyof MailsQuery)[] = [
+  'status',
+  'lane',
+  'recipient',
+  'key',
+  'messageId',
+  'providerMessageId',
+  'meta',
+  'from',
+  'to',
+];
+
+/** The filter's fields as a query string, without the page's cursor: what the next page and a bulk action keep. */
+export function filterQuery(query: MailsQuery): string {
+  const params = new URLSearchParams();
+  for (const field of MAILS_QUERY_FIELDS) {
+    const value = query[field];
+    if (value) params.set(field, value);
+  }
+  return params.toString();
+}
+
+function field(name: keyof MailsQuery, label: string, query: MailsQuery, hint = ''): Markup {
+  return html`<label>${label}<input name="${name}" value="${query[name] ?? ''}" placeholder="${hint}" /></label>`;
+}
+
+function filterForm(page: PageContext, query: MailsQuery): Markup {
+  return html`<form method="get" action="${page.base}/mails" class="filter" data-testid="filter">
+    <label
+      >status
+      <select name="status">
+        <option value="">any</option>
+        ${OUTBOX_STATUSES.map(
+          (status) => html`<option value="${status}" ${query.status === status ? 'selected' : ''}>${status}</option>`,
+        )}
+      </select>
+    </label>
+    ${field('lane', 'lane', query)} ${field('recipient', 'recipient', query, 'ann@example.com')}
+    ${field('key', 'idempotency key', query)} ${field('messageId', 'Message-ID', query, '<…@…>')}
+    ${field('providerMessageId', 'provider message id', query)} ${field('meta', 'metadata', query, 'orderId=1234')}
+    <label>created from<input name="from" type="datetime-local" step="1" value="${query.from ?? ''}" /></label>
+    <label>created before<input name="to" type="datetime-local" step="1" value="${query.to ?? ''}" /></label>
+    <button type="submit">Search</button>
+    <a href="${page.base}/mails">clear</a>
+  </form>`;
+}
+
+export function mailsPage(page: PageContext, query: MailsQuery, result: MailPage): Markup {
+  const filter = filterQuery(query);
+  const filtered = filter !== '';
+  return layout(
+    page,
+    'Mails',
+    '/mails',
+    html`${filterForm(page, query)}
+      ${
+        canAct(page) && filtered
+          ? html`<p class="bulk">
+              On every mail this filter matches:
+              <a href="${page.base}/mails/bulk/requeue?${filter}">requeue…</a>
+              <a href="${page.base}/mails/bulk/cancel?${filter}">cancel…</a>
+              (a count of what would change comes first)
+            </p>`
+          : ''
+      }
+      <table class="mails" data-testid="mails">
+        <thead>
+          <tr>
+            <th>created</th>
+            <th>status</th>
+            <th>lane</th>
+            <th>to</th>
+            <th>subject</th>
+            <th>attempts</th>
+            <th>last error</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            result.items.length === 0
+              ? html`<tr>
+                  <td colspan="7" class="muted">No mail matches.</td>
+                </tr>`
+              : result.items.map(
+                  (item) =>
+                    html`<tr data-id="${item.id}">
+                      <td><a href="${page.base}/mails/${item.id}">${time(item.createdAt)}</a></td>
+                      <td>${statusBadge(item.status)}</td>
+                      <td>${item.lane}</td>
+                      <td>${item.to.map((to, index) => html`${index > 0 ? ', ' : ''}${address(page, to)}`)}</td>
+                      <td>
+                        ${page.access.permissions.includes('content') ? item.subject : html`<span class="hidden-content">hidden</span>`}
+                      </td>
+                      <td>${item.attempts}</td>
+                      <td class="error">${item.lastError ?? ''}</td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+      ${
+        result.next
+          ? html`<p>
+              <a rel="next" href="${page.base}/mails?${filter}${filtered ? '&' : ''}before=${result.next}">Older →</a>
+            </p>`
+          : ''
+      }`,
+  );
+}
