@@ -328,7 +328,7 @@ describe.each(['express', 'fastify'] as const)('the mail console in Chromium, on
     const audit = page.locator('[data-testid="timeline"] li.step[data-kind="audit"]');
     await expect(audit.count()).resolves.toBe(1);
     await expect(audit.textContent()).resolves.toMatch(
-      /requeue\s+by ops@example\.com: “mailbox fixed by the customer”/,
+      /requeue\s+by\s+ops@example\.com: “mailbox fixed by the customer”/,
     );
     expect(await sql(`select actor, action, reason, outbox_ids from reliable_mail.mail_console_audit`)).toEqual([
       { actor: 'ops@example.com', action: 'requeue', reason: 'mailbox fixed by the customer', outbox_ids: [id] },

@@ -8,8 +8,6 @@ import { sqlClientOf } from './support/sql-client.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
-const STALE_AFTER_MS = 30_000;
-
 /** The test options with a worker id of its own: the apps of one test share a host and a pid. */
 function instanceOptions(
   smtpUrl: string,
@@ -27,7 +25,7 @@ describe('instance heartbeats', () => {
   async function instances(): Promise<InstanceState[]> {
     const pool = new pg.Pool({ connectionString: bed.databaseUrl, max: 1 });
     try {
-      return await listInstances(sqlClientOf(pool), STALE_AFTER_MS);
+      return await listInstances(sqlClientOf(pool));
     } finally {
       await pool.end();
     }
@@ -102,8 +100,8 @@ describe('instance heartbeats', () => {
     const smtp = await bed.startSmtp();
     const insertSilent = (id: string, silence: string) =>
       bed.execute(
-        `insert into mail_instance (id, host, pid, started_at, heartbeat_at, lanes)
-         values ($1, 'gone-host', 7, now() - interval '3 days', now() - $2::interval, '{}')`,
+        `insert into mail_instance (id, host, pid, started_at, heartbeat_at, heartbeat_ms, lanes)
+         values ($1, 'gone-host', 7, now() - interval '3 days', now() - $2::interval, 10000, '{}')`,
         [id, silence],
       );
     await insertSilent('instance-crashed', '1 minute');

@@ -21,6 +21,7 @@ create table reliable_mail.mail_instance (
         "pid" int not null,
         "started_at" timestamptz not null,
         "heartbeat_at" timestamptz not null,
+        "heartbeat_ms" int not null,
         "lanes" jsonb not null
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")

@@ -4,8 +4,8 @@ import { OutboxDatabase } from '../database/outbox-database.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { MailValidationError } from '../errors.js';
 import type { OutboxStatus } from '../outbox/mail.types.js';
-import { cancelRow } from '../outbox/sql/cancel.js';
-import { matchingIds } from '../outbox/sql/filter.js';
+import { CANCELLABLE_STATUSES, cancelRows } from '../outbox/sql/cancel.js';
+import { countMatching, matchingIds } from '../outbox/sql/filter.js';
 import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { addSuppression, removeSuppression } from '../outbox/sql/suppression.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
@@ -20,21 +20,27 @@ export type MailAction = 'requeue' | 'cancel';
 /** The statuses each action changes; rows in others are left as they are. */
 const ACTION_STATUSES: Record<MailAction, readonly OutboxStatus[]> = {
   requeue: REQUEUABLE_STATUSES,
-  cancel: ['pending', 'sending'],
+  cancel: CANCELLABLE_STATUSES,
 };
 
 /** What an action would change, counted without changing it. */
 export interface DryRun {
-  ids: string[];
+  count: number;
+  /** Recipients of those mails on the suppression list (up to 50): requeued, they stay suppressed. */
   suppressed: string[];
 }
+
+const MAX_REASON_LENGTH = 500;
 
 function checkReason(reason: unknown): string {
   if (typeof reason !== 'string' || reason.trim().length === 0) {
     throw new MailValidationError('reason', 'is required: say why, for the audit and the next operator');
   }
   checkStorable('reason', reason);
-  return reason.trim().slice(0, 500);
+  if (reason.trim().length > MAX_REASON_LENGTH) {
+    throw new MailValidationError('reason', `must be at most ${MAX_REASON_LENGTH} characters`);
+  }
+  return reason.trim();
 }
 
 /**
@@ -48,9 +54,13 @@ export class ConsoleActions {
   constructor(private readonly database: OutboxDatabase) {}
 
   async dryRun(action: MailAction, filter: ConsoleFilter): Promise<DryRun> {
-    const ids = await matchingIds(this.database, checkSearchFilter(filter, action), ACTION_STATUSES[action]);
-    const suppressed = action === 'requeue' ? await suppressedRecipients(this.database, ids) : [];
-    return { ids, suppressed };
+    const checked = checkSearchFilter(filter, action);
+    const statuses = ACTION_STATUSES[action];
+    const [count, suppressed] = await Promise.all([
+      countMatching(this.database, checked, statuses),
+      action === 'requeue' ? suppressedRecipients(this.database, checked, statuses) : [],
+    ]);
+    return { count, suppressed };
   }
 
   async apply(access: ConsoleAccess, action: MailAction, filter: ConsoleFilter, reason: unknown): Promise<string[]> {
@@ -68,14 +78,10 @@ export class ConsoleActions {
     return ids;
   }
 
-  /** Cancels each pending row, and asks the sender of each row being sent to; returns the rows it changed. */
+  /** Cancels the matching pending rows and asks the senders of those being sent to; returns the rows it changed. */
   private async cancel(db: SqlClient, filter: ConsoleFilter): Promise<string[]> {
-    const changed: string[] = [];
-    for (const id of await matchingIds(db, filter, ACTION_STATUSES.cancel)) {
-      const status = await cancelRow(db, id);
-      if (status === 'cancelled' || status === 'sending') changed.push(id);
-    }
-    return changed;
+    const changed = await cancelRows(db, await matchingIds(db, filter, CANCELLABLE_STATUSES));
+    return changed.map((row) => row.id);
   }
 
   async suppress(access: ConsoleAccess, address: unknown, reason: unknown): Promise<void> {
@@ -83,13 +89,7 @@ export class ConsoleActions {
     const why = checkReason(reason);
     await this.database.transaction(async (db) => {
       await addSuppression(db, normalized, why);
-      await recordAudit(db, {
-        actor: access.actor,
-        action: 'suppress',
-        reason: why,
-        filter: { address: normalized },
-        outboxIds: [],
-      });
+      await this.recordOnList(db, access, 'suppress', normalized, why);
     });
   }
 
@@ -99,16 +99,13 @@ export class ConsoleActions {
     const why = checkReason(reason);
     return this.database.transaction(async (db) => {
       const removed = await removeSuppression(db, normalized);
-      if (removed) {
-        await recordAudit(db, {
-          actor: access.actor,
-          action: 'unsuppress',
-          reason: why,
-          filter: { address: normalized },
-          outboxIds: [],
-        });
-      }
+      if (removed) await this.recordOnList(db, access, 'unsuppress', normalized, why);
       return removed;
     });
+  }
+
+  /** An action on the suppression list, which names an address and no mail. */
+  private async recordOnList(db: SqlClient, access: ConsoleAccess, action: string, address: string, reason: string) {
+    await recordAudit(db, { actor: access.actor, action, reason, filter: { address }, outboxIds: [] });
   }
 }

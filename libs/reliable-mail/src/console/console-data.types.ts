@@ -15,7 +15,7 @@ export interface InstanceState {
 }
 
 export interface InstanceLaneState {
-  state: 'running' | 'paused' | 'outage' | 'stopped';
+  state: 'running' | 'paused' | 'outage';
   /** Why the lane is paused or out (`outage`, `slow-down`, `connection-failure`), null when running. */
   reason: string | null;
   /** When a paused or out lane tries again. */
@@ -67,7 +67,6 @@ export interface MailListItem {
   to: string[];
   attempts: number;
   createdAt: Date;
-  updatedAt: Date;
   lastError: string | null;
   metadata: Record<string, unknown> | null;
 }
@@ -85,7 +84,10 @@ export interface AuditEntry {
   action: string;
   reason: string | null;
   filter: Record<string, unknown> | null;
-  outboxIds: string[];
+  /** How many mails it changed: a bulk action's ids are not read back whole for a timeline or a list. */
+  rows: number;
+  /** The first of them, which the audit page links to; null for an action on no mail (the suppression list). */
+  firstOutboxId: string | null;
   createdAt: Date;
 }
 

@@ -41,6 +41,37 @@ describe('ConsoleGate', () => {
       ).rejects.toBe(own);
     });
 
+    it('refuses what another site made the browser request, but a link followed from it', async () => {
+      const open = gate(() => ({ actor: 'ann', permissions: ['view'] }));
+      for (const site of ['cross-site', 'same-site']) {
+        await expect(
+          open.access({ ...request({ 'sec-fetch-site': site, 'sec-fetch-mode': 'cors' }), method: 'GET' }),
+        ).rejects.toBeInstanceOf(ForbiddenException);
+        await expect(
+          open.access({ ...request({ 'sec-fetch-site': site, 'sec-fetch-mode': 'navigate' }), method: 'POST' }),
+        ).rejects.toBeInstanceOf(ForbiddenException);
+        await expect(
+          open.access({ ...request({ 'sec-fetch-site': site, 'sec-fetch-mode': 'navigate' }), method: 'GET' }),
+        ).resolves.toMatchObject({ actor: 'ann' });
+      }
+    });
+
+    it.each([
+      ['localhost:3000', true],
+      ['127.0.0.1', true],
+      ['[::1]:3000', true],
+      ['LOCALHOST', true],
+      ['shop.example.com', false],
+      ['192.168.1.20:3000', false],
+      ['localhost.evil.example', false],
+      ['', false],
+    ])('without authorize, answers on host %j: %s', async (host, answered) => {
+      const open = new ConsoleGate(resolveConsoleOptions('mail', { allowUnauthenticated: true }, 'test'));
+      const access = open.access(request({ host }));
+      if (answered) await expect(access).resolves.toMatchObject({ actor: 'anonymous' });
+      else await expect(access).rejects.toBeInstanceOf(ForbiddenException);
+    });
+
     it('keeps only the known permissions', async () => {
       const access = await gate(async () => ({ actor: 'ann', permissions: ['view', 'root' as never] })).access(
         request(),
@@ -85,11 +116,11 @@ describe('ConsoleGate', () => {
       const set: string[] = [];
       const response = { header: (_: string, value: string) => set.push(value) };
       const keeper = gate(() => null);
-      expect(keeper.csrfToken(request(), response)).toBe(TOKEN);
+      expect(keeper.csrfToken(request(), response, '/mail')).toBe(TOKEN);
       expect(set).toEqual([]);
-      const token = keeper.csrfToken(request({ cookie: '' }), response);
+      const token = keeper.csrfToken(request({ cookie: '' }), response, '/api/mail');
       expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      expect(set).toEqual([`${CSRF_COOKIE}=${token}; Path=/mail; HttpOnly; SameSite=Strict`]);
+      expect(set).toEqual([`${CSRF_COOKIE}=${token}; Path=/api/mail; HttpOnly; SameSite=Strict`]);
     });
   });
 });

@@ -6,6 +6,7 @@ import type { ResolvedConsoleOptions } from './console-options.js';
 /** What the console reads of a request and writes to a response, the same on Express and Fastify. */
 export interface ConsoleRequest {
   headers: Record<string, string | string[] | undefined>;
+  method?: string;
   protocol?: string;
 }
 export interface ConsoleResponse {
@@ -43,6 +44,34 @@ function sameText(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+/**
+ * A request another site made the browser send, other than following a link to a page: an app that allows
+ * credentialed CORS for its API would otherwise let that site read the console's pages (and their CSRF token).
+ */
+function refuseCrossSiteReads(request: ConsoleRequest): void {
+  const site = header(request, 'sec-fetch-site');
+  if (site !== 'cross-site' && site !== 'same-site') return;
+  if (header(request, 'sec-fetch-mode') === 'navigate' && request.method === 'GET') return;
+  throw new ForbiddenException(`refused: a request another site made (Sec-Fetch-Site: ${site})`);
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * A console open to anyone answers only on a loopback name: reached as another host it is either on a network
+ * (anyone there would have every permission) or behind a DNS rebinding, where a page of another site becomes
+ * same-origin with it.
+ */
+function refuseNonLoopbackHost(request: ConsoleRequest): void {
+  const host = header(request, 'host') ?? '';
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
+  if (!LOOPBACK_HOSTS.has(name.toLowerCase())) {
+    throw new ForbiddenException(
+      `refused: a console without authorize answers on localhost only, not on ${JSON.stringify(host)}`,
+    );
+  }
+}
+
 /** A requester's access, checked: anything but an actor and known permissions is a denial, not a guess. */
 function checkedAccess(answer: unknown): ConsoleAccess | null {
   if (!answer || typeof answer !== 'object') return null;
@@ -62,6 +91,8 @@ export class ConsoleGate {
   constructor(private readonly options: ResolvedConsoleOptions) {}
 
   async access(request: ConsoleRequest): Promise<ConsoleAccess> {
+    refuseCrossSiteReads(request);
+    if (this.options.unauthenticated) refuseNonLoopbackHost(request);
     let answer: unknown;
     try {
       answer = await this.options.authorize(request);
@@ -83,16 +114,13 @@ export class ConsoleGate {
     return access;
   }
 
-  /** The CSRF token of this browser, set in its cookie when it has none yet. */
-  csrfToken(request: ConsoleRequest, response: ConsoleResponse): string {
+  /** The CSRF token of this browser, set in its cookie (for the console's path, `base`) when it has none yet. */
+  csrfToken(request: ConsoleRequest, response: ConsoleResponse, base: string): string {
     const existing = cookie(request, CSRF_COOKIE);
     if (existing && /^[A-Za-z0-9_-]{43}$/.test(existing)) return existing;
     const token = randomBytes(32).toString('base64url');
     const secure = request.protocol === 'https' ? '; Secure' : '';
-    response.header(
-      'set-cookie',
-      `${CSRF_COOKIE}=${token}; Path=/${this.options.path}; HttpOnly; SameSite=Strict${secure}`,
-    );
+    response.header('set-cookie', `${CSRF_COOKIE}=${token}; Path=${base || '/'}; HttpOnly; SameSite=Strict${secure}`);
     return token;
   }
 

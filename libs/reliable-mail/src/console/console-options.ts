@@ -24,8 +24,8 @@ export interface ReliableMailConsoleOptions {
   /** Required, unless `allowUnauthenticated` is set. */
   authorize?: ConsoleAuthorize;
   /**
-   * Serves the console to anyone who reaches it, with every permission: for a demo or a laptop. Refused when
-   * `NODE_ENV` is `production`.
+   * Serves the console with every permission to anyone who reaches it on localhost (any other Host header is
+   * refused): for a demo or a laptop. Refused when `NODE_ENV` is `production`.
    */
   allowUnauthenticated?: boolean;
   /** Refuses every action with 403, whatever `authorize` answers. Default false. */
@@ -42,6 +42,8 @@ export interface ReliableMailConsoleOptions {
 export interface ResolvedConsoleOptions {
   path: string;
   authorize: ConsoleAuthorize;
+  /** `allowUnauthenticated` without `authorize`: answered on a loopback host only. */
+  unauthenticated: boolean;
   readOnly: boolean;
   refreshIntervalMs: number;
   chartHours: number;
@@ -84,6 +86,7 @@ export function resolveConsoleOptions(
   return {
     path: path.replace(/^\/+|\/+$/g, ''),
     authorize: authorize ?? (() => EVERYTHING),
+    unauthenticated: !authorize,
     readOnly: options.readOnly === true,
     refreshIntervalMs: wholeNumber('refreshIntervalMs', options.refreshIntervalMs, 5_000, 1_000, 3_600_000),
     chartHours: wholeNumber('chartHours', options.chartHours, 6, 1, 24),

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { OutboxFilterError } from '../errors.js';
-import { checkLimit, checkRowId, checkSearchFilter } from '../admin/outbox-filter.js';
+import { checkLimit, checkRowId, checkSearchFilter, checkTextCursor } from '../admin/outbox-filter.js';
 import { MailOutboxService } from '../outbox/mail-outbox.service.js';
 import { listInstances } from '../outbox/sql/instances.js';
 import { listRows } from '../outbox/sql/list.js';
+import { listSuppressions } from '../outbox/sql/suppression.js';
+import type { Suppression } from '../outbox/operations.types.js';
 import { isUuid } from '../shared/uuid.js';
 import type { SqlClient } from '../database/sql-client.js';
 import type { AuditEntry, ConsoleFilter, ConsoleOverview, MailPage, MailTimeline } from './console-data.types.js';
@@ -18,9 +20,7 @@ const MAX_PAGE = 200;
 /** A week of minutes, 10,080 points: more than a chart draws. */
 const MAX_HOURS = 168;
 
-/** An instance whose heartbeat is older is shown stale, gone or cut off: three of the default 10 s heartbeats. */
-const STALE_AFTER_MS = 30_000;
-
+const SUPPRESSIONS_PAGE = 100;
 /** What the web console reads: the overview, a search over the mails, one mail's timeline, the audit. */
 @Injectable()
 export class ConsoleReader {
@@ -43,7 +43,7 @@ export class ConsoleReader {
     const [counts, figures, instances, minutes] = await Promise.all([
       consoleCounts(db),
       queueFigures(db),
-      listInstances(db, STALE_AFTER_MS),
+      listInstances(db),
       minuteFigures(db, hours),
     ]);
     return { counts, ...figures, instances, minutes };
@@ -73,6 +73,20 @@ export class ConsoleReader {
     const [[row], extras] = await Promise.all([listRows(db, { ids: [id] }, 1), timelineExtras(db, id)]);
     if (!row || !extras) return null;
     return { row, ...extras };
+  }
+
+  /**
+   * A page of the suppression list in address order: from `from` (a search's start, included), after `after` (the
+   * last address of the page before).
+   */
+  async suppressions(page: { from?: string; after?: string }): Promise<{ items: Suppression[]; next: string | null }> {
+    const from = checkTextCursor('from', page.from);
+    const after = checkTextCursor('after', page.after);
+    const rows = await listSuppressions(await this.db(), SUPPRESSIONS_PAGE + 1, after, from?.toLowerCase());
+    return {
+      items: rows.slice(0, SUPPRESSIONS_PAGE),
+      next: rows.length > SUPPRESSIONS_PAGE ? rows[SUPPRESSIONS_PAGE - 1].address : null,
+    };
   }
 
   /** The operators' actions, newest first; continue with `before`: the last id of a page. */

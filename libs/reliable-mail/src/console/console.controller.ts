@@ -14,16 +14,16 @@ import {
   Res,
   type Type,
 } from '@nestjs/common';
+import { ApplicationConfig } from '@nestjs/core';
 import { MailRenderer } from '../dispatch/mail-renderer.js';
 import { MailValidationError, OutboxFilterError } from '../errors.js';
-import { MailOutboxAdmin } from '../admin/mail-outbox-admin.js';
 import { isUuid } from '../shared/uuid.js';
 import { ConsoleActions, type MailAction } from './console-actions.js';
 import { ConsoleGate, type ConsoleRequest, type ConsoleResponse } from './console-gate.js';
 import type { ConsoleAccess, ResolvedConsoleOptions } from './console-options.js';
 import { filterOf, mailsQueryOf } from './console-query.js';
 import { ConsoleReader } from './console-reader.js';
-import { confirmPage, suppressionConfirmPage, suppressionsPage } from './views/actions.view.js';
+import { auditPage, confirmPage, suppressionConfirmPage, suppressionsPage } from './views/actions.view.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './views/assets.js';
 import { escapeHtml, type Markup } from './views/html.js';
 import type { PageContext } from './views/layout.js';
@@ -34,7 +34,7 @@ import { timelinePage } from './views/timeline.view.js';
 export const CONSOLE_OPTIONS = Symbol('reliable-mail:console-options');
 
 const PAGE_SIZE = 50;
-const SUPPRESSIONS_PAGE = 100;
+const AUDIT_PAGE = 100;
 /** How long the preview waits for a template: a hung one must not hold an operator's request. */
 const PREVIEW_TIMEOUT_MS = 5_000;
 
@@ -53,9 +53,12 @@ const NOTICES: Record<string, (count: number) => string> = {
 };
 
 function noticeOf(query: Record<string, unknown>): string | undefined {
-  const done = typeof query.done === 'string' ? NOTICES[query.done] : undefined;
-  return done?.(Number(query.n) || 0);
+  const { done } = query;
+  if (typeof done !== 'string' || !Object.hasOwn(NOTICES, done)) return undefined;
+  return NOTICES[done](Number(query.n) || 0);
 }
+
+const VERBS: Record<MailAction, string> = { requeue: 'Requeue', cancel: 'Cancel' };
 
 function headersFor(response: ConsoleResponse, policy: string): void {
   response.header('content-security-policy', policy);
@@ -91,30 +94,41 @@ export function consoleControllerAt(path: string): Type {
   @Controller(path)
   class ReliableMailConsoleController {
     private readonly gate: ConsoleGate;
-    private readonly base: string;
 
     constructor(
       @Inject(CONSOLE_OPTIONS) private readonly options: ResolvedConsoleOptions,
       private readonly reader: ConsoleReader,
       private readonly actions: ConsoleActions,
-      private readonly admin: MailOutboxAdmin,
       private readonly renderer: MailRenderer,
+      private readonly application: ApplicationConfig,
     ) {
       this.gate = new ConsoleGate(options);
-      this.base = options.path === '' ? '' : `/${options.path}`;
     }
 
-    private async page(
+    /**
+     * Where the console is reached, `/<global prefix>/<path>`: read at each request, since an app sets its global
+     * prefix after the module is built.
+     */
+    private get base(): string {
+      const parts = [this.application.getGlobalPrefix(), this.options.path].map((part) =>
+        part.replace(/^\/+|\/+$/g, ''),
+      );
+      const path = parts.filter((part) => part !== '').join('/');
+      return path === '' ? '' : `/${path}`;
+    }
+
+    private page(
+      access: ConsoleAccess,
       request: ConsoleRequest,
       response: ConsoleResponse,
       query: Record<string, unknown> = {},
-    ): Promise<PageContext> {
-      const access = await this.gate.access(request);
+    ): PageContext {
+      const base = this.base;
       return {
-        base: this.base,
+        base,
         access,
         readOnly: this.options.readOnly,
-        csrfToken: this.gate.csrfToken(request, response),
+        csrfToken: this.gate.csrfToken(request, response, base),
         notice: noticeOf(query),
       };
     }
@@ -127,7 +141,7 @@ export function consoleControllerAt(path: string): Type {
 
     @Get()
     async overview(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
-      const page = await this.page(request, response);
+      const page = this.page(await this.gate.access(request), request, response);
       const overview = await this.reader.overview(this.options.chartHours);
       return this.send(response, overviewPage(page, overview, this.options));
     }
@@ -135,7 +149,7 @@ export function consoleControllerAt(path: string): Type {
     /** The overview's figures alone, which an open overview fetches every `refreshIntervalMs`. */
     @Get('overview/figures')
     async overviewFigures(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
-      const page = await this.page(request, response);
+      const page = this.page(await this.gate.access(request), request, response);
       const overview = await this.reader.overview(this.options.chartHours);
       return this.send(response, overviewFigures(page, overview, this.options.chartHours));
     }
@@ -162,7 +176,7 @@ export function consoleControllerAt(path: string): Type {
       @Res({ passthrough: true }) response: ConsoleResponse,
       @Query() query: Record<string, unknown>,
     ) {
-      const page = await this.page(request, response, query);
+      const page = this.page(await this.gate.access(request), request, response, query);
       const mailsQuery = mailsQueryOf(query);
       const result = await badRequestOnInput(() =>
         this.reader.mails(filterOf(mailsQuery), { limit: PAGE_SIZE, before: mailsQuery.before }),
@@ -179,21 +193,20 @@ export function consoleControllerAt(path: string): Type {
       @Query() query: Record<string, unknown>,
     ) {
       const verb = this.mailAction(action);
-      await this.gate.actor(request);
-      const page = await this.page(request, response);
+      const page = this.page(await this.gate.actor(request), request, response);
       const mailsQuery = mailsQueryOf(query);
       const dryRun = await badRequestOnInput(() => this.actions.dryRun(verb, filterOf(mailsQuery)));
       const filter = filterQuery(mailsQuery);
       return this.send(
         response,
         confirmPage(page, {
-          title: `${verb === 'requeue' ? 'Requeue' : 'Cancel'} every mail this filter matches`,
-          action: `${this.base}/mails/bulk/${verb}`,
-          verb: verb === 'requeue' ? 'Requeue' : 'Cancel',
-          count: dryRun.ids.length,
+          title: `${VERBS[verb]} every mail this filter matches`,
+          action: `${page.base}/mails/bulk/${verb}`,
+          verb: VERBS[verb],
+          count: dryRun.count,
           suppressed: dryRun.suppressed,
           filter: Object.fromEntries(new URLSearchParams(filter)),
-          back: `${this.base}/mails?${filter}`,
+          back: `${page.base}/mails?${filter}`,
         }),
       );
     }
@@ -215,7 +228,7 @@ export function consoleControllerAt(path: string): Type {
       @Param('id') id: string,
       @Query() query: Record<string, unknown>,
     ) {
-      const page = await this.page(request, response, query);
+      const page = this.page(await this.gate.access(request), request, response, query);
       const timeline = isUuid(id) ? await this.reader.timeline(id) : null;
       if (!timeline) throw new NotFoundException(`no mail ${id}`);
       return this.send(response, timelinePage(page, timeline, query.images === '1'));
@@ -266,19 +279,18 @@ export function consoleControllerAt(path: string): Type {
     ) {
       const verb = this.mailAction(action);
       this.requireRowId(id);
-      await this.gate.actor(request);
-      const page = await this.page(request, response);
+      const page = this.page(await this.gate.actor(request), request, response);
       const dryRun = await this.actions.dryRun(verb, { ids: [id] });
       return this.send(
         response,
         confirmPage(page, {
-          title: `${verb === 'requeue' ? 'Requeue' : 'Cancel'} mail ${id}`,
-          action: `${this.base}/mails/${id}/${verb}`,
-          verb: verb === 'requeue' ? 'Requeue' : 'Cancel',
-          count: dryRun.ids.length,
+          title: `${VERBS[verb]} mail ${id}`,
+          action: `${page.base}/mails/${id}/${verb}`,
+          verb: VERBS[verb],
+          count: dryRun.count,
           suppressed: dryRun.suppressed,
           filter: {},
-          back: `${this.base}/mails/${id}`,
+          back: `${page.base}/mails/${id}`,
         }),
       );
     }
@@ -304,12 +316,29 @@ export function consoleControllerAt(path: string): Type {
       @Res({ passthrough: true }) response: ConsoleResponse,
       @Query() query: Record<string, unknown>,
     ) {
-      const page = await this.page(request, response, query);
-      const from = typeof query.from === 'string' ? query.from.trim().toLowerCase() : '';
-      const after = typeof query.after === 'string' ? query.after : from === '' ? undefined : from;
-      const list = await badRequestOnInput(() => this.admin.listSuppressions({ limit: SUPPRESSIONS_PAGE + 1, after }));
-      const next = list.length > SUPPRESSIONS_PAGE ? list[SUPPRESSIONS_PAGE - 1].address : null;
-      return this.send(response, suppressionsPage(page, from, list.slice(0, SUPPRESSIONS_PAGE), next));
+      const access = await this.gate.access(request);
+      const page = this.page(access, request, response, query);
+      // Without content the list is not searched nor paged by address: a search would tell which addresses are on
+      // it, and a cursor is an address in the URL.
+      const content = ConsoleGate.may(access, 'content');
+      const from = content && typeof query.from === 'string' ? query.from.trim() : '';
+      const after = content && typeof query.after === 'string' ? query.after : undefined;
+      const list = await badRequestOnInput(() => this.reader.suppressions({ from: from || undefined, after }));
+      return this.send(response, suppressionsPage(page, from, list.items, content ? list.next : null));
+    }
+
+    @Get('audit')
+    async audit(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query('before') before: unknown,
+    ) {
+      const page = this.page(await this.gate.access(request), request, response);
+      const entries = await badRequestOnInput(() =>
+        this.reader.audit({ limit: AUDIT_PAGE + 1, before: typeof before === 'string' ? before : undefined }),
+      );
+      const next = entries.length > AUDIT_PAGE ? entries[AUDIT_PAGE - 1].id : null;
+      return this.send(response, auditPage(page, entries.slice(0, AUDIT_PAGE), next));
     }
 
     @Get('suppressions/:verb')
@@ -320,9 +349,10 @@ export function consoleControllerAt(path: string): Type {
       @Query('address') address: unknown,
     ) {
       const add = this.suppressionVerb(verb);
-      this.requireContent(await this.gate.actor(request));
+      const access = await this.gate.actor(request);
+      this.requireContent(access);
       if (typeof address !== 'string' || address.trim() === '') throw new BadRequestException('address is required');
-      const page = await this.page(request, response);
+      const page = this.page(access, request, response);
       return this.send(response, suppressionConfirmPage(page, add ? 'Add' : 'Remove', address.trim()));
     }
 

@@ -66,8 +66,11 @@ export class Delivery {
         this.send(row, pace, stopping),
       );
       span.setAttribute('reliable_mail.outcome', settlement.outcome);
+      // The outcome and the reply code, not the reply's text: that often names the recipient, and spans go to
+      // whatever the app exports them to.
       if (settlement.outcome !== 'sent') {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: settlement.lastError ?? settlement.outcome });
+        const code = settlement.replyCode === null ? '' : ` ${settlement.replyCode}`;
+        span.setStatus({ code: SpanStatusCode.ERROR, message: `${settlement.outcome}${code}` });
       }
       return settlement;
     } catch (error) {

@@ -113,7 +113,12 @@ export class InstanceHeartbeat {
 
   private async write(lanes: Record<string, InstanceLaneState>, now: number): Promise<void> {
     try {
-      await writeHeartbeat(this.database, { ...this.instance, startedAt: this.startedAt, lanes });
+      await writeHeartbeat(this.database, {
+        ...this.instance,
+        startedAt: this.startedAt,
+        heartbeatMs: this.heartbeatMs,
+        lanes,
+      });
       this.last = { at: now, lanes };
       if (this.failing) this.logger.log({ msg: 'the instance heartbeat is written again', instance: this.instance.id });
       this.failing = false;

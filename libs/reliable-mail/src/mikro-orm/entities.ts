@@ -190,6 +190,7 @@ export const MailInstance = defineEntity({
     pid: p.integer(),
     startedAt: timestamp(),
     heartbeatAt: timestamp(),
+    heartbeatMs: p.integer(),
     lanes: p.json<Record<string, InstanceLaneState>>(),
   },
 });

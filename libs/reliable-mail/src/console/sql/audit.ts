@@ -20,9 +20,14 @@ export interface AuditRecord {
   action: string;
   reason: string | null;
   filter: Record<string, unknown> | null;
-  outbox_ids: string[];
+  rows: number;
+  first_outbox_id: string | null;
   created_at: Date | string;
 }
+
+/** An entry as the console reads it, `a` the audit table: how many rows, not which, beyond the first. */
+export const AUDIT_COLUMNS = `a.id, a.actor, a.action, a.reason, a.filter, cardinality(a.outbox_ids) as rows,
+  a.outbox_ids[1] as first_outbox_id, a.created_at`;
 
 export function toAuditEntry(row: AuditRecord): AuditEntry {
   return {
@@ -31,7 +36,8 @@ export function toAuditEntry(row: AuditRecord): AuditEntry {
     action: row.action,
     reason: row.reason,
     filter: row.filter,
-    outboxIds: row.outbox_ids,
+    rows: row.rows,
+    firstOutboxId: row.first_outbox_id,
     createdAt: toDate(row.created_at),
   };
 }
@@ -40,8 +46,8 @@ export function toAuditEntry(row: AuditRecord): AuditEntry {
 // audit are kept or lost together. Its id is a UUIDv7, so the newest entries are the primary key's last pages.
 const RECORD = new Statement((t) => ({
   name: 'reliable_mail_console_record_audit',
-  text: `insert into ${t.audit} (id, actor, action, reason, filter, outbox_ids)
-         values ($1, $2, $3, $4, $5::jsonb, $6::uuid[]) returning *`,
+  text: `insert into ${t.audit} as a (id, actor, action, reason, filter, outbox_ids)
+         values ($1, $2, $3, $4, $5::jsonb, $6::uuid[]) returning ${AUDIT_COLUMNS}`,
 }));
 
 export async function recordAudit(db: SqlClient, entry: NewAuditEntry): Promise<AuditEntry> {
@@ -60,7 +66,7 @@ export async function recordAudit(db: SqlClient, entry: NewAuditEntry): Promise<
 // own rows whatever the table's size.
 const LIST = new Statement((t) => ({
   name: 'reliable_mail_console_list_audit',
-  text: `select * from ${t.audit} where ($2::uuid is null or id < $2) order by id desc limit $1`,
+  text: `select ${AUDIT_COLUMNS} from ${t.audit} a where ($2::uuid is null or a.id < $2) order by a.id desc limit $1`,
 }));
 
 export async function listAudit(db: SqlClient, limit: number, before?: string): Promise<AuditEntry[]> {

@@ -37,7 +37,7 @@ export async function mailPage(
   const until = filter.createdBefore ? uuidFloor(filter.createdBefore.getTime() + ID_TIME_MARGIN_MS) : null;
   const rows = await db.query<ListRecord>(
     new Statement((t) => ({
-      text: `select o.id, o.status, o.lane, o.attempts, o.created_at, o.updated_at, o.last_error, o.metadata,
+      text: `select o.id, o.status, o.lane, o.attempts, o.created_at, o.last_error, o.metadata,
                     shown.subject, shown.template, shown.recipients
              from ${t.outbox} o
              cross join lateral (
@@ -63,7 +63,6 @@ interface ListRecord {
   lane: string;
   attempts: number;
   created_at: Date;
-  updated_at: Date;
   last_error: string | null;
   metadata: Record<string, unknown> | null;
   subject: string | null;
@@ -81,7 +80,6 @@ function toListItem(row: ListRecord): MailListItem {
     to: row.recipients,
     attempts: row.attempts,
     createdAt: toDate(row.created_at),
-    updatedAt: toDate(row.updated_at),
     lastError: row.last_error,
     metadata: row.metadata,
   };

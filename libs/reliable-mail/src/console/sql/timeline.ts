@@ -1,7 +1,7 @@
 import { type SqlClient, Statement } from '../../database/sql-client.js';
 import { toDate } from '../../outbox/sql/timestamps.js';
 import type { AuditEntry, PendingEvent } from '../console-data.types.js';
-import { type AuditRecord, toAuditEntry } from './audit.js';
+import { AUDIT_COLUMNS, type AuditRecord, toAuditEntry } from './audit.js';
 
 export interface TimelineExtras {
   traceparent: string | null;
@@ -21,8 +21,8 @@ const EXTRAS = new Statement((t) => ({
     coalesce((select jsonb_agg(jsonb_build_object('id', e.id::text, 'name', e.name, 'createdAt', e.created_at,
                                                   'lockedUntil', e.locked_until) order by e.id)
               from ${t.event} e where e.outbox_id = o.id), '[]'::jsonb) as events,
-    coalesce((select jsonb_agg(to_jsonb(a) order by a.id desc)
-              from ${t.audit} a where a.outbox_ids @> array[o.id]), '[]'::jsonb) as audit
+    coalesce((select jsonb_agg(to_jsonb(entry) order by entry.id desc)
+              from (select ${AUDIT_COLUMNS} from ${t.audit} a where a.outbox_ids @> array[o.id]) entry), '[]'::jsonb) as audit
   from ${t.outbox} o where o.id = $1`,
 }));
 

@@ -1,6 +1,7 @@
+import type { AuditEntry } from '../console-data.types.js';
 import type { Suppression } from '../../outbox/operations.types.js';
 import { html, type Markup } from './html.js';
-import { actionForm, address, canAct, canReadContent, layout, type PageContext, time } from './layout.js';
+import { actionForm, address, canAct, canReadContent, layout, type PageContext, redacted, time } from './layout.js';
 
 /** What an action would do, counted before it is done, and the form that does it. */
 export interface ActionPreview {
@@ -124,7 +125,7 @@ export function suppressionsPage(
                       <td>
                         ${s.source}${s.outboxId ? html` (<a href="${page.base}/mails/${s.outboxId}">mail</a>)` : ''}
                       </td>
-                      <td>${s.reason}</td>
+                      <td>${redacted(page, s.reason)}</td>
                       <td>${time(s.createdAt)}</td>
                       <td>
                         ${
@@ -141,5 +142,52 @@ export function suppressionsPage(
         </tbody>
       </table>
       ${next ? html`<p><a rel="next" href="${page.base}/suppressions?from=${encodeURIComponent(search)}&after=${encodeURIComponent(next)}">More →</a></p>` : ''}`,
+  );
+}
+
+export function auditPage(page: PageContext, entries: AuditEntry[], next: string | null): Markup {
+  return layout(
+    page,
+    'Audit',
+    '/audit',
+    html`<p class="muted">Every action taken through the console, newest first.</p>
+      <table data-testid="audit">
+        <thead>
+          <tr>
+            <th>when</th>
+            <th>who</th>
+            <th>what</th>
+            <th>why</th>
+            <th>mails</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            entries.length === 0
+              ? html`<tr>
+                  <td colspan="5" class="muted">No action yet.</td>
+                </tr>`
+              : entries.map(
+                  (entry) =>
+                    html`<tr>
+                      <td>${time(entry.createdAt)}</td>
+                      <td>${entry.actor}</td>
+                      <td>${entry.action}</td>
+                      <td>${redacted(page, entry.reason)}</td>
+                      <td>
+                        ${
+                          entry.firstOutboxId
+                            ? html`<a href="${page.base}/mails/${entry.firstOutboxId}"
+                                >${entry.rows === 1 ? 'the mail' : `${entry.rows.toLocaleString('en')} mails, the first`}</a
+                              >`
+                            : '—'
+                        }
+                      </td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+      ${next ? html`<p><a rel="next" href="${page.base}/audit?before=${next}">Older →</a></p>` : ''}`,
   );
 }

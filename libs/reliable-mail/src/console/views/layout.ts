@@ -24,6 +24,7 @@ const SECTIONS = [
   ['', 'Overview'],
   ['/mails', 'Mails'],
   ['/suppressions', 'Suppressions'],
+  ['/audit', 'Audit'],
 ] as const;
 
 export function layout(page: PageContext, title: string, section: string, body: Markup): Markup {
@@ -78,6 +79,18 @@ export function time(value: Date | string | null | undefined): Markup | string {
 
 export function statusBadge(status: string): Markup {
   return html`<span class="status status-${status}">${status}</span>`;
+}
+
+/** Anything shaped like an address, wherever it sits: in a reply (`550 5.1.1 <ann@…>`), a reason, a key. */
+const ADDRESS_LIKE = /[^\s<>()[\],;:"']+@[^\s<>()[\],;:"']+/g;
+
+/**
+ * Text from a server, a provider or an operator, shown to who may not read content with every address in it
+ * replaced: the replies and reasons of a mail are an operator's business, its recipients are personal data.
+ */
+export function redacted(page: PageContext, text: string | null | undefined): string {
+  if (!text) return '';
+  return canReadContent(page) ? text : text.replace(ADDRESS_LIKE, '(address hidden)');
 }
 
 /** An address shown only to who may read content: recipients' addresses are personal data. */

@@ -1,7 +1,7 @@
 import type { MailPage } from '../console-data.types.js';
 import { OUTBOX_STATUSES } from '../../outbox/mail.types.js';
 import { html, type Markup } from './html.js';
-import { address, canAct, layout, type PageContext, statusBadge, time } from './layout.js';
+import { address, canAct, canReadContent, layout, type PageContext, redacted, statusBadge, time } from './layout.js';
 
 /** The Mails view's filter as the URL carries it, so that a link shows the same mails to whoever opens it. */
 export interface MailsQuery {
@@ -38,6 +38,13 @@ export function filterQuery(query: MailsQuery): string {
     if (value) params.set(field, value);
   }
   return params.toString();
+}
+
+/** A mail's business metadata on one line, `orderId=1234 source="orders"`, as the metadata filter takes it. */
+function metadataLine(metadata: Record<string, unknown> | null): string {
+  return Object.entries(metadata ?? {})
+    .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
+    .join(' ');
 }
 
 function field(name: keyof MailsQuery, label: string, query: MailsQuery, hint = ''): Markup {
@@ -92,6 +99,7 @@ export function mailsPage(page: PageContext, query: MailsQuery, result: MailPage
             <th>to</th>
             <th>subject</th>
             <th>attempts</th>
+            <th>metadata</th>
             <th>last error</th>
           </tr>
         </thead>
@@ -99,7 +107,7 @@ export function mailsPage(page: PageContext, query: MailsQuery, result: MailPage
           ${
             result.items.length === 0
               ? html`<tr>
-                  <td colspan="7" class="muted">No mail matches.</td>
+                  <td colspan="8" class="muted">No mail matches.</td>
                 </tr>`
               : result.items.map(
                   (item) =>
@@ -109,10 +117,16 @@ export function mailsPage(page: PageContext, query: MailsQuery, result: MailPage
                       <td>${item.lane}</td>
                       <td>${item.to.map((to, index) => html`${index > 0 ? ', ' : ''}${address(page, to)}`)}</td>
                       <td>
-                        ${page.access.permissions.includes('content') ? item.subject : html`<span class="hidden-content">hidden</span>`}
+                        ${
+                          canReadContent(page)
+                            ? item.subject ||
+                              (item.template ? html`<span class="muted">template ${item.template}</span>` : '')
+                            : html`<span class="hidden-content">hidden</span>`
+                        }
                       </td>
                       <td>${item.attempts}</td>
-                      <td class="error">${item.lastError ?? ''}</td>
+                      <td class="metadata">${metadataLine(item.metadata)}</td>
+                      <td class="error">${redacted(page, item.lastError)}</td>
                     </tr>`,
                 )
           }

@@ -1,8 +1,10 @@
 import type { MailTimeline } from '../console-data.types.js';
-import type { MailPayload, OutboxAttempt } from '../../outbox/mail.types.js';
+import type { MailPayload, OutboxAttempt, StoredAttachment } from '../../outbox/mail.types.js';
+import { CANCELLABLE_STATUSES } from '../../outbox/sql/cancel.js';
+import { REQUEUABLE_STATUSES } from '../../outbox/sql/requeue.js';
 import type { OutboxFeedback } from '../../outbox/feedback.types.js';
 import { html, type Markup } from './html.js';
-import { address, canAct, canReadContent, layout, type PageContext, statusBadge, time } from './layout.js';
+import { address, canAct, canReadContent, layout, type PageContext, redacted, statusBadge, time } from './layout.js';
 
 /** One line of a mail's life, placed by its time. */
 interface Step {
@@ -11,12 +13,11 @@ interface Step {
   body: Markup;
 }
 
-const REQUEUABLE = new Set(['failed', 'dead', 'expired', 'cancelled', 'suppressed']);
-
 /** A reply as the server gave it, which begins with its code; the code alone where no text came. */
-function replyOf(code: number | null, enhanced: string | null, text: string | null): string {
-  if (text && code !== null && text.startsWith(String(code))) return text;
-  return [code, enhanced, text].filter((part) => part !== null && part !== '').join(' ');
+function replyOf(page: PageContext, code: number | null, enhanced: string | null, text: string | null): string {
+  const shown = redacted(page, text);
+  if (shown && code !== null && shown.startsWith(String(code))) return shown;
+  return [code, enhanced, shown].filter((part) => part !== null && part !== '').join(' ');
 }
 
 function recipients(page: PageContext, attempt: OutboxAttempt): Markup | string {
@@ -26,7 +27,7 @@ function recipients(page: PageContext, attempt: OutboxAttempt): Markup | string 
       (r) =>
         html`<li>
           ${address(page, r.address)}: <strong>${r.status}</strong>
-          <span class="reply">${replyOf(r.replyCode, r.enhancedStatus, r.reply)}</span>
+          <span class="reply">${replyOf(page, r.replyCode, r.enhancedStatus, r.reply)}</span>
           ${r.providerMessageId ? html`<small>provider id ${r.providerMessageId}</small>` : ''}
         </li>`,
     )}
@@ -43,7 +44,7 @@ function attemptStep(page: PageContext, attempt: OutboxAttempt): Step {
       >
       ${
         attempt.replyCode !== null || attempt.reply
-          ? html`<div class="reply">${replyOf(attempt.replyCode, attempt.enhancedStatus, attempt.reply)}</div>`
+          ? html`<div class="reply">${replyOf(page, attempt.replyCode, attempt.enhancedStatus, attempt.reply)}</div>`
           : ''
       }
       ${attempt.providerMessageId ? html`<div>provider message id <code>${attempt.providerMessageId}</code></div>` : ''}
@@ -59,7 +60,7 @@ function feedbackStep(page: PageContext, report: OutboxFeedback): Step {
     body: html`<strong>${report.kind}${report.bounceType ? ` (${report.bounceType})` : ''}</strong>
       for ${address(page, report.recipient)}, reported by ${report.source}
       ${report.status ? html`<code>${report.status}</code>` : ''}
-      <div class="reply">${report.diagnostic ?? ''}</div>
+      <div class="reply">${redacted(page, report.diagnostic)}</div>
       <small class="muted">received ${time(report.receivedAt)}</small>`,
   };
 }
@@ -71,7 +72,7 @@ function steps(page: PageContext, timeline: MailTimeline): Step[] {
       at: new Date(row.createdAt),
       kind: 'enqueued',
       body: html`<strong>Enqueued</strong> in lane ${row.lane}
-        ${row.idempotencyKey ? html`with idempotency key <code>${row.idempotencyKey}</code>` : ''}`,
+        ${row.idempotencyKey ? html`with idempotency key <code>${redacted(page, row.idempotencyKey)}</code>` : ''}`,
     },
     ...row.attemptLog.map((attempt) => attemptStep(page, attempt)),
     ...row.feedback.map((report) => feedbackStep(page, report)),
@@ -84,8 +85,9 @@ function steps(page: PageContext, timeline: MailTimeline): Step[] {
     ...timeline.audit.map((entry) => ({
       at: new Date(entry.createdAt),
       kind: 'audit',
-      body: html`<strong>${entry.action}</strong> by ${entry.actor}${entry.reason ? html`: “${entry.reason}”` : ''}
-        ${entry.outboxIds.length > 1 ? html`<span class="muted">(with ${entry.outboxIds.length - 1} other mails)</span>` : ''}`,
+      body: html`<strong>${entry.action}</strong> by
+        ${entry.actor}${entry.reason ? html`: “${redacted(page, entry.reason)}”` : ''}
+        ${entry.rows > 1 ? html`<span class="muted">(with ${entry.rows - 1} other mails)</span>` : ''}`,
     })),
   ];
   if (row.requeuedAt && !timeline.audit.some((entry) => entry.action === 'requeue')) {
@@ -103,7 +105,7 @@ function headers(page: PageContext, payload: MailPayload): Markup {
   const list = (values: { address: string; name?: string }[]) =>
     values.map(
       (value, index) =>
-        html`${index > 0 ? ', ' : ''}${value.name ? `${value.name} ` : ''}&lt;${address(page, value.address)}&gt;`,
+        html`${index > 0 ? ', ' : ''}${value.name && canReadContent(page) ? `${value.name} ` : ''}&lt;${address(page, value.address)}&gt;`,
     );
   return html`<table class="headers">
     <tr>
@@ -152,19 +154,21 @@ function headers(page: PageContext, payload: MailPayload): Markup {
   </table>`;
 }
 
-function attachments(payload: MailPayload): Markup | string {
+/** Attachments' names and sizes; a name is content, and a fetched one's reference may be a signed URL. */
+function attachments(page: PageContext, payload: MailPayload): Markup | string {
   const list = payload.v === 2 ? (payload.attachments ?? []) : [];
   if (list.length === 0) return '';
+  const size = (attachment: StoredAttachment) =>
+    'content' in attachment
+      ? `${Math.floor((attachment.content.length * 3) / 4).toLocaleString('en')} bytes`
+      : 'fetched at send';
   return html`<h3>Attachments</h3>
     <ul>
       ${list.map(
         (attachment) =>
           html`<li>
-            ${attachment.filename}
-            <span class="muted"
-              >${attachment.contentType},
-              ${'content' in attachment ? `${Math.floor((attachment.content.length * 3) / 4).toLocaleString('en')} bytes` : `fetched at send: ${attachment.ref}`}</span
-            >
+            ${canReadContent(page) ? attachment.filename : html`<span class="hidden-content">name hidden</span>`}
+            <span class="muted">${attachment.contentType}, ${size(attachment)}</span>
           </li>`,
       )}
     </ul>`;
@@ -174,8 +178,10 @@ function actions(page: PageContext, timeline: MailTimeline): Markup | string {
   if (!canAct(page)) return '';
   const { row } = timeline;
   const links = [
-    REQUEUABLE.has(row.status) ? html`<a class="button" href="${page.base}/mails/${row.id}/requeue">Requeue…</a>` : '',
-    row.status === 'pending' || row.status === 'sending'
+    REQUEUABLE_STATUSES.includes(row.status)
+      ? html`<a class="button" href="${page.base}/mails/${row.id}/requeue">Requeue…</a>`
+      : '',
+    CANCELLABLE_STATUSES.includes(row.status)
       ? html`<a class="button" href="${page.base}/mails/${row.id}/cancel">Cancel…</a>`
       : '',
   ];
@@ -219,7 +225,7 @@ export function timelinePage(page: PageContext, timeline: MailTimeline, images: 
         ${
           row.lastError
             ? html`<dt>last error</dt>
-                <dd class="error">${row.lastError}</dd>`
+                <dd class="error">${redacted(page, row.lastError)}</dd>`
             : ''
         }
       </dl>
@@ -250,7 +256,7 @@ export function timelinePage(page: PageContext, timeline: MailTimeline, images: 
         }
       </ol>
       <h2>Message</h2>
-      ${headers(page, row.payload)} ${attachments(row.payload)}
+      ${headers(page, row.payload)} ${attachments(page, row.payload)}
       ${
         canReadContent(page)
           ? html`<p>

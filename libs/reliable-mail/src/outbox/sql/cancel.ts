@@ -14,7 +14,7 @@ const CANCEL = new Statement((t) => ({
     set status = case when status = 'pending' then 'cancelled' else status end,
         cancel_requested_at = case when status = 'sending' then now() else cancel_requested_at end,
         updated_at = now()
-    where id = $1 and status in ('pending', 'sending')
+    where id = any($1::uuid[]) and status in ('pending', 'sending')
     returning id, status, message_id, idempotency_key, attempts, accepted_recipients, metadata
   ), event as (
     insert into ${t.event} (outbox_id, name, payload, locked_until)
@@ -27,16 +27,30 @@ const CANCEL = new Statement((t) => ({
            now()
     from cancelled where status = 'cancelled'
   )
-  select status from cancelled`,
+  select id, status from cancelled`,
 }));
+
+/** The statuses a cancel changes: a pending row at once, a row being sent by its settle. */
+export const CANCELLABLE_STATUSES: readonly OutboxStatus[] = ['pending', 'sending'];
 
 const STATUS_OF = new Statement((t) => ({ text: `select status from ${t.outbox} where id = $1` }));
 
 /** Cancels the row, or asks its sender to; returns its status afterwards, or null when there is no such row. */
 export async function cancelRow(db: SqlClient, id: string): Promise<OutboxStatus | null> {
-  const [changed] = await db.query<{ status: OutboxStatus }>(CANCEL, [id, EMAIL_FAILED_EVENT]);
+  const [changed] = await cancelRows(db, [id]);
   if (changed) return changed.status;
   // A statement of its own: one that waited for a concurrent settle must see what that settle committed.
   const [current] = await db.query<{ status: OutboxStatus }>(STATUS_OF, [id]);
   return current ? current.status : null;
+}
+
+/**
+ * Cancels the pending rows among `ids` and asks the senders of those being sent to, in one statement; returns the
+ * rows it changed (`cancelled`, or `sending` with the request), not those that had moved on.
+ */
+export function cancelRows(
+  db: SqlClient,
+  ids: readonly string[],
+): Promise<Array<{ id: string; status: OutboxStatus }>> {
+  return db.query<{ id: string; status: OutboxStatus }>(CANCEL, [ids, EMAIL_FAILED_EVENT]);
 }

@@ -22,10 +22,10 @@ const HEARTBEAT = new Statement((t) => ({
         for update skip locked
       ))
     )
-    insert into ${t.instance} (id, host, pid, started_at, heartbeat_at, lanes)
-    values ($1, $2, $3, $4, now(), $5::jsonb)
+    insert into ${t.instance} (id, host, pid, started_at, heartbeat_at, heartbeat_ms, lanes)
+    values ($1, $2, $3, $4, now(), $6, $5::jsonb)
     on conflict (id) do update set host = excluded.host, pid = excluded.pid, started_at = excluded.started_at,
-      heartbeat_at = excluded.heartbeat_at, lanes = excluded.lanes`,
+      heartbeat_at = excluded.heartbeat_at, heartbeat_ms = excluded.heartbeat_ms, lanes = excluded.lanes`,
 }));
 
 /** An instance that shuts down takes its row with it: the console shows the instances that run. */
@@ -34,11 +34,14 @@ const REMOVE = new Statement((t) => ({
   text: `delete from ${t.instance} where id = $1`,
 }));
 
-/** Every instance's row, the longest running first, stale once its heartbeat is more than $1 ms old by the clock that wrote it. */
+/**
+ * Every instance's row, the longest running first, stale once three of its own heartbeats are missing by the clock
+ * that wrote them: instances may be configured apart.
+ */
 // Unnamed: the console's, run now and then.
 const INSTANCES = new Statement((t) => ({
   text: `select id, host, pid, started_at, heartbeat_at, lanes,
-      heartbeat_at < now() - $1::float8 * interval '1 millisecond' as stale
+      heartbeat_at < now() - 3 * heartbeat_ms * interval '1 millisecond' as stale
     from ${t.instance} order by started_at, id`,
 }));
 
@@ -47,19 +50,21 @@ export interface Heartbeat {
   host: string;
   pid: number;
   startedAt: Date;
+  /** The instance's `dispatcher.heartbeatMs`, by which a reader tells a stale row. */
+  heartbeatMs: number;
   lanes: Record<string, InstanceLaneState>;
 }
 
 export async function writeHeartbeat(db: SqlClient, heartbeat: Heartbeat): Promise<void> {
-  const { id, host, pid, startedAt, lanes } = heartbeat;
-  await db.query(HEARTBEAT, [id, host, pid, startedAt, JSON.stringify(lanes)]);
+  const { id, host, pid, startedAt, heartbeatMs, lanes } = heartbeat;
+  await db.query(HEARTBEAT, [id, host, pid, startedAt, JSON.stringify(lanes), heartbeatMs]);
 }
 
 export async function removeInstance(db: SqlClient, id: string, bound?: QueryBound): Promise<void> {
   await db.query(REMOVE, [id], bound);
 }
 
-export async function listInstances(db: SqlClient, staleAfterMs: number): Promise<InstanceState[]> {
+export async function listInstances(db: SqlClient): Promise<InstanceState[]> {
   const rows = await db.query<{
     id: string;
     host: string;
@@ -68,7 +73,7 @@ export async function listInstances(db: SqlClient, staleAfterMs: number): Promis
     heartbeat_at: Date;
     lanes: Record<string, InstanceLaneState>;
     stale: boolean;
-  }>(INSTANCES, [staleAfterMs]);
+  }>(INSTANCES, []);
   return rows.map((row) => ({
     id: row.id,
     host: row.host,

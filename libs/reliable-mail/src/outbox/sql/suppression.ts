@@ -13,12 +13,19 @@ interface SuppressionRecord {
   created_at: Date | string;
 }
 
-export async function listSuppressions(db: SqlClient, limit: number, after?: string): Promise<Suppression[]> {
+/** Addresses in order, after `after` (a page's last, excluded) and from `from` (a search's start, included). */
+export async function listSuppressions(
+  db: SqlClient,
+  limit: number,
+  after?: string,
+  from?: string,
+): Promise<Suppression[]> {
   const rows = await db.query<SuppressionRecord>(
     new Statement((t) => ({
-      text: `select * from ${t.suppression} where ($2::text is null or address > $2) order by address limit $1`,
+      text: `select * from ${t.suppression} where ($2::text is null or address > $2) and ($3::text is null or address >= $3)
+             order by address limit $1`,
     })),
-    [limit, after ?? null],
+    [limit, after ?? null, from ?? null],
   );
   return rows.map((row) => ({
     address: row.address,

@@ -69,6 +69,7 @@ export const consoleTables: SchemaVersion = {
         "pid" int not null,
         "started_at" timestamptz not null,
         "heartbeat_at" timestamptz not null,
+        "heartbeat_ms" int not null,
         "lanes" jsonb not null
       )`,
     ];
