@@ -43,7 +43,7 @@ const STATUS = `case when g > $1::int - ${SENDING} then 'sending'
 
 const POPULATE_OUTBOX = `insert into ${tables.outbox} (id, idempotency_key, message_id, status, lane, payload, metadata,
     attempts, max_attempts, next_attempt_at, last_error, provider_message_id, provider_message_ids, created_at,
-    sent_at, updated_at, traceparent)
+    sent_at, updated_at, traceparent, recipients)
   select id, case when g % 4 = 0 then 'order-' || g end, '<' || id || '@bench.example.com>', status,
     case when g % 20 = 0 then 'critical' when g % 20 < 6 then 'bulk' else 'default' end,
     jsonb_build_object('v', 1, 'from', jsonb_build_object('address', 'bench@example.com'),
@@ -61,7 +61,10 @@ const POPULATE_OUTBOX = `insert into ${tables.outbox} (id, idempotency_key, mess
     case when status = 'sent' and g % 10 = 0 then array['ses-' || g || '-a', 'ses-' || g || '-b'] end,
     created, case when status = 'sent' then created + latency end,
     case when status in ('pending', 'sending') then created else created + latency end,
-    '00-' || md5(g::text) || '-' || substr(md5('span' || g), 1, 16) || '-01'
+    '00-' || md5(g::text) || '-' || substr(md5('span' || g), 1, 16) || '-01',
+    array_remove(array[lower(case when g % 7 = 0 then 'Customer' else 'customer' end || (g % ${CUSTOMERS}) || '@Example.com'),
+      case when g % 3 = 0 then 'support' || (g % 1000) || '@example.org' end,
+      case when g % 10 = 0 then 'audit@example.com' end], null)
   from (select g, ${CREATED} as created, ${uuid7(CREATED, 'g::text')} as id, ${STATUS} as status,
                (200 + g * 13 % 5000) * interval '1 millisecond' as latency
         from generate_series($4::bigint, $5::bigint) g) r`;
@@ -130,8 +133,8 @@ async function populate(client: pg.Client): Promise<void> {
      select 'bounced' || s || '@example.com', '550 5.1.1 no such user', 'bounce' from generate_series(1, 10000) s`,
   );
   await client.query(
-    `insert into ${tables.instance} (id, host, pid, started_at, heartbeat_at, lanes)
-     select 'bench-' || i, 'host-' || i, 1000 + i, now() - interval '1 day', now() - (case when i = 3 then 300 else 5 end) * interval '1 second',
+    `insert into ${tables.instance} (id, host, pid, started_at, heartbeat_at, heartbeat_ms, lanes)
+     select 'bench-' || i, 'host-' || i, 1000 + i, now() - interval '1 day', now() - (case when i = 3 then 300 else 5 end) * interval '1 second', 10000,
             '{"default": {"state": "running", "reason": null, "until": null, "inFlight": 4}}'::jsonb
      from generate_series(1, 3) i`,
   );

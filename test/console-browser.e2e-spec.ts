@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { type ConsoleAccess, MailOutboxService } from '@reliable-mail/nestjs';
 import type { Page } from 'playwright-core';
-import { createDemoApp } from '../apps/demo/src/app.module.js';
+import { listeningDemo, serving } from './support/console-demo.js';
 import { launchBrowser, type TestBrowser } from './support/browser.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
@@ -110,28 +109,19 @@ describe.each(['express', 'fastify'] as const)('the mail console in Chromium, on
     await smtp.listen();
     // Short polls and retries; a mail deferred for 2 s is dead.
     const mail = testMailOptions(smtp.url, { retry: { baseDelayMs: 100, maxDelayMs: 400, maxAgeMs: 2_000 } });
-    app = await createDemoApp({
+    const demo = {
       databaseUrl: database.url,
       smtpUrl: smtp.url,
-      logger: false,
       platform,
       mail,
       console: { authorize },
       webhooks: { postmark: { basicAuth: POSTMARK } },
-    });
-    await app.listen(0, '127.0.0.1');
-    baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+    };
+    ({ app, url: baseUrl } = await listeningDemo(demo));
     // The same database and console, read-only; it sends nothing.
-    readOnlyApp = await createDemoApp({
-      databaseUrl: database.url,
-      smtpUrl: smtp.url,
-      logger: false,
-      platform,
-      mail: { ...mail, dispatcher: { ...mail.dispatcher, enabled: false } },
-      console: { authorize, readOnly: true },
-    });
-    await readOnlyApp.listen(0, '127.0.0.1');
-    readOnlyUrl = `http://127.0.0.1:${(readOnlyApp.getHttpServer().address() as AddressInfo).port}`;
+    ({ app: readOnlyApp, url: readOnlyUrl } = await listeningDemo(
+      serving({ ...demo, console: { authorize, readOnly: true } }),
+    ));
     browser = await launchBrowser();
 
     mails.first = await order('ann@example.org');

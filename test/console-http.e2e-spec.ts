@@ -1,5 +1,4 @@
 import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import {
@@ -9,7 +8,8 @@ import {
   MailOutboxService,
   type ReliableMailOptions,
 } from '@reliable-mail/nestjs';
-import { createDemoApp } from '../apps/demo/src/app.module.js';
+import type { createDemoApp } from '../apps/demo/src/app.module.js';
+import { listeningDemo, serving } from './support/console-demo.js';
 import { SmtpTestServer } from './support/smtp-test-server.js';
 import { testMailOptions, waitFor } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase, withClient } from './support/test-database.js';
@@ -197,19 +197,15 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     consoleOptions: Parameters<typeof createDemoApp>[0]['console'],
     prepare: (app: INestApplication) => void = () => undefined,
   ): Promise<{ app: INestApplication; port: number; url: string }> {
-    const other = await createDemoApp({
-      databaseUrl: database.url,
-      smtpUrl: smtp.url,
-      logger: false,
-      platform,
-      mail: { ...mail, dispatcher: { ...mail.dispatcher, enabled: false } },
-      console: consoleOptions,
-    });
-    others.push(other);
-    prepare(other);
-    await other.listen(0, '127.0.0.1');
-    const port = (other.getHttpServer().address() as AddressInfo).port;
-    return { app: other, port, url: `http://127.0.0.1:${port}` };
+    const { app: other, url } = await listeningDemo(
+      serving({ databaseUrl: database.url, smtpUrl: smtp.url, platform, mail, console: consoleOptions }),
+      (created) => {
+        others.push(created);
+        prepare(created);
+      },
+    );
+    const port = Number(new URL(url).port);
+    return { app: other, port, url };
   }
 
   beforeAll(async () => {
@@ -218,16 +214,13 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     smtp.script = { onRcptTo: (recipient) => (refused.has(recipient) ? refusal(recipient) : undefined) };
     await smtp.listen();
     mail = testMailOptions(smtp.url);
-    app = await createDemoApp({
+    ({ app, url: baseUrl } = await listeningDemo({
       databaseUrl: database.url,
       smtpUrl: smtp.url,
-      logger: false,
       platform,
       mail,
       console: { authorize },
-    });
-    await app.listen(0, '127.0.0.1');
-    baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+    }));
 
     const [ann, bob, carol, invoice, keyed] = await enqueueAndSettle([
       { mail: { to: 'ann.private@example.com', subject: 'Welcome', text: 'Hello.' } },
@@ -501,13 +494,12 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     const auditsOf = (action: string) =>
       sql(`select actor, reason, outbox_ids from reliable_mail.mail_console_audit where action = $1`, [action]);
 
-    const addPage = await pageWithToken('/mail/suppressions/add?address=Frank@Example.com', OPERATOR);
-    const added = await post(
-      '/mail/suppressions/add',
-      OPERATOR,
-      { address: 'Frank@Example.com', reason: 'asked by phone' },
-      addPage.cookie,
-    );
+    /** The action's page, then its form as that page posts it. */
+    const act = async (verb: 'add' | 'remove', address: string, reason: string) => {
+      const { cookie } = await pageWithToken(`/mail/suppressions/${verb}?address=${address}`, OPERATOR);
+      return post(`/mail/suppressions/${verb}`, OPERATOR, { address, reason }, cookie);
+    };
+    const added = await act('add', 'Frank@Example.com', 'asked by phone');
     expect(added.status).toBe(303);
     expect(await listed()).toContain('frank@example.com');
     expect(await listed()).not.toContain('Frank@Example.com');
@@ -524,13 +516,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     const searchUpper = await get('/mail/suppressions?from=Frank@Example.com', OPERATOR);
     expect(textFrom(searchUpper.body, 'suppressions', 100_000)).toContain('frank@example.com');
 
-    const removePage = await pageWithToken('/mail/suppressions/remove?address=frank@example.com', OPERATOR);
-    const removed = await post(
-      '/mail/suppressions/remove',
-      OPERATOR,
-      { address: 'frank@example.com', reason: 'customer asked again' },
-      removePage.cookie,
-    );
+    const removed = await act('remove', 'frank@example.com', 'customer asked again');
     expect(removed.status).toBe(303);
     expect(await listed()).not.toContain('frank@example.com');
     expect(await auditsOf('unsuppress')).toEqual([
@@ -541,12 +527,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
 
     // Taking off an address that is not on the list changes nothing, so nothing is recorded.
     const audits = await auditCount();
-    const notListed = await post(
-      '/mail/suppressions/remove',
-      OPERATOR,
-      { address: 'nobody@example.com', reason: 'just in case' },
-      removePage.cookie,
-    );
+    const notListed = await act('remove', 'nobody@example.com', 'just in case');
     expect(notListed.status).toBeLessThan(500);
     expect(await auditCount()).toBe(audits);
   });

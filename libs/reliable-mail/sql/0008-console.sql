@@ -2,8 +2,9 @@
 begin;
 alter table reliable_mail.mail_outbox add column "traceparent" text null;
 alter table reliable_mail.mail_outbox add column "tracestate" text null;
-create index if not exists "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null;
-create index if not exists "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin ((lower(jsonb_path_query_array(coalesce("payload"->'to', '[]') || coalesce("payload"->'cc', '[]') || coalesce("payload"->'bcc', '[]'), '$[*].address')::text)::jsonb) jsonb_path_ops);
+alter table reliable_mail.mail_outbox add column "recipients" text[] null;
+create index if not exists "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null and "status" not in ('pending', 'sending');
+create index if not exists "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin ("recipients") where "status" not in ('pending', 'sending');
 create index if not exists "mail_outbox_unsent_final_index" on reliable_mail.mail_outbox ("status", "lane") where "status" in ('failed', 'dead', 'cancelled', 'expired', 'suppressed');
 create table reliable_mail.mail_console_audit (
         "id" uuid primary key,

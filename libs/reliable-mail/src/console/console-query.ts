@@ -1,9 +1,35 @@
 import { OutboxFilterError } from '../errors.js';
 import type { ConsoleFilter } from './console-data.types.js';
-import { MAILS_QUERY_FIELDS, type MailsQuery } from './views/mails.view.js';
 
 // The Mails view's URL as a filter. What the URL cannot say (a metadata value's type, a time zone) is settled here
 // the same way every time, so that a shared link finds the same mails.
+
+/** The Mails view's filter as the URL carries it, so that a link shows the same mails to whoever opens it. */
+export interface MailsQuery {
+  status?: string;
+  lane?: string;
+  recipient?: string;
+  key?: string;
+  messageId?: string;
+  providerMessageId?: string;
+  /** `name=value`: a value that reads as JSON (1234, true, "1234") is that value, any other is a string. */
+  meta?: string;
+  from?: string;
+  to?: string;
+  before?: string;
+}
+
+export const MAILS_QUERY_FIELDS: readonly (keyof MailsQuery)[] = [
+  'status',
+  'lane',
+  'recipient',
+  'key',
+  'messageId',
+  'providerMessageId',
+  'meta',
+  'from',
+  'to',
+];
 
 /** `name=value`, the value as JSON where it reads as JSON (1234, true, "1234"), otherwise as the text it is. */
 function metadataOf(text: string): Record<string, unknown> {

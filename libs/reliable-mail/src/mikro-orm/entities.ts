@@ -80,6 +80,7 @@ export const MailOutbox = defineEntity({
     updatedAt: timestamp().defaultRaw('now()'),
     traceparent: p.text().nullable(),
     tracestate: p.text().nullable(),
+    recipients: p.array().nullable(),
   },
 });
 

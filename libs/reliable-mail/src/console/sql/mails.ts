@@ -1,6 +1,6 @@
 import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { OutboxStatus } from '../../outbox/mail.types.js';
-import { type SearchFilter, whereOf } from '../../outbox/sql/filter.js';
+import { hasSearchedKey, type SearchedRows, type SearchFilter, type Where, whereOf } from '../../outbox/sql/filter.js';
 import { toDate } from '../../outbox/sql/timestamps.js';
 import type { MailListItem } from '../console-data.types.js';
 
@@ -24,7 +24,8 @@ function uuidFloor(ms: number): string {
  * creation bounds the walk too, through the ids (see ID_TIME_MARGIN_MS): without it `createdBefore` a week ago had
  * to read every newer row to find its first one (1 s at 1,000,000 rows). A row of the list carries its subject,
  * template and `to` addresses, not its payload or history: what the list shows, read in one pass over the payload.
- * One row more than the page tells whether there is a next one.
+ * One row more than the page tells whether there is a next one. A recipient or a metadata value is searched in the
+ * closed rows and the open ones apart, a page of each, merged (see SearchedRows).
  */
 export async function mailPage(
   db: SqlClient,
@@ -32,10 +33,25 @@ export async function mailPage(
   limit: number,
   before?: string,
 ): Promise<{ items: MailListItem[]; next: string | null }> {
-  const where = whereOf(filter, 5);
+  const sides: SearchedRows[] = hasSearchedKey(filter) ? ['closed', 'open'] : ['all'];
+  const pages = await Promise.all(sides.map((rows) => pageOf(db, whereOf(filter, 5, rows), filter, limit, before)));
+  const rows = pages.flat().sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return {
+    items: rows.slice(0, limit).map(toListItem),
+    next: rows.length > limit ? rows[limit - 1].id : null,
+  };
+}
+
+async function pageOf(
+  db: SqlClient,
+  where: Where,
+  filter: SearchFilter,
+  limit: number,
+  before?: string,
+): Promise<ListRecord[]> {
   const from = filter.createdAfter ? uuidFloor(filter.createdAfter.getTime() - ID_TIME_MARGIN_MS) : null;
   const until = filter.createdBefore ? uuidFloor(filter.createdBefore.getTime() + ID_TIME_MARGIN_MS) : null;
-  const rows = await db.query<ListRecord>(
+  return db.query<ListRecord>(
     new Statement((t) => ({
       text: `select o.id, o.status, o.lane, o.attempts, o.created_at, o.last_error, o.metadata,
                     shown.subject, shown.template, shown.recipients
@@ -51,10 +67,6 @@ export async function mailPage(
     })),
     [limit + 1, before ?? null, from, until, ...where.values],
   );
-  return {
-    items: rows.slice(0, limit).map(toListItem),
-    next: rows.length > limit ? rows[limit - 1].id : null,
-  };
 }
 
 interface ListRecord {

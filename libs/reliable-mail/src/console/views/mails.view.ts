@@ -1,34 +1,8 @@
 import type { MailPage } from '../console-data.types.js';
+import { MAILS_QUERY_FIELDS, type MailsQuery } from '../console-query.js';
 import { OUTBOX_STATUSES } from '../../outbox/mail.types.js';
 import { html, type Markup } from './html.js';
 import { address, canAct, canReadContent, layout, type PageContext, redacted, statusBadge, time } from './layout.js';
-
-/** The Mails view's filter as the URL carries it, so that a link shows the same mails to whoever opens it. */
-export interface MailsQuery {
-  status?: string;
-  lane?: string;
-  recipient?: string;
-  key?: string;
-  messageId?: string;
-  providerMessageId?: string;
-  /** `name=value`: a value that reads as JSON (1234, true, "1234") is that value, any other is a string. */
-  meta?: string;
-  from?: string;
-  to?: string;
-  before?: string;
-}
-
-export const MAILS_QUERY_FIELDS: readonly (keyof MailsQuery)[] = [
-  'status',
-  'lane',
-  'recipient',
-  'key',
-  'messageId',
-  'providerMessageId',
-  'meta',
-  'from',
-  'to',
-];
 
 /** The filter's fields as a query string, without the page's cursor: what the next page and a bulk action keep. */
 export function filterQuery(query: MailsQuery): string {
