@@ -5,18 +5,18 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { INestApplication } from '@nestjs/common';
 import { type ConsoleAccess, MailOutboxService } from '@reliable-mail/nestjs';
 import type { Page } from 'playwright-core';
-import { listeningDemo, serving } from './support/console-demo.js';
-import { launchBrowser, type TestBrowser } from './support/browser.js';
-import { SmtpTestServer } from './support/smtp-test-server.js';
-import { testMailOptions, waitFor } from './support/test-app.js';
-import { createTestDatabase, type TestDatabase, withClient } from './support/test-database.js';
+import { listeningDemo, serving } from '../support/console-demo.js';
+import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { SmtpTestServer } from '../support/smtp-test-server.js';
+import { testMailOptions, waitFor } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase, withClient } from '../support/test-database.js';
 
 // The console in a real Chromium, against the demo shop on a real PostgreSQL and a real (scripted) SMTP server, on
 // Express and on Fastify. With UPDATE_SCREENSHOTS=1 the Express run also writes the documentation's screenshots
 // (docs/console/*.png); a normal run leaves them alone.
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
-const DOCS = fileURLToPath(new URL('../docs/console/', import.meta.url));
+const DOCS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
 
 /** The operator the browser is: the app's `authorize` knows a requester by this header, and denies any other. */
 const OPERATOR = { 'x-test-user': 'ops@example.com' };
