@@ -274,6 +274,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       '/mail/overview/figures',
       `/mail/mails/${id}`,
       `/mail/mails/${id}/message`,
+      `/mail/mails/${id}/eml`,
       `/mail/mails/${id}/requeue`,
       `/mail/mails/${id}/cancel`,
       '/mail/mails/bulk/requeue',
@@ -325,11 +326,13 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       expect([path, answer.status]).toEqual([path, 200]);
       expect([path, leaks(answer.body, needles)]).toEqual([path, []]);
     }
-    // The message itself needs the content permission.
+    // The message itself needs the content permission, in the frame and as a file.
     for (const id of ids) {
-      const frame = await get(`/mail/mails/${id}/message`, VIEWER);
-      expect([id, frame.status]).toEqual([id, 403]);
-      expect([id, leaks(frame.body, needles)]).toEqual([id, []]);
+      for (const path of [`/mail/mails/${id}/message`, `/mail/mails/${id}/eml`]) {
+        const frame = await get(path, VIEWER);
+        expect([path, frame.status]).toEqual([path, 403]);
+        expect([path, leaks(frame.body, needles)]).toEqual([path, []]);
+      }
     }
 
     // The same pages show them to a requester with the content permission: the pages above did have them to hide.
@@ -359,6 +362,18 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     const frame = await get(`/mail/mails/${privateMails.ann}/message`, READER);
     expect(frame.status).toBe(200);
     expect(frame.body).toContain('Hello.');
+    // The .eml is the message as the transport sends it: the stored Message-ID, the headers, the body.
+    const eml = await get(`/mail/mails/${privateMails.ann}/eml`, READER);
+    expect(eml.status).toBe(200);
+    expect(eml.headers.get('content-type')).toMatch(/^message\/rfc822/);
+    expect(eml.headers.get('content-disposition')).toBe(`attachment; filename="${privateMails.ann}.eml"`);
+    const [{ message_id: messageId }] = await sql<{ message_id: string }>(
+      `select message_id from reliable_mail.mail_outbox where id = $1`,
+      [privateMails.ann],
+    );
+    expect(eml.body).toContain(`Message-ID: ${messageId}`);
+    expect(eml.body).toContain('To: ann.private@example.com');
+    expect(eml.body).toContain('Subject: Welcome');
   });
 
   it('?done= names only the console’s own notices: valueOf and its like answer 200', async () => {

@@ -1,4 +1,5 @@
 import {
+  EmlFileTransport,
   type MailTransport,
   PostmarkMailTransport,
   ResendMailTransport,
@@ -29,8 +30,9 @@ function postmarkHost(url: string | undefined): { useHttps?: boolean; requestHos
 }
 
 /**
- * The provider the demo sends through, from `MAIL_TRANSPORT` (`smtp`, the default, `ses`, `postmark` or
- * `resend`) and the provider's own variables; null for SMTP (`SMTP_URL`, or the capture server).
+ * The provider the demo sends through, from `MAIL_TRANSPORT` (`smtp`, the default, `ses`, `postmark`, `resend`, or
+ * `file`: .eml files in `MAIL_DIR`, no server) and the provider's own variables; null for SMTP (`SMTP_URL`, or the
+ * capture server).
  */
 export function providerFromEnv(env: Env): ProviderChoice | null {
   const kind = optional(env, 'MAIL_TRANSPORT') ?? 'smtp';
@@ -68,7 +70,14 @@ export function providerFromEnv(env: Env): ProviderChoice | null {
         description: `Resend${baseUrl ? ` at ${baseUrl}` : ''} (MAIL_TRANSPORT=resend)`,
       };
     }
+    case 'file': {
+      const directory = optional(env, 'MAIL_DIR') ?? '.data/demo-mail';
+      return {
+        transport: new EmlFileTransport({ directory }),
+        description: `.eml files in ${directory} (MAIL_TRANSPORT=file)`,
+      };
+    }
     default:
-      throw new Error(`MAIL_TRANSPORT must be smtp, ses, postmark or resend, got ${JSON.stringify(kind)}`);
+      throw new Error(`MAIL_TRANSPORT must be smtp, ses, postmark, resend or file, got ${JSON.stringify(kind)}`);
   }
 }

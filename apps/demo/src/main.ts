@@ -13,7 +13,8 @@ import { type ProviderChoice, providerFromEnv } from './mail-transport.env.js';
 //
 //   DATABASE_URL    postgres://user:password@host:port/database (required)
 //   SMTP_URL        smtp://host:port or smtps://user:password@host, unless MAIL_TRANSPORT names a provider
-//   MAIL_TRANSPORT  smtp (the default), ses, postmark or resend, with the provider's variables (mail-transport.env.ts)
+//   MAIL_TRANSPORT  smtp (the default), ses, postmark, resend or file (.eml files in MAIL_DIR), with the provider's
+//                   variables (mail-transport.env.ts)
 //   PORT            default 3000; MAIL_FROM the sender; DEBUG=1 shows reliable-mail's debug log
 //
 // `npm start` runs apps/demo/local/start.ts instead, which starts a PostgreSQL and an SMTP server for whichever of

@@ -144,3 +144,4 @@ export type {
 export { SesMailTransport, type SesTransportOptions } from './transport/ses/ses-mail.transport.js';
 export { PostmarkMailTransport, type PostmarkTransportOptions } from './transport/postmark/postmark-mail.transport.js';
 export { ResendMailTransport, type ResendTransportOptions } from './transport/resend/resend-mail.transport.js';
+export { EmlFileTransport, type EmlFileTransportOptions } from './transport/file/eml-file.transport.js';

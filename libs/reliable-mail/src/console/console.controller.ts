@@ -10,12 +10,15 @@ import {
   Post,
   Query,
   Redirect,
+  UnprocessableEntityException,
   Req,
   Res,
+  StreamableFile,
   type Type,
 } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { MailRenderer } from '../dispatch/mail-renderer.js';
+import { composeMime } from '../transport/outbound-content.js';
 import { MailValidationError, OutboxFilterError } from '../errors.js';
 import { isUuid } from '../shared/uuid.js';
 import { ConsoleActions, type MailAction } from './console-actions.js';
@@ -268,6 +271,34 @@ export function consoleControllerAt(path: string): Type {
       );
       response.header('content-type', 'text/html; charset=utf-8');
       return content.html ?? `<pre style="white-space: pre-wrap">${escapeHtml(content.text ?? '')}</pre>`;
+    }
+
+    /**
+     * The message as the transport would send it (the same MIME, the stored Message-ID), to open in a mail client:
+     * rendered now, from the row, with its attachments fetched as a send fetches them.
+     */
+    @Get('mails/:id/eml')
+    async eml(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('id') id: string,
+    ) {
+      this.requireContent(await this.gate.access(request));
+      const timeline = isUuid(id) ? await this.reader.timeline(id) : null;
+      if (!timeline) throw new NotFoundException(`no mail ${id}`);
+      const { payload, messageId } = timeline.row;
+      const signal = AbortSignal.timeout(PREVIEW_TIMEOUT_MS);
+      const raw = await this.renderer
+        .render(messageId, payload, signal)
+        .then((mail) => composeMime(messageId, mail, signal))
+        .catch((error: unknown) => {
+          throw new UnprocessableEntityException(
+            `this mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
+          );
+        });
+      headersFor(response, "default-src 'none'");
+      // A StreamableFile: a Buffer returned as it is would be sent as JSON by Nest's Express adapter.
+      return new StreamableFile(raw, { type: 'message/rfc822', disposition: `attachment; filename="${id}.eml"` });
     }
 
     @Get('mails/:id/:action')

@@ -263,6 +263,7 @@ export function timelinePage(page: PageContext, timeline: MailTimeline, images: 
                 <a href="${page.base}/mails/${row.id}${images ? '' : '?images=1'}"
                   >${images ? 'Block remote images' : 'Show remote images'}</a
                 >
+                · <a href="${page.base}/mails/${row.id}/eml" download>Download as .eml</a>
               </p>
               <iframe
                 title="the message as rendered"

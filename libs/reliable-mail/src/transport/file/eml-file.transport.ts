@@ -1,0 +1,83 @@
+import { constants } from 'node:fs';
+import { access, mkdir, rename, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ReliableMailSetupError } from '../../errors.js';
+import { composeMime } from '../outbound-content.js';
+import type { MailTransport, OutboundMessage, SendOutcome } from '../mail-transport.interface.js';
+
+export interface EmlFileTransportOptions {
+  /** Where each message is written, as `<time>-<Message-ID>.eml`; made when missing. */
+  directory: string;
+}
+
+/** A Message-ID as a file name: `<id@domain>` keeps its letters, digits, `.`, `_`, `-` and `@`. */
+function fileNameOf(messageId: string, now: Date): string {
+  const id = messageId
+    .replace(/^<|>$/g, '')
+    .replace(/[^A-Za-z0-9._@-]+/g, '_')
+    .slice(0, 150);
+  return `${now.toISOString().replace(/[:.]/g, '-')}-${id}.eml`;
+}
+
+/**
+ * Writes each message, as it would go over SMTP (the same MIME, the stored Message-ID), to a file in `directory`,
+ * with no server: for development, previews and demos. Every recipient counts as accepted once the file is in
+ * place; the file is written under a temporary name and renamed, so that a reader never sees half of one. A file
+ * that cannot be written (a missing permission, a full disk) is an outage of the lane, as a server that refuses the
+ * session is: the mail waits, no attempt is charged. Bcc recipients are not in the file's headers, as on the wire.
+ */
+export class EmlFileTransport implements MailTransport {
+  private readonly directory: string;
+
+  constructor(options: EmlFileTransportOptions) {
+    if (!options || typeof options.directory !== 'string' || options.directory.trim() === '') {
+      throw new ReliableMailSetupError('EmlFileTransport needs { directory }: where to write the .eml files');
+    }
+    this.directory = resolve(options.directory);
+  }
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const raw = await composeMime(message.messageId, message.mail, signal);
+    const name = fileNameOf(message.messageId, new Date());
+    try {
+      await mkdir(this.directory, { recursive: true });
+      const temporary = join(this.directory, `.${name}.partial`);
+      await writeFile(temporary, raw, { signal });
+      await rename(temporary, join(this.directory, name));
+    } catch (error) {
+      if (signal.aborted) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      return {
+        kind: 'outage',
+        replyCode: null,
+        enhancedStatus: null,
+        reply: `could not write the .eml file: ${reason}`,
+      };
+    }
+    const reply = `written to ${name}`;
+    return {
+      kind: 'attempted',
+      recipients: message.recipients.map((address) => ({
+        address,
+        status: 'accepted',
+        replyCode: null,
+        enhancedStatus: null,
+        reply,
+        perRecipient: false,
+      })),
+      reply,
+      providerMessageId: null,
+      slowDown: false,
+    };
+  }
+
+  /** The directory exists (or is made) and may be written to. */
+  async verify(): Promise<void> {
+    await mkdir(this.directory, { recursive: true });
+    await access(this.directory, constants.W_OK);
+  }
+
+  async close(): Promise<void> {
+    // Nothing stays open between sends.
+  }
+}
