@@ -247,6 +247,30 @@ describe("reliable-mail's schema", () => {
       }
     });
 
+    it('get their mails’ recipients written by version 8, so that a search by recipient finds the mails of before', async () => {
+      const { client } = await open();
+      await madeByEarlierReleases(client, 'public', LAST_RELEASED_VERSION);
+      const payload = {
+        v: 2,
+        from: { address: 'shop@example.com' },
+        to: [{ name: 'Ann', address: 'Ann@Example.com' }],
+        cc: [{ address: 'bob@example.org' }],
+        bcc: [],
+        replyTo: [],
+        headers: {},
+        subject: 'Hi',
+        text: 'x',
+      };
+      await client.query(
+        `insert into public.mail_outbox (id, message_id, payload, max_attempts, status)
+         values ('0190e4a0-0000-7000-8000-000000000001', '<0190e4a0-0000-7000-8000-000000000001@x>', $1, 3, 'dead')`,
+        [payload],
+      );
+      await migrateSchema(migrationConnection(client));
+      const { rows } = await client.query('select recipients from public.mail_outbox');
+      expect(rows).toEqual([{ recipients: ['ann@example.com', 'bob@example.org'] }]);
+    });
+
     it('are what an app finds and sends from when no schema is set', async () => {
       const { database, client } = await open();
       await madeByEarlierReleases(client, 'public', LAST_RELEASED_VERSION);

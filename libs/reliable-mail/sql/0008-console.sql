@@ -3,6 +3,10 @@ begin;
 alter table reliable_mail.mail_outbox add column "traceparent" text null;
 alter table reliable_mail.mail_outbox add column "tracestate" text null;
 alter table reliable_mail.mail_outbox add column "recipients" text[] null;
+update reliable_mail.mail_outbox set "recipients" = array(
+         select lower(r->>'address') from jsonb_array_elements(
+           coalesce("payload"->'to', '[]') || coalesce("payload"->'cc', '[]') || coalesce("payload"->'bcc', '[]')) r)
+       where "recipients" is null;
 create index if not exists "mail_outbox_metadata_index" on reliable_mail.mail_outbox using gin ("metadata" jsonb_path_ops) where "metadata" is not null and "status" not in ('pending', 'sending');
 create index if not exists "mail_outbox_recipients_index" on reliable_mail.mail_outbox using gin ("recipients") where "status" not in ('pending', 'sending');
 create index if not exists "mail_outbox_unsent_final_index" on reliable_mail.mail_outbox ("status", "lane") where "status" in ('failed', 'dead', 'cancelled', 'expired', 'suppressed');

@@ -18,7 +18,7 @@ import {
 } from '@nestjs/common';
 import { ApplicationConfig } from '@nestjs/core';
 import { MailRenderer } from '../dispatch/mail-renderer.js';
-import { composeMime } from '../transport/outbound-content.js';
+import { composeMime, releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailValidationError, OutboxFilterError } from '../errors.js';
 import { isUuid } from '../shared/uuid.js';
 import { ConsoleActions, type MailAction } from './console-actions.js';
@@ -288,14 +288,19 @@ export function consoleControllerAt(path: string): Type {
       if (!timeline) throw new NotFoundException(`no mail ${id}`);
       const { payload, messageId } = timeline.row;
       const signal = AbortSignal.timeout(PREVIEW_TIMEOUT_MS);
-      const raw = await this.renderer
-        .render(messageId, payload, signal)
-        .then((mail) => composeMime(messageId, mail, signal))
-        .catch((error: unknown) => {
-          throw new UnprocessableEntityException(
-            `this mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        });
+      const compose = async () => {
+        const mail = await this.renderer.render(messageId, payload, signal);
+        try {
+          return await composeMime(messageId, mail, signal);
+        } finally {
+          releaseAttachmentStreams(mail);
+        }
+      };
+      const raw = await compose().catch((error: unknown) => {
+        throw new UnprocessableEntityException(
+          `this mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      });
       headersFor(response, "default-src 'none'");
       // A StreamableFile: a Buffer returned as it is would be sent as JSON by Nest's Express adapter.
       return new StreamableFile(raw, { type: 'message/rfc822', disposition: `attachment; filename="${id}.eml"` });

@@ -34,26 +34,17 @@ export async function mailPage(
   before?: string,
 ): Promise<{ items: MailListItem[]; next: string | null }> {
   const sides: SearchedRows[] = hasSearchedKey(filter) ? ['closed', 'open'] : ['all'];
-  const pages = await Promise.all(sides.map((rows) => pageOf(db, whereOf(filter, 5, rows), filter, limit, before)));
-  const rows = pages.flat().sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-  return {
-    items: rows.slice(0, limit).map(toListItem),
-    next: rows.length > limit ? rows[limit - 1].id : null,
-  };
-}
-
-async function pageOf(
-  db: SqlClient,
-  where: Where,
-  filter: SearchFilter,
-  limit: number,
-  before?: string,
-): Promise<ListRecord[]> {
+  // Each side's where clause numbers the same values alike, so both take the one list of parameters.
+  const wheres = sides.map((rows) => whereOf(filter, 5, rows));
   const from = filter.createdAfter ? uuidFloor(filter.createdAfter.getTime() - ID_TIME_MARGIN_MS) : null;
   const until = filter.createdBefore ? uuidFloor(filter.createdBefore.getTime() + ID_TIME_MARGIN_MS) : null;
-  return db.query<ListRecord>(
-    new Statement((t) => ({
-      text: `select o.id, o.status, o.lane, o.attempts, o.created_at, o.last_error, o.metadata,
+  const rows = await db.query<ListRecord>(
+    new Statement((t) => {
+      // One statement, so one snapshot: a row that moves from open to closed between two would be on both
+      // sides, or on neither.
+      const side = (
+        where: Where,
+      ) => `(select o.id, o.status, o.lane, o.attempts, o.created_at, o.last_error, o.metadata,
                     shown.subject, shown.template, shown.recipients
              from ${t.outbox} o
              cross join lateral (
@@ -63,10 +54,20 @@ async function pageOf(
              ) shown
              where ${where.sql} and ($2::uuid is null or o.id < $2)
                and ($3::uuid is null or o.id >= $3) and ($4::uuid is null or o.id < $4)
-             order by o.id desc limit $1`,
-    })),
-    [limit + 1, before ?? null, from, until, ...where.values],
+             order by o.id desc limit $1)`;
+      return {
+        text:
+          wheres.length === 1
+            ? side(wheres[0])
+            : `select * from (${wheres.map(side).join(' union all ')}) page order by id desc limit $1`,
+      };
+    }),
+    [limit + 1, before ?? null, from, until, ...wheres[0].values],
   );
+  return {
+    items: rows.slice(0, limit).map(toListItem),
+    next: rows.length > limit ? rows[limit - 1].id : null,
+  };
 }
 
 interface ListRecord {

@@ -66,11 +66,12 @@ export function whereOf(filter: SearchFilter, first: number, rows: SearchedRows 
   if (filter.ids !== undefined) add((p) => `o.id = any(${p}::uuid[])`, filter.ids);
   if (filter.status !== undefined) add((p) => `o.status = any(${p}::text[])`, [filter.status].flat());
   if (filter.lane !== undefined) add((p) => `o.lane = ${p}`, filter.lane);
+  // Lower-cased here, as enqueue writes the column (JavaScript's case folding, not the database's locale's).
   if (filter.recipient !== undefined) {
     add((p) => {
-      const address = `array[lower(${p}::text)]`;
+      const address = `array[${p}::text]`;
       return searched(rows, `o.recipients @> ${address}`, `o.recipients && ${address}`);
-    }, filter.recipient);
+    }, filter.recipient.trim().toLowerCase());
   }
   if (filter.idempotencyKey !== undefined) add((p) => `o.idempotency_key = ${p}`, filter.idempotencyKey);
   if (filter.metadata !== undefined) {

@@ -53,8 +53,14 @@ export const consoleTables: SchemaVersion = {
     return [
       `alter table ${t.outbox} add column "traceparent" text null`,
       `alter table ${t.outbox} add column "tracestate" text null`,
-      // Written at enqueue from the payload (rows of earlier versions have none, and are not found by recipient).
+      // Written at enqueue from the payload; the rows of earlier versions get theirs here, so that a search by
+      // recipient (the console's, and MailOutboxAdmin's verbs) still finds them. A rewrite of every row: on an outbox
+      // of millions, run this update in batches (by id ranges) before migrating, and it then finds nothing to do.
       `alter table ${t.outbox} add column "recipients" text[] null`,
+      `update ${t.outbox} set "recipients" = array(
+         select lower(r->>'address') from jsonb_array_elements(
+           coalesce("payload"->'to', '[]') || coalesce("payload"->'cc', '[]') || coalesce("payload"->'bcc', '[]')) r)
+       where "recipients" is null`,
       indexes.metadata,
       indexes.recipients,
       indexes.unsentFinal,
