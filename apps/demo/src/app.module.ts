@@ -12,11 +12,15 @@ import {
 import { AbstractHttpAdapter, APP_FILTER, NestFactory } from '@nestjs/core';
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule } from '@nestjs/schedule';
-import { ReliableMailConsoleModule, ReliableMailModule, ReliableMailWebhooksModule } from '@reliable-mail/nestjs';
+import {
+  ReliableMailConsoleModule,
+  ReliableMailErrorFilter,
+  ReliableMailModule,
+  ReliableMailWebhooksModule,
+} from '@reliable-mail/nestjs';
 import { AccountsModule } from './accounts/accounts.module.js';
 import { AuditModule } from './audit/audit.module.js';
 import { DemoConfigModule } from './common/demo-config.module.js';
-import { ReliableMailErrorFilter } from './common/reliable-mail-error.filter.js';
 import { DEMO_CONFIG, type DemoAppOptions, type DemoConfig, resolveDemoConfig } from './demo.config.js';
 import { demoOrmConfig } from './orm.config.js';
 import { OrdersModule } from './orders/orders.module.js';

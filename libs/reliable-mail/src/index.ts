@@ -34,6 +34,8 @@ export {
   FeedbackUnavailableError,
   UnknownFeedbackSourceError,
 } from './errors.js';
+// Answering an HTTP request that failed with one of them: 400, 404, 409 or 500, with the reason
+export { ReliableMailErrorFilter, httpStatusOf } from './http/reliable-mail-error.filter.js';
 
 // Writing mail: the outbox, in the business transaction
 export {
