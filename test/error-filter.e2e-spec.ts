@@ -11,6 +11,7 @@ import {
   ReliableMailModule,
   TransactionRequiredError,
 } from '@reliable-mail/nestjs';
+import { listenLocally, postJson } from './support/http-client.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
 import { migrate, ormConfig, testMailOptions, testLogger } from './support/test-app.js';
 
@@ -43,12 +44,7 @@ describe.each(['express', 'fastify'] as const)('ReliableMailErrorFilter on %s', 
   let app: INestApplication;
   let base: string;
 
-  const post = (path: string, body: unknown) =>
-    fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+  const post = (path: string, body: unknown) => postJson(base, path, body);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -66,8 +62,7 @@ describe.each(['express', 'fastify'] as const)('ReliableMailErrorFilter on %s', 
       http === 'fastify'
         ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: testLogger })
         : moduleRef.createNestApplication({ logger: testLogger });
-    await app.listen(0, '127.0.0.1');
-    base = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    base = await listenLocally(app);
   });
 
   afterAll(async () => {

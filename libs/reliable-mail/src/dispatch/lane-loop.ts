@@ -17,6 +17,7 @@ import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
+import { reportSettled } from './due-drain.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
@@ -431,11 +432,11 @@ export class LaneLoop {
   }
 
   private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
-    const outcome = await this.deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
-    if (!outcome?.applied) return;
-    if (settlement.status !== 'pending')
-      this.deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
-    // Emitted apart from the lane: a slow or stuck listener never holds a send slot or a settle.
-    if (outcome.event) this.deps.publisher.publish(outcome.event);
+    reportSettled(
+      this.deps,
+      row,
+      settlement,
+      await this.deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS),
+    );
   }
 }

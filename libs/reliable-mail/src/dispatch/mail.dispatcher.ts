@@ -14,13 +14,14 @@ import { MailMetrics } from '../metrics/mail-metrics.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { statementBoundMs } from '../database/statement-bound.js';
 import { DISPATCHER_TIMEOUT_NAME, MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
-import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
+import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { MailRenderer } from './mail-renderer.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { undeclaredLanes } from '../outbox/sql/health.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
+import { type DrainReport, drainDue } from './due-drain.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
@@ -91,31 +92,15 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       () => this.publisher.redeliverUnconfirmed(),
       this.logger,
     );
-    const settler = new Settler(
-      this.database,
-      this.publisher,
-      this.options.dispatcher.eventLeaseMs,
-      statementBoundMs(this.options.database.statementTimeoutMs),
-      this.logger,
-    );
+    const settler = this.settler();
     const priorities = new LanePriorities(this.options.lanes);
     for (const lane of this.options.lanes) {
-      const delivery = new Delivery(
-        this.renderer,
-        this.transports.get(lane.name)!,
-        this.options.retry,
-        this.options.dispatcher.sendTimeoutMs,
-        statementBoundMs(this.options.database.statementTimeoutMs),
-        this.metrics,
-        this.logger,
-        this.options.verp,
-      );
       this.lanes.set(
         lane.name,
         new LaneLoop(lane, {
           database: this.database,
           scheduler,
-          delivery,
+          delivery: this.deliveryFor(lane),
           settler,
           priorities,
           publisher: this.publisher,
@@ -144,6 +129,39 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       lanes: [...this.lanes.keys()],
     });
     void this.warnOfUndeclaredLanes();
+  }
+
+  private settler(): Settler {
+    return new Settler(
+      this.database,
+      this.publisher,
+      this.options.dispatcher.eventLeaseMs,
+      statementBoundMs(this.options.database.statementTimeoutMs),
+      this.logger,
+    );
+  }
+
+  private deliveryFor(lane: ResolvedLane): Delivery {
+    return new Delivery(
+      this.renderer,
+      this.transports.get(lane.name)!,
+      this.options.retry,
+      this.options.dispatcher.sendTimeoutMs,
+      statementBoundMs(this.options.database.statementTimeoutMs),
+      this.metrics,
+      this.logger,
+      this.options.verp,
+    );
+  }
+
+  /**
+   * Sends every row due now, on every lane, until none is left, and waits for their events' listeners: the
+   * dispatcher's work done once, on demand, with no timer (`MailTester.drain` in tests; scripts). See `drainDue`.
+   */
+  drain(): Promise<DrainReport> {
+    const lanes = this.options.lanes.map((lane) => ({ lane, delivery: this.deliveryFor(lane) }));
+    const { database, publisher, metrics, options } = this;
+    return drainDue(lanes, { database, settler: this.settler(), publisher, metrics, options });
   }
 
   /** A transport of the app's own whose `warm` throws costs its first mail a connect, not the start. */

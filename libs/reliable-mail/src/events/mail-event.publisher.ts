@@ -110,6 +110,12 @@ export class MailEventPublisher {
    * and those left, wait in the table for redelivery.
    */
   async finishEmissions(deadline: number): Promise<void> {
+    await this.emissionsHeard(deadline);
+    this.stopped = true;
+  }
+
+  /** Waits until the events queued and running here have been heard, or until `deadline` (epoch ms). */
+  async emissionsHeard(deadline: number): Promise<void> {
     while ((this.queue.length > 0 || this.running.size > 0) && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, deadline - Date.now())));
@@ -118,7 +124,6 @@ export class MailEventPublisher {
       clearTimeout(timer);
       await new Promise((resolve) => setImmediate(resolve));
     }
-    this.stopped = true;
   }
 
   /** Emits the events that were recorded but never confirmed: their emitter crashed or a listener failed. */
