@@ -104,7 +104,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   bootstrap().then(
     (app) => {
       const url = `http://localhost:${((app.getHttpServer() as Server).address() as AddressInfo).port}`;
-      logger.log(`Listening on ${url}; the mail console is at ${url}/mail`);
+      logger.log(`Listening on ${url}; the mail console is at ${url}/mail, each mail as sent at ${url}/mail/preview`);
     },
     (error: unknown) => {
       logStartupFailure(logger, error, Boolean(process.env.DEBUG), 'DEBUG=1 shows where it came from');

@@ -100,6 +100,7 @@ export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
 // The web console
 export { ReliableMailConsoleModule } from './console/reliable-mail-console.module.js';
+export { ReliableMailPreviewModule } from './console/reliable-mail-preview.module.js';
 export type {
   ConsoleAccess,
   ConsoleAuthorize,

@@ -37,6 +37,11 @@ export interface ReliableMailConsoleOptions {
    * (p95); 24 hours take 177 ms (`npm run bench:console`).
    */
   chartHours?: number;
+  /**
+   * The page at the console's root: the overview, or the preview of the newest mails (what
+   * `ReliableMailPreviewModule` mounts in development). Default `'overview'`.
+   */
+  home?: 'overview' | 'preview';
 }
 
 export interface ResolvedConsoleOptions {
@@ -47,6 +52,7 @@ export interface ResolvedConsoleOptions {
   readOnly: boolean;
   refreshIntervalMs: number;
   chartHours: number;
+  home: 'overview' | 'preview';
 }
 
 const EVERYTHING: ConsoleAccess = { actor: 'anonymous', permissions: CONSOLE_PERMISSIONS };
@@ -60,6 +66,11 @@ function wholeNumber(name: string, value: unknown, fallback: number, min: number
 }
 
 /** The console's options, checked before a route is mounted: a console nobody guards is refused at start. */
+function homeOf(home: unknown): 'overview' | 'preview' {
+  if (home === undefined || home === 'overview' || home === 'preview') return home ?? 'overview';
+  throw new ReliableMailSetupError(`console option home must be 'overview' or 'preview', got ${JSON.stringify(home)}`);
+}
+
 export function resolveConsoleOptions(
   path: string,
   options: ReliableMailConsoleOptions,
@@ -90,5 +101,6 @@ export function resolveConsoleOptions(
     readOnly: options.readOnly === true,
     refreshIntervalMs: wholeNumber('refreshIntervalMs', options.refreshIntervalMs, 5_000, 1_000, 3_600_000),
     chartHours: wholeNumber('chartHours', options.chartHours, 6, 1, 24),
+    home: homeOf(options.home),
   };
 }

@@ -29,15 +29,19 @@ import { ConsoleReader } from './console-reader.js';
 import { auditPage, confirmPage, suppressionConfirmPage, suppressionsPage } from './views/actions.view.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './views/assets.js';
 import { escapeHtml, type Markup } from './views/html.js';
-import type { PageContext } from './views/layout.js';
 import { filterQuery, mailsPage } from './views/mails.view.js';
 import { overviewFigures, overviewPage } from './views/overview.view.js';
 import { timelinePage } from './views/timeline.view.js';
+import { previewPage } from './views/preview.view.js';
+import { canReadContent, type PageContext } from './views/layout.js';
+import type { OutboxRowWithAttempts } from '../outbox/mail.types.js';
+import type { RenderedContent } from '../templates/mail-template.js';
 
 export const CONSOLE_OPTIONS = Symbol('reliable-mail:console-options');
 
 const PAGE_SIZE = 50;
 const AUDIT_PAGE = 100;
+const PREVIEW_LIST_SIZE = 30;
 /** How long the preview waits for a template: a hung one must not hold an operator's request. */
 const PREVIEW_TIMEOUT_MS = 5_000;
 
@@ -143,10 +147,49 @@ export function consoleControllerAt(path: string): Type {
     }
 
     @Get()
-    async overview(@Req() request: ConsoleRequest, @Res({ passthrough: true }) response: ConsoleResponse) {
+    async overview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query() query: Record<string, unknown>,
+    ) {
+      if (this.options.home === 'preview') return this.preview(request, response, query);
       const page = this.page(await this.gate.access(request), request, response);
       const overview = await this.reader.overview(this.options.chartHours);
       return this.send(response, overviewPage(page, overview, this.options));
+    }
+
+    /** The newest mails beside the one asked for (`?id=`, the newest by default), rendered. */
+    @Get('preview')
+    async preview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const page = this.page(await this.gate.access(request), request, response);
+      const { items } = await this.reader.mails({}, { limit: PREVIEW_LIST_SIZE });
+      const asked = typeof query.id === 'string' ? query.id : undefined;
+      const id = asked ?? items[0]?.id;
+      const timeline = id && isUuid(id) ? await this.reader.timeline(id) : null;
+      if (asked && !timeline) throw new NotFoundException(`no mail ${asked}`);
+      const selected = timeline && {
+        row: timeline.row,
+        subject: canReadContent(page) ? (await this.contentOf(timeline.row)).subject : '',
+        images: query.images === '1',
+        part: query.part === 'text' ? ('text' as const) : ('html' as const),
+      };
+      return this.send(response, previewPage(page, items, selected));
+    }
+
+    /** A mail's content as its send renders it now; a mail that cannot be rendered shows why instead. */
+    private async contentOf({ payload, messageId }: OutboxRowWithAttempts): Promise<RenderedContent> {
+      if (payload.v === 1) return payload;
+      return this.renderer
+        .content(messageId, payload, AbortSignal.timeout(PREVIEW_TIMEOUT_MS))
+        .catch((error: unknown) => ({
+          subject: '(cannot be rendered)',
+          text: `This mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
+          html: undefined,
+        }));
     }
 
     /** The overview's figures alone, which an open overview fetches every `refreshIntervalMs`. */
@@ -234,7 +277,10 @@ export function consoleControllerAt(path: string): Type {
       const page = this.page(await this.gate.access(request), request, response, query);
       const timeline = isUuid(id) ? await this.reader.timeline(id) : null;
       if (!timeline) throw new NotFoundException(`no mail ${id}`);
-      return this.send(response, timelinePage(page, timeline, query.images === '1'));
+      return this.send(
+        response,
+        timelinePage(page, timeline, query.images === '1', query.part === 'text' ? 'text' : 'html'),
+      );
     }
 
     /**
@@ -247,30 +293,22 @@ export function consoleControllerAt(path: string): Type {
       @Req() request: ConsoleRequest,
       @Res({ passthrough: true }) response: ConsoleResponse,
       @Query('images') images: string | undefined,
+      @Query('part') part: string | undefined,
       @Param('id') id: string,
     ) {
       const access = await this.gate.access(request);
       this.requireContent(access);
       const row = isUuid(id) ? await this.reader.timeline(id) : null;
       if (!row) throw new NotFoundException(`no mail ${id}`);
-      const { payload, messageId } = row.row;
-      const content =
-        payload.v === 1
-          ? payload
-          : await this.renderer
-              .content(messageId, payload, AbortSignal.timeout(PREVIEW_TIMEOUT_MS))
-              .catch((error: unknown) => ({
-                subject: '',
-                text: `This mail cannot be rendered: ${error instanceof Error ? error.message : String(error)}`,
-                html: undefined,
-              }));
+      const content = await this.contentOf(row.row);
+      const html = part === 'text' ? undefined : content.html;
       const remote = images === '1' ? ' https: http:' : '';
       headersFor(
         response,
         `sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data: cid:${remote}; frame-ancestors 'self'`,
       );
       response.header('content-type', 'text/html; charset=utf-8');
-      return content.html ?? `<pre style="white-space: pre-wrap">${escapeHtml(content.text ?? '')}</pre>`;
+      return html ?? `<pre style="white-space: pre-wrap">${escapeHtml(content.text ?? '')}</pre>`;
     }
 
     /**

@@ -53,6 +53,10 @@ ol.timeline { list-style: none; padding: 0; border-left: 2px solid var(--line); 
 ol.timeline li { padding: .4rem .8rem; } .reply { font-family: monospace; font-size: 12px; white-space: pre-wrap; }
 ul.recipients { margin: .2rem 0; }
 iframe { width: 100%; height: 480px; border: 1px solid var(--line); background: #fff; }
+.preview { display: grid; grid-template-columns: minmax(14rem, 1fr) 2.5fr; gap: 1.2rem; align-items: start; }
+.preview-list { list-style: none; margin: 0; padding: 0; border-top: 1px solid var(--line); }
+.preview-list li { padding: .4rem .3rem; border-bottom: 1px solid var(--line); display: grid; gap: .1rem; }
+.preview-list li[aria-current] { background: var(--head); border-left: 3px solid var(--accent); }
 `;
 
 export const CONSOLE_JS = `

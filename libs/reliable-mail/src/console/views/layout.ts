@@ -23,6 +23,7 @@ export function canReadContent(page: PageContext): boolean {
 const SECTIONS = [
   ['', 'Overview'],
   ['/mails', 'Mails'],
+  ['/preview', 'Preview'],
   ['/suppressions', 'Suppressions'],
   ['/audit', 'Audit'],
 ] as const;

@@ -1,5 +1,5 @@
 import type { MailTimeline } from '../console-data.types.js';
-import type { MailPayload, OutboxAttempt, StoredAttachment } from '../../outbox/mail.types.js';
+import type { MailPayload, OutboxAttempt, OutboxRowWithAttempts, StoredAttachment } from '../../outbox/mail.types.js';
 import { CANCELLABLE_STATUSES } from '../../outbox/sql/cancel.js';
 import { REQUEUABLE_STATUSES } from '../../outbox/sql/requeue.js';
 import type { OutboxFeedback } from '../../outbox/feedback.types.js';
@@ -188,7 +188,12 @@ function actions(page: PageContext, timeline: MailTimeline): Markup | string {
   return html`<p class="actions">${links}</p>`;
 }
 
-export function timelinePage(page: PageContext, timeline: MailTimeline, images: boolean): Markup {
+export function timelinePage(
+  page: PageContext,
+  timeline: MailTimeline,
+  images: boolean,
+  part: 'html' | 'text' = 'html',
+): Markup {
   const { row } = timeline;
   const traceId = timeline.traceparent?.split('-')[1];
   return layout(
@@ -256,22 +261,45 @@ export function timelinePage(page: PageContext, timeline: MailTimeline, images: 
         }
       </ol>
       <h2>Message</h2>
-      ${headers(page, row.payload)} ${attachments(page, row.payload)}
-      ${
-        canReadContent(page)
-          ? html`<p>
-                <a href="${page.base}/mails/${row.id}${images ? '' : '?images=1'}"
-                  >${images ? 'Block remote images' : 'Show remote images'}</a
-                >
-                · <a href="${page.base}/mails/${row.id}/eml" download>Download as .eml</a>
-              </p>
-              <iframe
-                title="the message as rendered"
-                sandbox=""
-                referrerpolicy="no-referrer"
-                src="${page.base}/mails/${row.id}/message${images ? '?images=1' : ''}"
-              ></iframe>`
-          : html`<p class="muted">The message’s content needs the content permission.</p>`
-      }`,
+      ${messageView(page, row, images, `${page.base}/mails/${row.id}`, part)}`,
   );
+}
+
+/**
+ * A mail's headers, attachments and its message rendered in a sandboxed frame (html, or its text part), with a
+ * link to its .eml; `here` is the page's own URL, which the image and part switches link back to.
+ */
+export function messageView(
+  page: PageContext,
+  row: OutboxRowWithAttempts,
+  images: boolean,
+  here: string,
+  part: 'html' | 'text' = 'html',
+): Markup {
+  const link = (query: Record<string, string | undefined>) => {
+    const search = new URLSearchParams(Object.entries(query).filter((entry): entry is [string, string] => !!entry[1]));
+    return `${here}${here.includes('?') ? '&' : '?'}${search.toString()}`.replace(/[?&]$/, '');
+  };
+  const frame = new URLSearchParams({ ...(images ? { images: '1' } : {}), ...(part === 'text' ? { part } : {}) });
+  return html`${headers(page, row.payload)} ${attachments(page, row.payload)}
+  ${
+    canReadContent(page)
+      ? html`<p>
+            <a href="${link({ images: images ? undefined : '1', part: part === 'text' ? part : undefined })}"
+              >${images ? 'Block remote images' : 'Show remote images'}</a
+            >
+            ·
+            <a href="${link({ images: images ? '1' : undefined, part: part === 'text' ? undefined : 'text' })}"
+              >${part === 'text' ? 'Show the html' : 'Show the text part'}</a
+            >
+            · <a href="${page.base}/mails/${row.id}/eml" download>Download as .eml</a>
+          </p>
+          <iframe
+            title="the message as rendered"
+            sandbox=""
+            referrerpolicy="no-referrer"
+            src="${page.base}/mails/${row.id}/message${frame.size > 0 ? `?${frame.toString()}` : ''}"
+          ></iframe>`
+      : html`<p class="muted">The message’s content needs the content permission.</p>`
+  }`;
 }
