@@ -2,7 +2,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@mikro-orm/postgresql';
 import { MikroOrmModule } from '@mikro-orm/nestjs';
-import { ConsoleLogger, type DynamicModule, Injectable, type INestApplication, type Type } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  type DynamicModule,
+  Injectable,
+  type INestApplication,
+  type LoggerService,
+  type Type,
+} from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -151,13 +158,15 @@ export interface TestAppOptions {
    * @default true
    */
   mikroOrm?: boolean;
+  /** The app's logger. @default `testLogger` */
+  logger?: LoggerService;
 }
 
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  { scheduler = true, imports = [], http = 'express', mikroOrm = true }: TestAppOptions = {},
+  { scheduler = true, imports = [], http = 'express', mikroOrm = true, logger = testLogger }: TestAppOptions = {},
 ): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -171,7 +180,7 @@ export async function createTestApp(
     providers: [EventRecorder, ...extraProviders],
   }).compile();
   // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
-  const appOptions = { logger: testLogger, rawBody: true };
+  const appOptions = { logger, rawBody: true };
   const app =
     http === 'fastify'
       ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), appOptions)

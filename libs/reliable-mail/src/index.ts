@@ -9,6 +9,7 @@ export type {
   EventOptions,
   HealthOptions,
   LaneOptions,
+  LoggingOptions,
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
@@ -118,12 +119,21 @@ export {
   type ParamsSchema,
   type RenderedContent,
   type StandardSchemaLike,
+  type TemplateVersion,
 } from './templates/mail-template.js';
 export {
   handlebarsTemplate,
+  type HandlebarsLayout,
   type HandlebarsSources,
   type HandlebarsTemplateOptions,
 } from './templates/handlebars-template.js';
+export {
+  fileTemplates,
+  MailTemplateFolder,
+  type FileTemplate,
+  type FileTemplateSources,
+  type FileTemplatesOptions,
+} from './templates/file-templates.js';
 export { htmlToText } from './templates/html-to-text.js';
 
 // Operating it: the runbook's verbs, health, retention

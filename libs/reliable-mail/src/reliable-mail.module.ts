@@ -18,6 +18,7 @@ import { OutboxRetention } from './retention/outbox-retention.js';
 import { OutboxSchema } from './schema/outbox-schema.js';
 import { ReliableMailStartup } from './startup/reliable-mail-startup.js';
 import { MailTemplateRegistry } from './templates/mail-template.registry.js';
+import { StoredTemplateVersions } from './templates/stored-template-versions.js';
 import { CallerTransactions } from './transactions/caller-transactions.js';
 
 /**
@@ -31,6 +32,7 @@ import { CallerTransactions } from './transactions/caller-transactions.js';
     optionsProvider,
     transportsProvider,
     templateRegistryProvider,
+    StoredTemplateVersions,
     MailRenderer,
     OutboxSchema,
     OutboxDatabase,

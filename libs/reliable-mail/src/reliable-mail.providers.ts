@@ -43,9 +43,12 @@ export const transportsProvider: Provider = {
   },
 };
 
-/** The templates of the options; providers of the app add more through `register`. */
+/**
+ * The templates of the options, each folder of files read (a folder missing or broken stops the start); providers of
+ * the app add more through `register`.
+ */
 export const templateRegistryProvider: Provider = {
   provide: MailTemplateRegistry,
   inject: [RELIABLE_MAIL_OPTIONS],
-  useFactory: (options: ResolvedReliableMailOptions) => MailTemplateRegistry.of(options.templates),
+  useFactory: (options: ResolvedReliableMailOptions) => MailTemplateRegistry.load(options.templates),
 };

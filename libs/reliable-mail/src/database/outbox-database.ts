@@ -4,6 +4,7 @@ import type { DeadCheckouts } from '../mikro-orm/dead-checkouts.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { OutboxSchema } from '../schema/outbox-schema.js';
+import { type AvailabilityChange, DatabaseAvailability, isOutage } from './database-availability.js';
 import { type QueryBound, type SqlClient, type Statement, statementsOnClient } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
 import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
@@ -41,7 +42,8 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
  * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
  * Statements with a name are parsed and planned once per connection (see CONNECTION_SETTINGS). Where the connections go is
- * set by the start (`connectTo`): `database.url`, or the app's own MikroORM settings.
+ * set by the start (`connectTo`): `database.url`, or the app's own MikroORM settings. An outage of the database is
+ * logged here, once as it begins and once as it ends (`availability`), rather than by each task it fails.
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
@@ -59,6 +61,8 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
    * silenced with it, even one that answered after that statement was sent: the fault began at some point between.
    */
   private silentSince = -Infinity;
+  /** Whether the database answers, from every statement's outcome: read by the dispatcher's summary. */
+  readonly availability = new DatabaseAvailability();
 
   constructor(
     private readonly schema: OutboxSchema,
@@ -74,8 +78,16 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     const timeoutMs = Math.min(bound?.timeoutMs ?? Infinity, ownBoundMs);
     if (!(timeoutMs > 0)) throw new StatementNotSentError('no time left for the statement');
     const deadline = performance.now() + timeoutMs;
+    // As of the connection (see below), a caller's tighter bound passing says nothing of the database's availability.
+    const ownBound = timeoutMs === ownBoundMs;
     const pool = await (this.pool ??= this.createPool());
-    const client = await this.checkOutAnswering(pool, deadline);
+    let client: pg.PoolClient;
+    try {
+      client = await this.checkOutAnswering(pool, deadline);
+    } catch (error) {
+      if (ownBound) this.noteAvailability(this.availability.failed(error, Date.now()));
+      throw error;
+    }
     const config: pg.QueryConfig & { query_timeout: number } = {
       name,
       text,
@@ -86,15 +98,17 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     // Only the client's own bound, with the statement itself given more than statement_timeout, shows the connection
     // silent when it passes: a live server would have cancelled the statement and said so (57014) within the client's
     // margin. A caller's tighter bound (a settle near its lease's end) passing says nothing of the connection.
-    const silentIfUnanswered = timeoutMs === ownBoundMs && config.query_timeout > statementTimeoutMs;
+    const silentIfUnanswered = ownBound && config.query_timeout > statementTimeoutMs;
     const sentAt = performance.now();
     try {
       const result = await client.query<R & pg.QueryResultRow>(config);
       this.answeredAt.set(client, performance.now());
       client.release();
+      this.noteAvailability(this.availability.answered(Date.now()));
       return result.rows;
     } catch (error) {
       const answered = sqlStateOf(error) !== null;
+      if (answered || ownBound) this.noteAvailability(this.availability.failed(error, Date.now()));
       if (answered) this.answeredAt.set(client, performance.now());
       else if (silentIfUnanswered && performance.now() - sentAt >= config.query_timeout)
         this.silentSince = performance.now();
@@ -219,8 +233,28 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       // pg-pool leaves a checked-out client's errors to its holder, and the query in flight rejects anyway.
       client.on('error', () => undefined);
     });
-    pool.on('error', (error) => this.logger.warn({ msg: 'an idle database connection failed', error: String(error) }));
+    // An idle connection the server ended is dropped by the pool, and the next statement opens another: when the
+    // server is going away, that statement's failure reports the outage, once; one session ended alone is no news.
+    pool.on('error', (error) => {
+      if (!isOutage(error)) this.logger.warn({ msg: 'an idle database connection failed', error: String(error) });
+    });
     return pool;
+  }
+
+  /** Logs the beginning and the end of an outage of the database; the failures between are only counted. */
+  private noteAvailability(change: AvailabilityChange | null): void {
+    if (change?.kind === 'unavailable') {
+      this.logger.error({
+        msg: 'the database is unavailable; reliable-mail keeps trying, quietly, and says when it answers again',
+        error: change.error,
+      });
+    } else if (change) {
+      this.logger.log({
+        msg: 'the database answers again',
+        unavailableForMs: change.unavailableForMs,
+        suppressedFailures: change.failedMeanwhile,
+      });
+    }
   }
 
   private connectionConfig(): pg.ClientConfig {

@@ -79,7 +79,7 @@ const acceptedBy = (message: OutboundMessage) =>
     slowDown: false,
   });
 
-function delivery(transport: MailTransport, templates: MailTemplate[] = []) {
+function delivery(transport: MailTransport, templates: MailTemplate[] = [], perMail = false) {
   const logged: Array<{ level: string; entry: Record<string, unknown> }> = [];
   const log = (level: string) => (entry: Record<string, unknown>) => logged.push({ level, entry });
   const logger = { debug: log('debug'), warn: log('warn'), error: log('error') } as unknown as Logger;
@@ -88,7 +88,17 @@ function delivery(transport: MailTransport, templates: MailTemplate[] = []) {
   for (const template of templates) registry.register(template);
   const renderer = new MailRenderer(registry, { attachmentResolver: null });
   return {
-    delivery: new Delivery(renderer, transport, policy, SEND_TIMEOUT_MS, STATEMENT_BOUND_MS, metrics, logger, null),
+    delivery: new Delivery(
+      renderer,
+      transport,
+      policy,
+      SEND_TIMEOUT_MS,
+      STATEMENT_BOUND_MS,
+      metrics,
+      logger,
+      null,
+      perMail,
+    ),
     logged,
   };
 }
@@ -171,6 +181,68 @@ describe('Delivery', () => {
       status: 'pending',
       outcome: 'transient',
       lastError: 'the transport failed: a value that cannot be shown as text',
+    });
+  });
+
+  describe('its log', () => {
+    const everyRecipient = (status: string, replyCode: number, reply: string) => (message: OutboundMessage) =>
+      Promise.resolve({
+        kind: 'attempted',
+        recipients: message.recipients.map((address) => ({
+          address,
+          status,
+          replyCode,
+          enhancedStatus: null,
+          reply,
+          perRecipient: true,
+        })),
+        reply: null,
+        providerMessageId: null,
+        slowDown: false,
+      });
+    const outage = () =>
+      Promise.resolve({ kind: 'outage', replyCode: 421, enhancedStatus: null, reply: '421 4.3.2 shutting down' });
+
+    it.each([
+      { name: 'sent', answer: acceptedBy, attempts: 2, quiet: [], perMail: [['debug', 'settled']] },
+      {
+        name: 'deferred',
+        answer: everyRecipient('deferred', 451, '451 4.7.1 greylisted'),
+        attempts: 2,
+        quiet: [],
+        perMail: [['warn', 'settled']],
+      },
+      {
+        name: 'refused',
+        answer: everyRecipient('refused', 550, '550 5.1.1 no such user'),
+        attempts: 2,
+        quiet: [],
+        perMail: [['warn', 'settled']],
+      },
+      {
+        name: "the lane's server refusing the session (its loop says so, once)",
+        answer: outage,
+        attempts: 2,
+        quiet: [],
+        perMail: [['warn', 'the lane cannot send: its server refuses the session']],
+      },
+      {
+        name: 'dead-lettered, out of attempts',
+        answer: everyRecipient('deferred', 451, '451 4.7.1 greylisted'),
+        attempts: 3,
+        quiet: [['error', 'dead-lettered']],
+        perMail: [['error', 'dead-lettered']],
+      },
+    ])('$name: no line but for a dead letter, unless perMail', async ({ answer, attempts, quiet, perMail }) => {
+      const { transport } = transportAnswering(answer);
+      for (const [asked, expected] of [
+        [false, quiet],
+        [true, perMail],
+      ] as const) {
+        const { delivery: deliveryOf, logged } = delivery(transport, [], asked);
+        await deliveryOf.deliver(claimedRow({ attempts }), pace, notStopping);
+        expect(logged.map(({ level, entry }) => [level, entry.msg])).toEqual(expected);
+      }
     });
   });
 });

@@ -43,6 +43,8 @@ export class Delivery {
     private readonly metrics: MailMetrics,
     private readonly logger: Logger,
     private readonly verp: Verp | null,
+    /** `logging.perMail`: a line for each attempt's outcome; without it only a dead letter has one. */
+    private readonly perMail: boolean,
   ) {}
 
   /**
@@ -197,7 +199,12 @@ export class Delivery {
     });
   }
 
+  /**
+   * A dead letter is said at once: it waits for an operator. Every other outcome is the mail's own news, in its row,
+   * its events and the dispatcher's summary; a lane's trouble is its loop's to say, once.
+   */
   private log(row: ClaimedRow, settlement: Settlement): void {
+    if (settlement.status !== 'dead' && !this.perMail) return;
     const entry = {
       msg: 'settled',
       id: row.id,

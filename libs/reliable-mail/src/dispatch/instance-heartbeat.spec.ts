@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { InstanceLaneState } from '../console/console-data.types.js';
+import { DatabaseAvailability } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { heartbeatDue, InstanceHeartbeat, type LaneView, laneStateOf } from './instance-heartbeat.js';
 import type { LanePause } from './lane-throttle.js';
@@ -79,13 +80,20 @@ describe('heartbeatDue', () => {
 });
 
 describe('InstanceHeartbeat', () => {
-  /** A database that is down until `up` is set, and records the heartbeats it took. */
-  function flakyDatabase() {
+  /**
+   * A database that is down until `up` is set, and records the heartbeats it took; with `availability`, it reports
+   * its outage as OutboxDatabase does.
+   */
+  function flakyDatabase(availability?: DatabaseAvailability) {
     const written: unknown[][] = [];
     const state = { up: false };
     const database: SqlClient = {
       query<R>(_statement: unknown, values: readonly unknown[]): Promise<R[]> {
-        if (!state.up) return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432'));
+        if (!state.up) {
+          const error = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+          availability?.failed(error, Date.now());
+          return Promise.reject(error);
+        }
         written.push([...values]);
         return Promise.resolve([]);
       },
@@ -131,5 +139,25 @@ describe('InstanceHeartbeat', () => {
     now += HEARTBEAT_MS;
     await heartbeat.beat();
     expect(lines.map((line) => line.level)).toEqual(['warn', 'log', 'warn']);
+  });
+
+  it('says nothing of a failed write when the outage of the database was logged as such', async () => {
+    const { database, written, state } = flakyDatabase(new DatabaseAvailability());
+    const { logger, lines } = recordingLogger();
+    let now = t0;
+    const heartbeat = new InstanceHeartbeat(
+      database,
+      new SchedulerRegistry(),
+      { id: 'worker-1', host: 'host', pid: 42 },
+      HEARTBEAT_MS,
+      new Map([['default', lane(null)]]),
+      logger,
+      () => now,
+    );
+    for (let beat = 0; beat < 5; beat++, now += HEARTBEAT_MS) await heartbeat.beat();
+    state.up = true;
+    await heartbeat.beat();
+    expect(written).toHaveLength(1);
+    expect(lines).toEqual([]);
   });
 });

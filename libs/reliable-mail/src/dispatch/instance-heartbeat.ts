@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { InstanceLaneState } from '../console/console-data.types.js';
+import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { removeInstance, writeHeartbeat } from '../outbox/sql/instances.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
@@ -74,8 +75,9 @@ export interface InstanceIdentity {
 
 /**
  * Keeps this instance's row in the instance table: its heartbeat and each lane's state, for the console. A failed
- * write is warned of once per outage of the database and otherwise changes nothing: the lanes never wait for it,
- * and the console shows the instance as stale until a write goes through. Shutdown deletes the row; a crashed
+ * write is warned of once until a write goes through again (not at all when it failed with an outage of the database
+ * logged as such) and otherwise changes nothing: the lanes never wait for it, and the console shows the instance as
+ * stale until a write goes through. Shutdown deletes the row; a crashed
  * instance's row stays, stale, until another instance's heartbeat deletes it a day later.
  */
 export class InstanceHeartbeat {
@@ -84,7 +86,8 @@ export class InstanceHeartbeat {
   private last: LastWrite | null = null;
   /** The write under way, if any: shutdown waits for it, since it would write back the row deleted before it ends. */
   private writing: Promise<void> | null = null;
-  private failing = false;
+  /** A failed write was warned of, and no write went through since: the next that does says so. */
+  private warned = false;
 
   constructor(
     private readonly database: SqlClient,
@@ -120,19 +123,19 @@ export class InstanceHeartbeat {
         lanes,
       });
       this.last = { at: now, lanes };
-      if (this.failing) this.logger.log({ msg: 'the instance heartbeat is written again', instance: this.instance.id });
-      this.failing = false;
+      if (this.warned) this.logger.log({ msg: 'the instance heartbeat is written again', instance: this.instance.id });
+      this.warned = false;
     } catch (error) {
       // From when it failed: a write that hung for a statement's whole bound is not tried again at once.
       this.last = { at: this.clock(), lanes: null };
-      if (!this.failing) {
+      if (!this.warned && !reportedAsOutage(error)) {
         this.logger.warn({
           msg: 'could not write the instance heartbeat; the console shows this instance as stale until it can',
           instance: this.instance.id,
           error: String(error),
         });
+        this.warned = true;
       }
-      this.failing = true;
     }
   }
 

@@ -4,6 +4,7 @@ import type { Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import pg from 'pg';
 import type { SqlClient, Statement } from '../database/sql-client.js';
+import { DatabaseAvailability } from '../database/database-availability.js';
 import { StatementNotSentError } from '../database/statement-refusal.js';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
@@ -75,7 +76,9 @@ function laneWith(answer: Answer) {
   } as unknown as Delivery;
   const settler = { settle: async () => ({ applied: true, event: null }) } as unknown as Settler;
   const quiet = () => undefined;
-  const logger = { debug: quiet, log: quiet, warn: quiet, error: quiet } as unknown as Logger;
+  const logged: Array<{ level: string; msg: unknown }> = [];
+  const log = (level: string) => (entry: { msg?: unknown }) => logged.push({ level, msg: entry.msg });
+  const logger = { debug: log('debug'), log: log('log'), warn: log('warn'), error: log('error') } as unknown as Logger;
   const loop = new LaneLoop(options.lanes[0], {
     database,
     scheduler: new SchedulerRegistry(),
@@ -87,7 +90,7 @@ function laneWith(answer: Answer) {
     options,
     logger,
   });
-  return { loop, statements, delivered, sends };
+  return { loop, statements, delivered, sends, logged };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -130,6 +133,27 @@ describe('LaneLoop', () => {
       await wait(150);
       expect(statements.filter((name) => name === 'reliable_mail_claim').length).toBeGreaterThan(2);
       expect(statements).not.toContain('reliable_mail_release_unanswered');
+    });
+
+    it('failing at every poll through an outage the database reported: not a line; failing otherwise: a line each', async () => {
+      const availability = new DatabaseAvailability();
+      const failing = (reported: boolean): Answer => {
+        const until = performance.now() + 100;
+        return (statement) => {
+          if (statement !== 'reliable_mail_claim' || performance.now() > until) return undefined;
+          const error = new StatementNotSentError('no database connection in 10 ms');
+          if (reported) availability.failed(error, Date.now());
+          return Promise.reject(error);
+        };
+      };
+      const duringOutage = started(laneWith(failing(true)));
+      const alone = started(laneWith(failing(false)));
+      await wait(200);
+      expect(duringOutage.logged).toEqual([]);
+      expect(alone.logged.length).toBeGreaterThan(2);
+      expect(new Set(alone.logged.map(({ level, msg }) => `${level} ${String(msg)}`))).toEqual(
+        new Set(['error claim failed; trying again after the poll interval']),
+      );
     });
 
     it.each([

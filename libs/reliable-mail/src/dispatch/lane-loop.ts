@@ -12,6 +12,7 @@ import { claimRows } from '../outbox/sql/claim.js';
 import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
 import { releaseUnansweredClaims } from '../outbox/sql/release-unanswered.js';
+import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
@@ -59,6 +60,13 @@ function signalOf(result: AttemptResult): SendSignal | null {
     (recipient) => recipient.replyCode === null && recipient.status !== 'refused',
   );
   return connectionLost ? 'connection-failure' : null;
+}
+
+/** What the server answered that paused the lane: a refused session's reply, or the first reply not taking the mail. */
+function replyOf(result: AttemptResult): string | null {
+  if (result.kind === 'outage') return result.reply;
+  if (result.kind === 'unrenderable') return null;
+  return result.recipients.find((recipient) => recipient.status !== 'accepted')?.reply ?? result.reply;
 }
 
 /**
@@ -150,6 +158,7 @@ export class LaneLoop {
     try {
       await releaseRows(this.deps.database, unstarted);
     } catch (error) {
+      if (reportedAsOutage(error)) return;
       this.deps.logger.warn({
         msg: 'could not hand back unstarted rows; they are claimed again after the lease',
         count: unstarted.length,
@@ -177,7 +186,8 @@ export class LaneLoop {
         });
     } catch (error) {
       // The database is still away: the claim that follows fails too, and this is tried again at a later tick.
-      this.deps.logger.debug({ msg: 'could not hand back the rows of unanswered claims', error: String(error) });
+      if (!reportedAsOutage(error))
+        this.deps.logger.debug({ msg: 'could not hand back the rows of unanswered claims', error: String(error) });
     }
   }
 
@@ -251,7 +261,7 @@ export class LaneLoop {
           throw error;
         });
         this.throttle.giveBack(granted - rows.length);
-        if (rows.length > 0)
+        if (rows.length > 0 && this.deps.options.logging.perMail)
           this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
         this.ready.push(...rows);
         this.pump();
@@ -260,11 +270,13 @@ export class LaneLoop {
           next = this.inFlight.size + this.ready.length < 2 * this.slots ? this.throttle.waitMs(Date.now()) : -1;
       }
     } catch (error) {
-      this.deps.logger.error({
-        msg: 'claim failed; trying again after the poll interval',
-        lane: this.lane.name,
-        error: String(error),
-      });
+      // An outage fails every claim of every lane at every poll: the database logged it once.
+      if (!reportedAsOutage(error))
+        this.deps.logger.error({
+          msg: 'claim failed; trying again after the poll interval',
+          lane: this.lane.name,
+          error: String(error),
+        });
     } finally {
       this.lastSignOfLife = new Date();
     }
@@ -395,38 +407,42 @@ export class LaneLoop {
       return true;
     } catch (error) {
       const fits = row.leaseEndsAt - performance.now() >= needed;
-      this.deps.logger.warn({
-        msg: fits
-          ? 'could not renew the lease of a row claimed ahead; sent, as a send and its settle still fit in its lease'
-          : 'could not renew the lease of a row claimed ahead; not sent, it is claimed again after its lease',
-        id: row.id,
-        error: String(error),
-      });
+      if (!reportedAsOutage(error))
+        this.deps.logger.warn({
+          msg: fits
+            ? 'could not renew the lease of a row claimed ahead; sent, as a send and its settle still fit in its lease'
+            : 'could not renew the lease of a row claimed ahead; not sent, it is claimed again after its lease',
+          id: row.id,
+          error: String(error),
+        });
       return fits;
     }
   }
 
   /**
    * Records what an attempt said about the server (and how long it asked the lane to wait); returns when the lane
-   * sends again.
+   * sends again. The log says when the lane's trouble begins and when it ends, not each failed probe between.
    */
   private pace(result: AttemptResult): Date {
     const signal = signalOf(result);
     if (signal) {
       const wasPaused = this.throttle.isPaused(Date.now());
-      this.throttle.record(signal, Date.now(), result.kind === 'unrenderable' ? 0 : result.retryAfterMs);
-      if (!wasPaused && this.throttle.isPaused(Date.now())) {
-        const pause = this.throttle.pausedFor!;
+      const change = this.throttle.record(signal, Date.now(), result.kind === 'unrenderable' ? 0 : result.retryAfterMs);
+      if (change?.kind === 'paused') {
         this.deps.logger.warn({
           msg: 'lane paused',
           lane: this.lane.name,
-          reason: pause.reason,
-          until: pause.until.toISOString(),
-          repeats: pause.repeats,
+          reason: change.pause.reason,
+          reply: replyOf(result),
+          until: change.pause.until.toISOString(),
+          probing: 'one mail at a time until one goes through, at intervals doubling up to a minute',
         });
-        // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
-        this.track(this.handBackReady(), this.settling);
+      } else if (change) {
+        const { reason, pausedForMs, failedProbes } = change;
+        this.deps.logger.log({ msg: 'lane resumed', lane: this.lane.name, reason, pausedForMs, failedProbes });
       }
+      // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
+      if (!wasPaused && this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
     }
     return new Date(Date.now() + this.throttle.waitMs(Date.now()));
   }

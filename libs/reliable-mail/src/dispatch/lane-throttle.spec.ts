@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { LaneThrottle } from './lane-throttle.js';
+import { LaneThrottle, type SendSignal } from './lane-throttle.js';
 
 const t0 = 1_000_000;
 
@@ -108,5 +108,77 @@ describe('LaneThrottle: back-pressure', () => {
     expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 3_100), reason: 'slow-down', repeats: 1 });
     throttle.record('outage', t0 + 200, 500);
     expect(throttle.pausedFor).toEqual({ until: new Date(t0 + 3_100), reason: 'slow-down', repeats: 1 });
+  });
+});
+
+describe('LaneThrottle: what its log says', () => {
+  type Step = { signal: SendSignal; at: number };
+  const paused = (reason: string, at: number, length = 1_000) => ({
+    kind: 'paused',
+    pause: { reason, until: new Date(t0 + at + length), repeats: 1 },
+  });
+
+  it.each<{ name: string; steps: Step[]; changes: unknown[] }>([
+    {
+      name: 'sends that go through: nothing',
+      steps: [
+        { signal: 'ok', at: 0 },
+        { signal: 'ok', at: 10 },
+      ],
+      changes: [null, null],
+    },
+    {
+      name: 'an outage of 10 s, probed four times: one change as it begins, one as a send goes through',
+      steps: [
+        { signal: 'outage', at: 0 },
+        // Sends under way as the lane paused.
+        { signal: 'outage', at: 10 },
+        { signal: 'outage', at: 1_000 },
+        { signal: 'outage', at: 3_000 },
+        { signal: 'outage', at: 7_000 },
+        { signal: 'ok', at: 15_000 },
+      ],
+      changes: [
+        paused('outage', 0),
+        null,
+        null,
+        null,
+        null,
+        { kind: 'resumed', reason: 'outage', pausedForMs: 15_000, failedProbes: 3 },
+      ],
+    },
+    {
+      name: 'a slow-down ended by the next send',
+      steps: [
+        { signal: 'slow-down', at: 0 },
+        { signal: 'ok', at: 1_000 },
+      ],
+      changes: [paused('slow-down', 0), { kind: 'resumed', reason: 'slow-down', pausedForMs: 1_000, failedProbes: 0 }],
+    },
+    {
+      name: 'two connection failures are no change; the third pauses',
+      steps: [
+        { signal: 'connection-failure', at: 0 },
+        { signal: 'connection-failure', at: 10 },
+        { signal: 'connection-failure', at: 20 },
+      ],
+      changes: [null, null, paused('connection-failure', 20)],
+    },
+    {
+      name: 'a second trouble after a send went through is told again',
+      steps: [
+        { signal: 'outage', at: 0 },
+        { signal: 'ok', at: 1_000 },
+        { signal: 'outage', at: 5_000 },
+      ],
+      changes: [
+        paused('outage', 0),
+        { kind: 'resumed', reason: 'outage', pausedForMs: 1_000, failedProbes: 0 },
+        paused('outage', 5_000),
+      ],
+    },
+  ])('$name', ({ steps, changes }) => {
+    const throttle = new LaneThrottle(null, t0);
+    expect(steps.map(({ signal, at }) => throttle.record(signal, t0 + at))).toEqual(changes);
   });
 });

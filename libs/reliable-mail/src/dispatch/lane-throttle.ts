@@ -18,6 +18,14 @@ export interface LanePause {
 }
 
 /**
+ * A lane's trouble as its log tells it, one line per change: a pause begins while the lane ran freely, or a send
+ * went through after one, whatever the pauses and failed probes between.
+ */
+export type LaneChange =
+  | { kind: 'paused'; pause: LanePause }
+  | { kind: 'resumed'; reason: LanePause['reason']; pausedForMs: number; failedProbes: number };
+
+/**
  * A lane's pace: a token bucket for its rate limit, and back-pressure. A "slow down" reply, an outage or a run of
  * connection failures pauses the whole lane, for twice as long at each repetition (capped), so that the server's
  * trouble is paid for by one message rather than by the attempts of every message in the backlog, and at least as
@@ -27,6 +35,8 @@ export class LaneThrottle {
   private tokens: number;
   private refilledAt: number;
   private pause: LanePause | null = null;
+  /** When the first pause of the trouble under way began (the pauses and probes since do not move it). */
+  private pausedSince = 0;
   private connectionFailures = 0;
 
   constructor(
@@ -76,26 +86,37 @@ export class LaneThrottle {
   /**
    * Records what a send said about the server; `retryAfterMs`, how long it asked the lane to wait (a Retry-After,
    * bounded to `LONGEST_RETRY_AFTER_MS` where it came in: `retryAfterMs` for a provider's header, the outcome check
-   * for a transport's outcome), makes the pause at least that long.
+   * for a transport's outcome), makes the pause at least that long. Returns the change to log, if any.
    */
-  record(signal: SendSignal, now: number, retryAfterMs = 0): void {
+  record(signal: SendSignal, now: number, retryAfterMs = 0): LaneChange | null {
     if (signal === 'ok') {
+      const ended = this.pause;
       this.pause = null;
       this.connectionFailures = 0;
-      return;
+      return ended
+        ? {
+            kind: 'resumed',
+            reason: ended.reason,
+            pausedForMs: now - this.pausedSince,
+            failedProbes: ended.repeats - 1,
+          }
+        : null;
     }
-    if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return;
+    if (signal === 'connection-failure' && ++this.connectionFailures < CONNECTION_FAILURES_BEFORE_PAUSE) return null;
     this.connectionFailures = 0;
     const askedUntil = now + retryAfterMs;
     // Sends that were already under way when the lane paused report in as well: they do not lengthen it, unless one
     // was asked to wait longer than the pause lasts.
     if (this.isPaused(now)) {
       if (askedUntil > this.pause!.until.getTime()) this.pause = { ...this.pause!, until: new Date(askedUntil) };
-      return;
+      return null;
     }
     const repeats = (this.pause?.repeats ?? 0) + 1;
     const length = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (repeats - 1));
     this.pause = { until: new Date(Math.max(now + length, askedUntil)), reason: signal, repeats };
+    if (repeats > 1) return null;
+    this.pausedSince = now;
+    return { kind: 'paused', pause: { ...this.pause } };
   }
 
   private refill(now: number): void {

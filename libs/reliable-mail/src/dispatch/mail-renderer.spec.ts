@@ -6,6 +6,8 @@ import { handlebarsTemplate } from '../templates/handlebars-template.js';
 import { MailRenderError, MailRenderer } from './mail-renderer.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
+import { InvalidTemplateError } from '../templates/mail-template.js';
+import type { StoredTemplateVersions } from '../templates/stored-template-versions.js';
 
 const signal = new AbortController().signal;
 const messageId = '<m1@test.example.com>';
@@ -34,17 +36,21 @@ const receiptV2 = handlebarsTemplate({
 
 function templated(
   name: string,
-  version: number,
+  version: number | string,
   params: Record<string, never> | Record<string, string | number> = { id: 7 },
   extra: Partial<MailPayloadV2> = {},
 ): MailPayloadV2 {
   return { v: 2, ...envelope, template: { name, version, params }, ...extra };
 }
 
-function renderer(templates: MailTemplate[], attachmentResolver: AttachmentResolver | null = null): MailRenderer {
+function renderer(
+  templates: MailTemplate[],
+  attachmentResolver: AttachmentResolver | null = null,
+  storedVersions: StoredTemplateVersions | null = null,
+): MailRenderer {
   const registry = new MailTemplateRegistry();
   for (const template of templates) registry.register(template);
-  return new MailRenderer(registry, { attachmentResolver });
+  return new MailRenderer(registry, { attachmentResolver }, storedVersions);
 }
 
 async function renderError(promise: Promise<unknown>): Promise<MailRenderError> {
@@ -183,6 +189,56 @@ describe('MailRenderer', () => {
     expect((await renderer([template]).render(messageId, templated('x', 1), signal)).subject).toBe(
       'Hi Bcc: evil@example.com',
     );
+  });
+
+  describe('a version hashed from files that this instance did not load (a deploy changed the files)', () => {
+    const HASH = 'sha256:0123456789abcdef';
+    const stored = (find: (name: string, version: string) => Promise<MailTemplate | undefined>) =>
+      ({ find: jest.fn(find) }) as unknown as StoredTemplateVersions & { find: jest.Mock };
+
+    it('is rendered as made again from the sources kept in the database', async () => {
+      const before = handlebarsTemplate({ name: 'receipt', version: 1, subject: 'Old {{id}}', html: '<p>Old</p>' });
+      const versions = stored(async () => ({ ...before, version: HASH }));
+      const rendering = renderer([receipt], null, versions);
+      const mail = await rendering.render(messageId, templated('receipt', HASH), signal);
+      expect(mail).toMatchObject({ subject: 'Old 7', html: '<p>Old</p>' });
+      // A numbered version is never looked for there.
+      await rendering.render(messageId, templated('receipt', 1), signal);
+      expect(versions.find.mock.calls).toEqual([['receipt', HASH]]);
+    });
+
+    it.each<{ name: string; find: () => Promise<MailTemplate | undefined>; reason: string }>([
+      {
+        name: 'kept nowhere',
+        find: async () => undefined,
+        reason: `template "receipt"@${HASH} is not registered (registered versions: 1) and its sources are not kept in the database; a row renders only with the version it was enqueued with`,
+      },
+      {
+        name: 'kept with sources that no longer make a template',
+        find: async () => {
+          throw new InvalidTemplateError(
+            `"receipt"@${HASH}`,
+            'has stored sources that hash to sha256:1, not to its version',
+          );
+        },
+        reason: `template "receipt"@${HASH} cannot be made from its stored sources: has stored sources that hash to sha256:1, not to its version`,
+      },
+    ])('fails the row permanently when $name', async ({ find, reason }) => {
+      const error = await renderError(
+        renderer([receipt], null, stored(find)).render(messageId, templated('receipt', HASH), signal),
+      );
+      expect(error.message).toBe(reason);
+    });
+
+    it('is tried again when the database cannot be read: not a MailRenderError', async () => {
+      const outage = new Error('connection terminated');
+      const versions = stored(async () => {
+        throw outage;
+      });
+      await expect(
+        renderer([receipt], null, versions).render(messageId, templated('receipt', HASH), signal),
+      ).rejects.toBe(outage);
+    });
   });
 
   it('fails for a payload version it does not know', async () => {

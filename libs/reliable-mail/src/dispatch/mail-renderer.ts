@@ -1,12 +1,18 @@
 import { Readable } from 'node:stream';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ReliableMailError } from '../errors.js';
 import type { MailPayload, MailPayloadV2, StoredAttachment } from '../outbox/mail.types.js';
 import type { OutboundAttachment, RenderedMail } from '../transport/mail-transport.interface.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
-import type { RenderedContent } from '../templates/mail-template.js';
+import {
+  InvalidTemplateError,
+  type MailTemplate,
+  type RenderedContent,
+  type TemplateVersion,
+} from '../templates/mail-template.js';
+import { StoredTemplateVersions } from '../templates/stored-template-versions.js';
 
 import { LINE_BREAK_OR_NUL } from '../shared/characters.js';
 import { cutText } from '../database/storable.js';
@@ -40,6 +46,10 @@ export class MailRenderer {
   constructor(
     private readonly registry: MailTemplateRegistry,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'attachmentResolver'>,
+    /** Where a version of a file template that this instance did not load is found; the module always gives it. */
+    @Optional()
+    @Inject(StoredTemplateVersions)
+    private readonly storedVersions: StoredTemplateVersions | null = null,
   ) {}
 
   /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */
@@ -86,14 +96,7 @@ export class MailRenderer {
   ): Promise<RenderedContent> {
     const { name, version, params, locale } = payload.template!;
     const label = `template "${name}"@${version}`;
-    const template = this.registry.get(name, version);
-    if (!template) {
-      const versions = this.registry.versions(name);
-      throw new MailRenderError(
-        `${label} is not registered (${versions.length > 0 ? `registered versions: ${versions.join(', ')}` : 'no version of it is'}); ` +
-          'a row renders only with the version it was enqueued with',
-      );
-    }
+    const template = await this.templateOf(name, version, label);
     let rendered: RenderedContent;
     try {
       rendered = await template.render(structuredClone(params), { locale, messageId, signal });
@@ -122,6 +125,32 @@ export class MailRenderer {
     // Header injection through a parameter is impossible: a line break in a rendered subject folds to a space.
     const folded = LINE_BREAK_OR_NUL.test(subject) ? subject.replace(/\s*[\r\n\0]+\s*/g, ' ').trim() : subject;
     return { subject: folded, html, text };
+  }
+
+  /**
+   * The version the row was enqueued with: registered here, or, for a template from files whose files changed since,
+   * made again from the sources the start of the enqueuing instance kept in the database.
+   */
+  private async templateOf(name: string, version: TemplateVersion, label: string): Promise<MailTemplate> {
+    const registered = this.registry.get(name, version);
+    if (registered) return registered;
+    const hashed = typeof version === 'string';
+    if (hashed && this.storedVersions) {
+      try {
+        const stored = await this.storedVersions.find(name, version);
+        if (stored) return stored;
+      } catch (error) {
+        if (error instanceof InvalidTemplateError)
+          throw new MailRenderError(`${label} cannot be made from its stored sources: ${error.reason}`);
+        throw error;
+      }
+    }
+    const versions = this.registry.versions(name);
+    throw new MailRenderError(
+      `${label} is not registered (${versions.length > 0 ? `registered versions: ${versions.join(', ')}` : 'no version of it is'})` +
+        `${hashed ? ' and its sources are not kept in the database' : ''}; ` +
+        'a row renders only with the version it was enqueued with',
+    );
   }
 
   private async resolveAttachments(stored: StoredAttachment[], signal: AbortSignal): Promise<OutboundAttachment[]> {

@@ -21,6 +21,7 @@ import { undeclaredLanes } from '../outbox/sql/health.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
+import { summaryOf } from './dispatch-summary.js';
 import { type DrainReport, drainDue } from './due-drain.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
 import { LaneLoop } from './lane-loop.js';
@@ -30,6 +31,7 @@ import { Settler } from './settler.js';
 import { WakeUpListener, type WakeUpState } from './wake-up.listener.js';
 
 const REDELIVERY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:event-redelivery`;
+const SUMMARY_TIMER = `${DISPATCHER_TIMEOUT_NAME}:summary`;
 
 /**
  * Runs one `LaneLoop` per lane, wakes them on NOTIFY, re-emits events whose emitter died, and keeps the instance's
@@ -40,6 +42,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('ReliableMail');
   private readonly lanes = new Map<string, LaneLoop>();
   private redelivery: RecurringTask | null = null;
+  private summary: RecurringTask | null = null;
   private heartbeat: InstanceHeartbeat | null = null;
 
   constructor(
@@ -123,6 +126,17 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       this.logger,
     );
     this.heartbeat.start();
+    const { summaryIntervalMs } = this.options.logging;
+    if (summaryIntervalMs > 0) {
+      this.summary = new RecurringTask(
+        scheduler,
+        SUMMARY_TIMER,
+        summaryIntervalMs,
+        async () => this.logSummary(summaryIntervalMs),
+        this.logger,
+      );
+      this.summary.start();
+    }
     this.logger.log({
       msg: 'dispatcher started',
       workerId: this.options.dispatcher.workerId,
@@ -151,7 +165,21 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       this.metrics,
       this.logger,
       this.options.verp,
+      this.options.logging.perMail,
     );
+  }
+
+  /** The interval's one line (`summaryOf`), in place of a line per mail. */
+  private logSummary(intervalMs: number): void {
+    const summary = summaryOf(
+      this.metrics.takeTally(),
+      this.lanePauses,
+      this.database.availability.unavailableSince,
+      intervalMs,
+      Date.now(),
+    );
+    if (summary?.level === 'warn') this.logger.warn(summary.entry);
+    else if (summary) this.logger.log(summary.entry);
   }
 
   /**
@@ -190,6 +218,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
   async beforeApplicationShutdown(): Promise<void> {
     const deadline = Date.now() + this.options.dispatcher.shutdownTimeoutMs;
     this.redelivery?.stop();
+    this.summary?.stop();
     this.wakeUp.stop();
     const unfinished = await Promise.all(
       [...this.lanes.values()].map((lane) => lane.stop(this.options.dispatcher.shutdownTimeoutMs)),

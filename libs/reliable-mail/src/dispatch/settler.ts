@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@nestjs/common';
+import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { Settlement, StoredEvent } from '../outbox/queue.types.js';
@@ -111,7 +112,8 @@ export class Settler {
         this.gaveUp(settlement, retries, String(error));
         return null;
       }
-      if (retries === 0) {
+      // Through an outage every settle under way retries: the database logged the outage once.
+      if (retries === 0 && !reportedAsOutage(error)) {
         this.logger.warn({
           msg: 'settle failed; retrying while the lease holds',
           id: settlement.id,

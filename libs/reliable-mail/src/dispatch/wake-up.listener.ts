@@ -12,6 +12,11 @@ const LONGEST_RETRY_MS = 30_000;
  * 30 s bounds how long wake-ups can be silently lost (polling still runs meanwhile).
  */
 const HEARTBEAT_MS = 30_000;
+/**
+ * Failures in a row (some 3 s) before the listener says so itself: a database going away fails this connection first
+ * (its session is ended at once), and by then the pool's statements have reported the outage, which covers it.
+ */
+const FAILURES_BEFORE_OWN_LINE = 3;
 
 /** What the health indicator shows of the wake-up listener. */
 export interface WakeUpState {
@@ -37,6 +42,8 @@ export class WakeUpListener {
   private timer: NodeJS.Timeout | null = null;
   private stopped = true;
   private current: WakeUpState = { listening: false, since: new Date(), failures: 0, lastError: null };
+  /** It said it cannot listen, and has not listened since: it says so when it does. */
+  private warned = false;
 
   constructor(private readonly database: OutboxDatabase) {}
 
@@ -75,6 +82,8 @@ export class WakeUpListener {
       if (this.stopped) return end(client);
       this.client = client;
       this.current = { listening: true, since: new Date(), failures: 0, lastError: null };
+      if (this.warned) this.logger.log({ msg: 'wake-up listener listens again' });
+      this.warned = false;
       this.schedule(HEARTBEAT_MS, () => this.heartbeat(connected));
     } catch (error) {
       if (client) end(client);
@@ -105,14 +114,15 @@ export class WakeUpListener {
     const since = this.current.listening || failures === 1 ? new Date() : this.current.since;
     this.current = { listening: false, since, failures, lastError: String(error) };
     const delay = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1));
-    // Logged at the first failure and then as the backoff reaches its cap, not at every retry of a long outage.
-    if (failures === 1 || delay === LONGEST_RETRY_MS) {
+    // Said once, not at every retry; not at all while the database's own outage, already logged, explains it.
+    if (!this.warned && failures >= FAILURES_BEFORE_OWN_LINE && this.database.availability.unavailableSince === null) {
       this.logger.warn({
         msg: 'wake-up listener cannot listen; the dispatchers poll until it is back',
         failures,
         retryInMs: delay,
         error: String(error),
       });
+      this.warned = true;
     }
     if (!this.stopped) this.schedule(delay, () => this.connect());
   }

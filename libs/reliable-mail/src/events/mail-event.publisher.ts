@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
+import { reportedAsOutage } from '../database/database-availability.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { StoredEvent } from '../outbox/queue.types.js';
@@ -56,6 +57,8 @@ export class MailEventPublisher {
   private stopped = false;
   /** A drain is due on a later turn: one for every event published meanwhile. */
   private drainScheduled = false;
+  /** The queue was found full, and has taken no event since: the next refused says nothing. */
+  private fullSaid = false;
 
   private readonly emitter: EventEmitter2;
 
@@ -90,10 +93,18 @@ export class MailEventPublisher {
   publish(event: StoredEvent): void {
     if (this.stopped || this.held.has(event.id)) return;
     if (this.held.size >= this.options.events.maxQueued) {
-      // It is recorded: after its lease, redelivery emits it. Memory stays bounded whatever the listeners do.
-      this.logger.warn({ msg: 'event queue full; the event is emitted by redelivery', eventId: event.id });
+      // It is recorded: after its lease, redelivery emits it. Memory stays bounded whatever the listeners do. Said
+      // once until the queue takes an event again, not for every mail settled meanwhile.
+      if (!this.fullSaid) {
+        this.logger.warn({
+          msg: 'event queue full; the events settled until it has room are emitted by redelivery',
+          maxQueued: this.options.events.maxQueued,
+        });
+      }
+      this.fullSaid = true;
       return;
     }
+    this.fullSaid = false;
     this.held.add(event.id);
     this.queue.push(event);
     if (this.drainScheduled) return;
@@ -202,7 +213,8 @@ export class MailEventPublisher {
       await this.confirmer.add(event.id);
     } catch (error) {
       // A throwing listener gets the event again after the lease, like any unconfirmed event; so does one whose
-      // confirmation could not be written.
+      // confirmation could not be written (said by the database when it is an outage).
+      if (reportedAsOutage(error)) return;
       this.logger.error({
         msg: 'event not confirmed; it will be emitted again',
         eventId: event.id,

@@ -1,10 +1,12 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { type BatchObservableCallback, metrics, type Observable } from '@opentelemetry/api';
+import { reportedAsOutage } from '../database/database-availability.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { feedbackFigures, healthFigures, openCounts, rateOf } from '../outbox/sql/health.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import type { DispatchTally } from '../dispatch/dispatch-summary.js';
 
 /**
  * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which
@@ -41,6 +43,8 @@ export class MailMetrics implements OnModuleDestroy {
       'Complaints and hard bounces per mail sent in health.feedbackWindowMs, by kind (complaint, hard_bounce)',
   });
   private readonly observe: BatchObservableCallback;
+  /** What was attempted since the dispatcher's last summary line (see `takeTally`). */
+  private tally: DispatchTally = { attempts: {}, deadLettered: 0 };
 
   constructor(database: OutboxDatabase, @Inject(RELIABLE_MAIL_OPTIONS) options: ResolvedReliableMailOptions) {
     this.observe = async (result) => {
@@ -55,7 +59,7 @@ export class MailMetrics implements OnModuleDestroy {
         result.observe(this.feedbackRate, rateOf(feedback.complaints, feedback.sent), { kind: 'complaint' });
         result.observe(this.feedbackRate, rateOf(feedback.hardBounces, feedback.sent), { kind: 'hard_bounce' });
       } catch (error) {
-        this.logger.warn({ msg: 'metrics collection failed', error: String(error) });
+        if (!reportedAsOutage(error)) this.logger.warn({ msg: 'metrics collection failed', error: String(error) });
       }
     };
     this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
@@ -64,10 +68,19 @@ export class MailMetrics implements OnModuleDestroy {
   recordAttempt(lane: string, outcome: string, durationMs: number): void {
     this.sends.add(1, { lane, outcome });
     this.sendDuration.record(durationMs, { lane, outcome });
+    this.tally.attempts[outcome] = (this.tally.attempts[outcome] ?? 0) + 1;
   }
 
   recordFinal(lane: string, status: string, attempts: number): void {
     this.attemptsPerEmail.record(attempts, { lane, status });
+    if (status === 'dead') this.tally.deadLettered += 1;
+  }
+
+  /** The attempts by outcome and the dead letters since the last call, for the dispatcher's summary line. */
+  takeTally(): DispatchTally {
+    const taken = this.tally;
+    this.tally = { attempts: {}, deadLettered: 0 };
+    return taken;
   }
 
   recordFeedback(source: string, kind: string, bounceType: string | null, linked: boolean): void {

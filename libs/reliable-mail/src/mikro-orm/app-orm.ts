@@ -18,6 +18,7 @@ const ENTITY_TABLES = [
   'mail_suppression',
   'mail_console_audit',
   'mail_instance',
+  'mail_template_source',
   'mail_migrations',
 ];
 /** Every table of reliable-mail's, for `schemaGenerator.skipTables`. */

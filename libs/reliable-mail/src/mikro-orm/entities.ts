@@ -196,6 +196,17 @@ export const MailInstance = defineEntity({
   },
 });
 
+export const MailTemplateSource = defineEntity({
+  name: 'MailTemplateSource',
+  tableName: 'mail_template_source',
+  properties: {
+    name: p.text().primary(),
+    version: p.text().primary(),
+    sources: p.json<Record<string, unknown>>(),
+    createdAt: timestamp().defaultRaw('now()'),
+  },
+});
+
 /** The versions table, which `migrate` (or `database.migrateAtStart`) adds beside the tables when it first runs. */
 export const MailMigration = defineEntity({
   name: 'MailMigration',
@@ -223,5 +234,6 @@ export const reliableMailEntities = [
   MailOutboxFeedback,
   MailConsoleAudit,
   MailInstance,
+  MailTemplateSource,
   MailMigration,
 ];

@@ -10,5 +10,6 @@ export {
   MailOutboxEvent,
   MailOutboxFeedback,
   MailSuppression,
+  MailTemplateSource,
   reliableMailEntities,
 } from './entities.js';

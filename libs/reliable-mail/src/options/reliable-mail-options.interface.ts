@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { MailTemplateFolder } from '../templates/file-templates.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import type { SmtpTransportOptions } from '../transport/smtp/smtp-transport-options.js';
@@ -256,6 +257,32 @@ export interface HealthOptions {
 }
 
 /**
+ * What reliable-mail logs, through Nest's logger: the app's logger and its levels decide what is printed, as for
+ * every line of the module. By default no line per mail (Nest's default logger prints debug lines too, so levels
+ * alone would not keep a developer's console readable): a line when something changes (a lane pauses because its
+ * server refuses the session, asks to slow down or drops connections, and one when it resumes, with how long it
+ * was paused and how many probes failed; the database becomes unavailable, and answers again, with how long it was
+ * away and how many failures were not logged), a line per dead-lettered mail, errors that are no outage (a statement
+ * refused, a transport's bug), and the summary below.
+ */
+export interface LoggingOptions {
+  /**
+   * A line for each mail: each claim (debug), and each attempt's outcome, naming the row, its Message-ID and its
+   * lane: sent at debug level (shown only where the app's logger prints debug, as Nest's default logger does),
+   * deferred, refused, unknown or met by a lane outage at warn.
+   * @default false
+   */
+  perMail?: boolean;
+  /**
+   * How often the dispatcher logs one summary line: the attempts of the interval by outcome (sent, transient,
+   * permanent, unknown, …) and the mails dead-lettered, at log level; at warn level, with the lanes still paused and
+   * since when the database is unavailable, while one of those lasts. No line for an interval with neither. 0: none.
+   * @default 60000
+   */
+  summaryIntervalMs?: number;
+}
+
+/**
  * Variable envelope return paths, for apps that read DSNs (bounce emails) themselves: the SMTP envelope sender
  * (MAIL FROM, where DSNs go; the header From stays the mail's own) of each recipient's copy becomes
  * `<localPart>+<token>@<domain>`, the token naming the row and carrying an HMAC of (row, recipient) under `secret`.
@@ -337,9 +364,10 @@ export interface ReliableMailOptions {
   defaultLane?: string;
   /**
    * Templates a mail can name (`enqueue({ template, params })`), rendered at send time; several versions of a
-   * name may be given. More can be added from a provider through `MailTemplateRegistry.register`.
+   * name may be given. More can be added from a provider through `MailTemplateRegistry.register`. A folder of
+   * template files (`fileTemplates({ dir })`) is read at start, each template versioned by its sources' hash.
    */
-  templates?: MailTemplate[];
+  templates?: Array<MailTemplate | MailTemplateFolder>;
   /**
    * The largest mail enqueue accepts, in bytes: subject, body (or template parameters), headers and inline
    * attachments (counted decoded). Referenced attachments do not count.
@@ -357,6 +385,8 @@ export interface ReliableMailOptions {
    * @default none: the envelope sender is the mail's From
    */
   verp?: VerpOptions;
+  /** What is logged, and how much (see `LoggingOptions`): by default no line per mail. */
+  logging?: LoggingOptions;
   /**
    * Refuses an enqueue outside any transaction (`TransactionRequiredError`): a mail written on its own would go
    * out even if the business transaction it belongs to rolled back.

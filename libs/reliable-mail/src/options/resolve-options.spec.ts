@@ -90,6 +90,7 @@ describe('resolveOptions', () => {
     retry?: object;
     transport?: object;
     database?: object;
+    logging?: object;
   }>([
     { name: 'defaults for a URL transport', options: {} },
     {
@@ -154,7 +155,12 @@ describe('resolveOptions', () => {
       dispatcher: { leaseMs: 9_000, sendTimeoutMs: 2_000 },
       database: { statementTimeoutMs: 1_000 },
     },
-  ])('$name', ({ options, dispatcher, retry, transport = validSmtp, database }) => {
+    {
+      name: 'a line per mail, and no summary',
+      options: { logging: { perMail: true, summaryIntervalMs: 0 } },
+      logging: { perMail: true, summaryIntervalMs: 0 },
+    },
+  ])('$name', ({ options, dispatcher, retry, transport = validSmtp, database, logging }) => {
     const input = { ...valid, ...options };
     const resolvedDispatcher = { ...defaultDispatcher, ...dispatcher };
     expect(resolveOptions(input, 'worker-host', 4242)).toEqual({
@@ -178,6 +184,7 @@ describe('resolveOptions', () => {
       ...defaultContent,
       verp: null,
       requireTransaction: false,
+      logging: { perMail: false, summaryIntervalMs: 60_000, ...logging },
     });
   });
 
@@ -308,6 +315,12 @@ describe('resolveOptions', () => {
     },
     { name: 'a default lane that is not declared', options: { defaultLane: 'urgent' }, option: 'defaultLane' },
     { name: 'a retention batch of 0', options: { retention: { batchSize: 0 } }, option: 'retention.batchSize' },
+    { name: "perMail as 'yes'", options: { logging: { perMail: 'yes' } }, option: 'logging.perMail' },
+    {
+      name: 'a summary every half millisecond',
+      options: { logging: { summaryIntervalMs: 0.5 } },
+      option: 'logging.summaryIntervalMs',
+    },
     {
       name: 'a negative dead-letter threshold',
       options: { health: { maxDeadLetters: -1 } },

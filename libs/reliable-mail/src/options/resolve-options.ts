@@ -3,6 +3,7 @@ import { isPlainIdentifier } from '../schema/outbox-tables.js';
 import { withDefaults } from './with-defaults.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from '../dispatch/lease.js';
 import { InvalidOptionsError } from '../errors.js';
+import type { MailTemplateFolder } from '../templates/file-templates.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
@@ -21,6 +22,7 @@ import type {
   RetentionOptions,
   DatabaseOptions,
   EventOptions,
+  LoggingOptions,
   TransportOption,
 } from './reliable-mail-options.interface.js';
 
@@ -48,11 +50,12 @@ export interface ResolvedReliableMailOptions {
   health: Required<HealthOptions>;
   database: Omit<Required<DatabaseOptions>, 'url' | 'schema'> & { url: string | null; schema: string | null };
   events: Required<EventOptions>;
-  templates: MailTemplate[];
+  templates: Array<MailTemplate | MailTemplateFolder>;
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
   verp: Verp | null;
   requireTransaction: boolean;
+  logging: Required<LoggingOptions>;
 }
 
 const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
@@ -96,6 +99,8 @@ const DEFAULT_EVENT_OPTIONS: Required<EventOptions> = {
   concurrency: 16,
   maxQueued: 10_000,
 };
+
+const DEFAULT_LOGGING_OPTIONS: Required<LoggingOptions> = { perMail: false, summaryIntervalMs: 60_000 };
 
 /** 5 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
@@ -206,6 +211,10 @@ export function resolveOptions(
   requirePositiveInteger('events.concurrency', events.concurrency);
   requirePositiveInteger('events.maxQueued', events.maxQueued);
 
+  const logging = withDefaults(DEFAULT_LOGGING_OPTIONS, options.logging);
+  if (typeof logging.perMail !== 'boolean') throw new InvalidOptionsError('logging.perMail', 'must be a boolean');
+  requirePositiveInteger('logging.summaryIntervalMs', logging.summaryIntervalMs, 0);
+
   return {
     ...resolveContent(options),
     transport,
@@ -221,6 +230,7 @@ export function resolveOptions(
     events,
     verp: resolveVerp(options.verp),
     requireTransaction,
+    logging,
   };
 }
 

@@ -146,8 +146,11 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /** The template a v2 payload is rendered with at send time. */
 export interface StoredTemplate {
   name: string;
-  /** The version that was the newest registered at enqueue; every attempt renders this one. */
-  version: number;
+  /**
+   * The version that was the newest registered at enqueue (for a template from files, the hash of its sources then);
+   * every attempt renders this one.
+   */
+  version: number | string;
   params: Record<string, JsonValue>;
   locale?: string;
 }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { reportedAsOutage } from '../database/database-availability.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { CallerTransaction, TransactionEnds } from '../transactions/caller-transaction.js';
 import { notifyLanes } from './sql/notify.js';
@@ -104,10 +105,12 @@ export class WakeUpNotifier implements TransactionEnds {
       }
     } catch (error) {
       this.due.clear();
-      this.logger.warn({
-        msg: 'could not notify the dispatchers; they find the mail at their next poll',
-        error: String(error),
-      });
+      if (!reportedAsOutage(error)) {
+        this.logger.warn({
+          msg: 'could not notify the dispatchers; they find the mail at their next poll',
+          error: String(error),
+        });
+      }
     } finally {
       this.sending = false;
     }

@@ -21,6 +21,8 @@ export interface OutboxTables {
   readonly audit: string;
   /** Each running instance's heartbeat and lane state. */
   readonly instance: string;
+  /** The sources of each version of the templates from files, by name and version (their hash). */
+  readonly templateSource: string;
   /** The schema's versions: one row for each applied (or recognised) version. */
   readonly migrations: string;
 }
@@ -47,6 +49,7 @@ export function tablesIn(schema: string): OutboxTables {
       suppression: `${schema}.mail_suppression`,
       audit: `${schema}.mail_console_audit`,
       instance: `${schema}.mail_instance`,
+      templateSource: `${schema}.mail_template_source`,
       migrations: `${schema}.mail_migrations`,
     };
     bySchema.set(schema, tables);

@@ -1,9 +1,11 @@
 import type { Logger } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
+import { reportedAsOutage } from '../database/database-availability.js';
 
 /**
  * Work that runs again `intervalMs` after each run finishes (so two runs never overlap), through a timeout in
- * @nestjs/schedule's registry. A failed run is logged and the next one comes as usual.
+ * @nestjs/schedule's registry. A failed run is logged, unless it failed with an outage of the database that was
+ * logged as such, and the next one comes as usual.
  */
 export class RecurringTask {
   private stopped = false;
@@ -31,7 +33,8 @@ export class RecurringTask {
     try {
       await this.work();
     } catch (error) {
-      this.logger.error({ msg: `${this.name} failed; it runs again at the next interval`, error: String(error) });
+      if (!reportedAsOutage(error))
+        this.logger.error({ msg: `${this.name} failed; it runs again at the next interval`, error: String(error) });
     }
     this.schedule(this.intervalMs);
   }

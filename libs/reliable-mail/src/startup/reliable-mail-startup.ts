@@ -11,8 +11,10 @@ import type { OutboxTables } from '../schema/outbox-tables.js';
 import { readSchemaState } from '../schema/schema-state.js';
 import { schemaProblem } from '../schema/schema-verdict.js';
 import { WakeUpNotifier } from '../outbox/wake-up.notifier.js';
+import { StoredTemplateVersions } from '../templates/stored-template-versions.js';
 import { listenForCommits } from '../transactions/adapters/mikro-orm.js';
 import { CallerTransactions } from '../transactions/caller-transactions.js';
+import { statementsOnClient } from '../database/sql-client.js';
 import { findAppStack } from './app-stack.js';
 import { openStartConnection } from './start-connection.js';
 import { PACKAGE_VERSION } from './package-version.js';
@@ -21,7 +23,9 @@ import { PACKAGE_VERSION } from './package-version.js';
  * The start: what the app gave reliable-mail is checked before anything is sent or enqueued, and a wrong setup fails
  * `app.init()` with the fix in its message: EventEmitterModule missing, no database to connect to, the schema
  * missing or of the wrong version (or migrated here, with `database.migrateAtStart`), an ORM whose schema diff would
- * drop reliable-mail's tables. Until it is done, every statement waits; after a failed start, each fails with its error.
+ * drop reliable-mail's tables. Then the sources of the templates from files are saved. Until it is done, every statement
+ * waits (an enqueue too, so a row never names a version whose sources are not kept); after a failed start, each fails
+ * with its error.
  */
 @Injectable()
 export class ReliableMailStartup implements OnModuleInit {
@@ -34,6 +38,7 @@ export class ReliableMailStartup implements OnModuleInit {
     private readonly schema: OutboxSchema,
     private readonly transactions: CallerTransactions,
     private readonly wakeUp: WakeUpNotifier,
+    private readonly templateVersions: StoredTemplateVersions,
     @Optional() @Inject(EventEmitter2) private readonly emitter?: EventEmitter2,
   ) {
     schema.startsWith(() => this.start());
@@ -72,6 +77,7 @@ export class ReliableMailStartup implements OnModuleInit {
       const state = await readSchemaState(migrationConnection(client), schema ?? undefined);
       const problem = schemaProblem(state, PACKAGE_VERSION) ?? appOrm?.schemaDiffProblem(state.tables);
       if (problem) throw new ReliableMailSetupError(problem);
+      await this.templateVersions.save(statementsOnClient(client, state.tables));
       return state.tables;
     } finally {
       await client.end().catch(() => undefined);

@@ -108,6 +108,50 @@ describe('handlebarsTemplate', () => {
     expect(() => other.render({ name: 'ann' }, context)).toThrow(/upper/);
   });
 
+  it('wraps html and text in layouts: the default one, one named on the first line, or none', async () => {
+    const layouts = {
+      main: { html: '<body>{{{body}}}<p>{{shop}}</p></body>', text: '{{{body}}}\n-- {{shop}}' },
+      plain: { html: '<div>{{body}}</div>' },
+    };
+    const render = (sources: { html?: string; text?: string }) =>
+      handlebarsTemplate({ name: 't', version: 1, subject: 's', ...sources, layouts, defaultLayout: 'main' }).render(
+        { name: '<Ann>', shop: 'Shop' },
+        context,
+      );
+    expect(await render({ html: '<p>Hi {{name}}</p>' })).toMatchObject({
+      html: '<body><p>Hi &lt;Ann&gt;</p><p>Shop</p></body>',
+      text: 'Hi <Ann>\n\nShop',
+    });
+    expect(await render({ html: '{{!< plain}}\n<p>Hi</p>', text: 'Hi {{name}}' })).toEqual({
+      subject: 's',
+      html: '<div><p>Hi</p></div>',
+      text: 'Hi <Ann>\n-- Shop',
+    });
+    expect(await render({ html: '{{!< none}}\n<p>Hi</p>', text: '{{!<none}}\nHi' })).toMatchObject({
+      html: '<p>Hi</p>',
+      text: 'Hi',
+    });
+    expect(() => handlebarsTemplate({ name: 't', version: 1, subject: 's', text: '{{!< plain}}x', layouts })).toThrow(
+      /names layout "plain", which has no text part/,
+    );
+  });
+
+  it('a text-only template has no html part', async () => {
+    const template = handlebarsTemplate({ name: 't', version: 1, subject: 's', text: 'Hi {{name}}' });
+    expect(await template.render({ name: 'Ann' }, context)).toEqual({ subject: 's', text: 'Hi Ann' });
+  });
+
+  it('transforms the rendered html before the text part is derived from it', async () => {
+    const template = handlebarsTemplate({
+      name: 't',
+      version: 1,
+      subject: 's',
+      html: '<x-note>{{name}}</x-note>',
+      transformHtml: async (html) => html.replace(/x-note/g, 'p'),
+    });
+    expect(await template.render({ name: 'Ann' }, context)).toEqual({ subject: 's', html: '<p>Ann</p>', text: 'Ann' });
+  });
+
   it('renders a missing parameter as empty, or throws in strict mode', async () => {
     const lenient = handlebarsTemplate({ name: 't', version: 1, subject: 'Order {{orderId}}', html: 'x' });
     expect((await lenient.render({}, context)).subject).toBe('Order');
@@ -124,7 +168,7 @@ describe('handlebarsTemplate', () => {
     expect(() =>
       handlebarsTemplate({ name: 't', version: 1, subject: 's', html: 'x', locales: { de: { text: '{{' } } }),
     ).toThrow(/locales\.de\.text/);
-    expect(() => handlebarsTemplate({ name: 't', version: 1, subject: 's' } as never)).toThrow(/needs html/);
+    expect(() => handlebarsTemplate({ name: 't', version: 1, subject: 's' })).toThrow(/needs html/);
   });
 
   it('validates parameters with a Standard Schema', () => {

@@ -7,6 +7,7 @@ import {
   type ParamsSchema,
   paramsValidator,
   type RenderedContent,
+  type TemplateVersion,
 } from './mail-template.js';
 
 /** Handlebars sources of one locale; a part it leaves out falls back to the default sources. */
@@ -16,13 +17,19 @@ export interface HandlebarsSources {
   text?: string;
 }
 
+/** A layout's sources: each wraps the part of its name, which it places with `{{{body}}}`. */
+export interface HandlebarsLayout {
+  html?: string;
+  text?: string;
+}
+
 export interface HandlebarsTemplateOptions {
   name: string;
-  version: number;
+  version: TemplateVersion;
   /** The subject, rendered without html escaping (line breaks in it become spaces). */
   subject: string;
-  /** The html part; `{{value}}` is html-escaped, `{{{value}}}` is not. */
-  html: string;
+  /** The html part; `{{value}}` is html-escaped, `{{{value}}}` is not. Needed unless `text` is given. */
+  html?: string;
   /** The text part, rendered without escaping. Default: derived from the rendered html by `htmlToText`. */
   text?: string;
   /** Validates the parameters at enqueue (a Standard Schema such as zod, or see `ParamsSchema`). */
@@ -38,28 +45,62 @@ export interface HandlebarsTemplateOptions {
   partials?: Record<string, string>;
   /** Make a reference to a missing parameter throw (a permanent failure of the row) instead of rendering empty. */
   strict?: boolean;
+  /**
+   * Layouts by name. An html or text source whose first line is `{{!< name}}` is rendered into that layout's part
+   * of the same kind, where the layout writes `{{{body}}}`; `{{!< none}}` asks for no layout.
+   */
+  layouts?: Record<string, HandlebarsLayout>;
+  /** The layout of a source without such a first line, for the parts it has. */
+  defaultLayout?: string;
+  /**
+   * Applied to the rendered html (its layout included) before the text part is derived from it: MJML to html, CSS
+   * inlining. A throw or a rejection fails the row as a failing render does.
+   */
+  transformHtml?: (html: string) => string | Promise<string>;
+}
+
+/** `{{!< name}}` on a source's first line: a comment to Handlebars, the choice of a layout to this template. */
+const LAYOUT_LINE = /^\{\{!<\s*([^\s}]+)\s*\}\}[ \t]*(?:\r?\n)?/;
+const NO_LAYOUT = 'none';
+
+/** The layout a source asks for on its first line (null when it names none), and the source without that line. */
+export function layoutLine(source: string): { layout: string | null; body: string } {
+  const match = LAYOUT_LINE.exec(source);
+  return match ? { layout: match[1], body: source.slice(match[0].length) } : { layout: null, body: source };
 }
 
 type Compiled = (params: unknown, locale: string | undefined) => string;
 
 interface CompiledSources {
   subject: Compiled;
-  html: Compiled;
+  html: Compiled | null;
   text: Compiled | null;
 }
+
+type LayoutPart = keyof HandlebarsLayout;
 
 /**
  * A `MailTemplate` on Handlebars. The sources are parsed when the template is made, so a syntax error shows at
  * start-up; each template gets its own Handlebars environment with its helpers and partials.
  */
 export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemplate<Record<string, unknown>> {
-  const { name, version, schema, locales = {}, helpers = {}, partials = {}, strict = false } = options;
+  const {
+    name,
+    version,
+    schema,
+    locales = {},
+    helpers = {},
+    partials = {},
+    strict = false,
+    layouts = {},
+    defaultLayout,
+    transformHtml,
+  } = options;
   const label = `"${name}"@${version}`;
   const handlebars = Handlebars.create();
   handlebars.registerHelper(helpers);
   handlebars.registerPartial(partials);
-
-  const compile = (part: string, source: unknown, escape: boolean): Compiled => {
+  const parse = (part: string, source: unknown, escape: boolean): Handlebars.TemplateDelegate => {
     if (typeof source !== 'string')
       throw new InvalidTemplateError(label, `needs ${part} as a Handlebars source string`);
     try {
@@ -67,8 +108,36 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
     } catch (error) {
       throw new InvalidTemplateError(label, `has a ${part} that does not parse: ${(error as Error).message}`);
     }
-    const template = handlebars.compile(source, { noEscape: !escape, strict });
-    return (params, locale) => template(params, { data: { locale } });
+    return handlebars.compile(source, { noEscape: !escape, strict });
+  };
+  const compiledLayouts = new Map<string, Handlebars.TemplateDelegate>();
+  const layoutOf = (layout: string, kind: LayoutPart): Handlebars.TemplateDelegate | null => {
+    const key = `${layout}.${kind}`;
+    let compiled = compiledLayouts.get(key);
+    if (!compiled) {
+      const source = Object.hasOwn(layouts, layout) ? layouts[layout][kind] : undefined;
+      if (source === undefined) return null;
+      compiled = parse(`layout ${key}`, source, kind === 'html');
+      compiledLayouts.set(key, compiled);
+    }
+    return compiled;
+  };
+  const compile = (part: string, source: unknown, kind: LayoutPart | null): Compiled => {
+    const { layout: named, body } =
+      kind && typeof source === 'string' ? layoutLine(source) : { layout: null, body: source };
+    const template = parse(part, body, kind === 'html');
+    const render: Compiled = (params, locale) => template(params, { data: { locale } });
+    if (!kind || named === NO_LAYOUT) return render;
+    const layout = named ?? defaultLayout;
+    const wrapper = layout === undefined ? null : layoutOf(layout, kind);
+    if (!wrapper) {
+      if (named !== null)
+        throw new InvalidTemplateError(label, `has a ${part} that names layout "${named}", which has no ${kind} part`);
+      return render;
+    }
+    const wrap = kind === 'html' ? (body: string) => new handlebars.SafeString(body) : (body: string) => body;
+    return (params, locale) =>
+      wrapper({ ...(params as object), body: wrap(render(params, locale)) }, { data: { locale } });
   };
   const compileSources = (
     sources: HandlebarsSources,
@@ -77,12 +146,13 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
   ): CompiledSources => ({
     subject:
       sources.subject !== undefined || !fallback
-        ? compile(`${prefix}subject`, sources.subject, false)
+        ? compile(`${prefix}subject`, sources.subject, null)
         : fallback.subject,
-    html: sources.html !== undefined || !fallback ? compile(`${prefix}html`, sources.html, true) : fallback.html,
-    text: sources.text !== undefined ? compile(`${prefix}text`, sources.text, false) : (fallback?.text ?? null),
+    html: sources.html !== undefined ? compile(`${prefix}html`, sources.html, 'html') : (fallback?.html ?? null),
+    text: sources.text !== undefined ? compile(`${prefix}text`, sources.text, 'text') : (fallback?.text ?? null),
   });
-
+  if (options.html === undefined && options.text === undefined)
+    throw new InvalidTemplateError(label, 'needs html or text as a Handlebars source string');
   const defaults = compileSources(options, null, '');
   const byLocale = new Map(
     Object.entries(locales).map(([locale, sources]) => [
@@ -95,22 +165,25 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
     const tag = locale.toLowerCase();
     return byLocale.get(tag) ?? byLocale.get(tag.split('-')[0]) ?? defaults;
   };
-
   return {
     name,
     version,
     validate: schema ? paramsValidator(schema) : undefined,
-    render(params: Record<string, unknown>, { locale }: MailRenderContext): RenderedContent {
+    render(params: Record<string, unknown>, { locale }: MailRenderContext) {
       const sources = sourcesFor(locale);
-      const html = sources.html(params, locale);
-      return {
-        subject: sources
-          .subject(params, locale)
-          .replace(/\s*[\r\n]+\s*/g, ' ')
-          .trim(),
+      const subject = sources
+        .subject(params, locale)
+        .replace(/\s*[\r\n]+\s*/g, ' ')
+        .trim();
+      const text = sources.text?.(params, locale);
+      const finish = (html: string | undefined): RenderedContent => ({
+        subject,
         html,
-        text: sources.text ? sources.text(params, locale) : htmlToText(html),
-      };
+        text: text ?? (html === undefined ? undefined : htmlToText(html)),
+      });
+      const html = sources.html?.(params, locale);
+      if (html === undefined || !transformHtml) return finish(html);
+      return Promise.resolve(transformHtml(html)).then(finish);
     },
   };
 }

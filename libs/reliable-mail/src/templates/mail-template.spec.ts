@@ -2,12 +2,27 @@ import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionsError, MailValidationError } from '../errors.js';
 import { InvalidTemplateError, type MailTemplate, paramsValidator, type StandardSchemaLike } from './mail-template.js';
 import { MailTemplateRegistry } from './mail-template.registry.js';
+import type { FileTemplate, MailTemplateFolder } from './file-templates.js';
 
 const template = (name: string, version: number): MailTemplate => ({
   name,
   version,
   render: () => ({ subject: name, text: name }),
 });
+
+const fromFiles = (name: string, version: string): FileTemplate => ({
+  name,
+  version,
+  sources: { parts: { subject: name, text: name }, layouts: {}, partials: {}, defaultLayout: 'main', inlineCss: false },
+  render: () => ({ subject: name, text: name }),
+});
+
+/** A folder as the registry sees it, without files. */
+const folder = (...templates: FileTemplate[]): MailTemplateFolder =>
+  ({ dir: '/app/mail-templates', load: async () => templates, restore: async () => templates[0] }) as never;
+
+const HASH_A = 'sha256:00000000000000aa';
+const HASH_B = 'sha256:00000000000000bb';
 
 function thrownBy(action: () => unknown): unknown {
   try {
@@ -73,10 +88,57 @@ describe('MailTemplateRegistry', () => {
     expect((error as Error).message).toMatch(reason);
   });
 
-  it('registers the templates option, naming the bad entry as an option', () => {
-    const registry = MailTemplateRegistry.of([template('a', 1), template('a', 2)]);
+  it("a folder's templates: the version loaded at this start is the latest, and the only one", async () => {
+    const welcome = fromFiles('welcome', HASH_A);
+    const first = folder(welcome);
+    const second = folder(fromFiles('reset', HASH_B));
+    const registry = await MailTemplateRegistry.load([template('code', 1), first, second]);
+    expect(registry.latest('welcome')).toBe(welcome);
+    expect(registry.get('welcome', HASH_A)).toBe(welcome);
+    expect(registry.get('welcome', HASH_B)).toBeUndefined();
+    expect(registry.versions('welcome')).toEqual([HASH_A]);
+    expect(registry.names()).toEqual(['code', 'reset', 'welcome']);
+    expect(registry.fileTemplates().map(({ name }) => name)).toEqual(['welcome', 'reset']);
+    expect(registry.folderFor('reset')).toBe(second);
+    // A name no folder holds now is made again with the first folder's helpers.
+    expect(registry.folderFor('gone')).toBe(first);
+    expect(new MailTemplateRegistry().folderFor('gone')).toBeUndefined();
+  });
+
+  it('refuses a hash as the version of a template registered by hand: its sources would not be saved', () => {
+    const error = thrownBy(() => new MailTemplateRegistry().register(fromFiles('welcome', HASH_A)));
+    expect(error).toBeInstanceOf(InvalidTemplateError);
+    expect((error as Error).message).toMatch(
+      /"welcome"@sha256:0+aa: .*come from fileTemplates\(\) in the templates option/,
+    );
+  });
+
+  it.each<{ name: string; templates: Array<MailTemplate | MailTemplateFolder>; reason: RegExp }>([
+    {
+      name: 'numbered, then from files',
+      templates: [template('welcome', 1), folder(fromFiles('welcome', HASH_A))],
+      reason: /templates\[1\].*"welcome"@sha256:0+aa: is also registered as 1: a name is either versioned by hand/,
+    },
+    {
+      name: 'from files, then numbered',
+      templates: [folder(fromFiles('welcome', HASH_A)), template('welcome', 2)],
+      reason: /templates\[1\].*"welcome"@2: is also registered as "sha256:0+aa"/,
+    },
+    {
+      name: 'from two folders',
+      templates: [folder(fromFiles('welcome', HASH_A)), folder(fromFiles('welcome', HASH_B))],
+      reason: /templates\[1\].*"welcome"@sha256:0+bb: is also registered as "sha256:0+aa"/,
+    },
+  ])('refuses a name $name', async ({ templates, reason }) => {
+    const error = await MailTemplateRegistry.load(templates).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(InvalidOptionsError);
+    expect((error as Error).message).toMatch(reason);
+  });
+
+  it('registers the templates option, naming the bad entry as an option', async () => {
+    const registry = await MailTemplateRegistry.load([template('a', 1), template('a', 2)]);
     expect(registry.versions('a')).toEqual([1, 2]);
-    const error = thrownBy(() => MailTemplateRegistry.of([template('a', 1), template('a', 0)]));
+    const error = await MailTemplateRegistry.load([template('a', 1), template('a', 0)]).catch((thrown) => thrown);
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect(error).toMatchObject({ option: 'templates[1]' });
   });

@@ -1,6 +1,9 @@
 import { MailValidationError, ReliableMailError } from '../errors.js';
 import { fieldPath } from '../shared/characters.js';
 
+/** A template's version: an integer >= 1, or the hash of its sources for a template from files. */
+export type TemplateVersion = number | string;
+
 /** What a template renders: the subject and at least one of html and text. */
 export interface RenderedContent {
   subject: string;
@@ -28,12 +31,17 @@ export interface MailRenderContext {
  *
  * A row renders with the version that was the newest registered when it was enqueued, on every attempt: to change
  * what new mails look like, register a new version and keep the old one while rows that name it may still be sent.
+ * Templates from files (`fileTemplates()`) are versioned by the hash of their sources instead, which the start saves
+ * in the database, so that a row renders with the files it was enqueued with even after a deploy changed them.
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one registry holds templates of every parameter type
 export interface MailTemplate<P = any> {
   readonly name: string;
-  /** An integer >= 1; enqueue uses the highest registered version of the name. */
-  readonly version: number;
+  /**
+   * An integer >= 1, set by hand: enqueue uses the highest registered version of the name. Or, for a template from
+   * files, the hash of its sources (`sha256:` and 16 hex digits), which `fileTemplates()` computes.
+   */
+  readonly version: TemplateVersion;
   /**
    * Called at send time with the stored parameters. A throw (or a rejected promise) fails the row permanently,
    * reported with the error's message: rendering the same stored parameters again would fail the same way.

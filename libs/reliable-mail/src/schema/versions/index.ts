@@ -6,6 +6,7 @@ import { feedback } from './0005-feedback.js';
 import { requestMessageIds } from './0006-request-message-ids.js';
 import { compressedPayloads } from './0007-compressed-payloads.js';
 import { consoleTables } from './0008-console.js';
+import { templateSources } from './0009-template-sources.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -18,6 +19,7 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   requestMessageIds,
   compressedPayloads,
   consoleTables,
+  templateSources,
 ];
 
 export type { SchemaVersion } from './schema-version.js';
