@@ -1,13 +1,14 @@
 // The package test (`npm run test:package`): what a new user does with the npm package. It packs the library, makes
-// an app in a temporary folder with a package.json of its own (no workspace, no path alias), runs the README's install
-// lines there against the registry, type-checks and builds the README's files, starts the app against the PostgreSQL
-// in DATABASE_URL and an SMTP server in this process, and sees an order's email arrive. Then `npm ci --omit=dev` and
-// the same again: nothing the app loads may be a dev dependency.
+// an app in a temporary folder with a package.json of its own (no workspace, no path alias), runs the documented
+// install lines there against the registry, type-checks and builds the documented files, starts the app against the
+// PostgreSQL in DATABASE_URL and an SMTP server in this process, and sees an order's email arrive. Then
+// `npm ci --omit=dev` and the same again: nothing the app loads may be a dev dependency.
 //
-// The apps: the Quick start's, on MikroORM, once per supported NestJS major (nestjs-12, nestjs-11); and the TypeORM
-// and Prisma apps of the README's "Other stacks" (typeorm, prisma: NestJS 12, ES modules, Node 24), which have no
-// MikroORM package installed and make reliable-mail's schema with `npx reliable-mail migrate`, as their deploy would.
-// app/ holds what the README does not show: the tsconfig, and the MikroORM app's entity and migrations (app/mikro-orm).
+// The apps (documented-apps.ts reads them): the Quick start's (docs/quick-start.md), on MikroORM, once per supported
+// NestJS major (nestjs-12, nestjs-11), installed by README.md's Install lines; and the TypeORM and Prisma apps of
+// docs/stacks.md (typeorm, prisma: NestJS 12, ES modules, Node 24), which have no MikroORM package installed and make
+// reliable-mail's schema with `npx reliable-mail migrate`, as their deploy would.
+// app/ holds what the docs do not show: the tsconfig, and the MikroORM app's entity and migrations (app/mikro-orm).
 //
 //   npm run test:package                 every variant
 //   npm run test:package -- typeorm      the ones named
@@ -22,6 +23,7 @@ import { gzipSync } from 'node:zlib';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
 import { createTestDatabase, withClient } from '../support/test-database.js';
 import { findFreePort } from '../../apps/demo/local/free-port.js';
+import { appFiles, type DocumentedPages, installCommands, readDocumentedPages, type Stack } from './documented-apps.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGE_DIR = join(REPO, 'libs/reliable-mail');
@@ -30,13 +32,11 @@ const PACKAGE_NAME = '@reliable-mail/nestjs';
 const START_TIMEOUT_MS = 60_000;
 const MAIL_TIMEOUT_MS = 30_000;
 
-type Stack = 'mikro-orm' | 'typeorm' | 'prisma';
-
 interface Variant {
   name: string;
-  /** MikroORM: the Quick start's app; the others: the one of their subsection of the README's Other stacks. */
+  /** MikroORM: the Quick start's app; the others: the one of their section of docs/stacks.md. */
   stack: Stack;
-  /** The README's install block for it (in Install, or in its stack's subsection): the one whose first line is this. */
+  /** Its install block (in README.md's Install, or in its stack's section): the one whose first line is this. */
   installBlock: string;
   /** The app's package.json `type`: Nest 11 apps are mostly CommonJS, which loads the package with require(). */
   moduleType: 'module' | 'commonjs';
@@ -51,92 +51,10 @@ const VARIANTS: Variant[] = [
   { name: 'prisma', stack: 'prisma', installBlock: '# Prisma', moduleType: 'module' },
 ];
 
-const OTHER_STACKS = 'Other stacks: TypeORM, Prisma, Drizzle, Kysely, pg';
-/** Each stack's subsection of Other stacks. */
-const SUBSECTIONS: Record<Exclude<Stack, 'mikro-orm'>, string> = { typeorm: 'TypeORM', prisma: 'Prisma' };
-/** The Quick start's files that an app on another stack keeps; its subsection replaces or adds the rest. */
-const SHARED_FILES = ['orders.controller.ts', 'mail.module.ts', 'mail-audit.ts', 'health.controller.ts'];
-
-/** The app's own tool chain; the README leaves it to the app. */
+/** The app's own tool chain; the docs leave it to the app. */
 const DEV_DEPENDENCIES = { typescript: '~6.0.3', '@types/node': '^24.0.0' };
 
 const log = (message: string) => console.log(`[package test] ${message}`);
-
-/** The text under a heading (`level` 2: `## title`), to the next heading of its level or above. */
-function section(markdown: string, title: string, level = 2): string {
-  const heading = `${'#'.repeat(level)} ${title}`;
-  const start = markdown.indexOf(`\n${heading}\n`);
-  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
-  // From `##` on: a line starting with `# ` is also a comment in an sh block.
-  const next = new RegExp(`\\n#{2,${level}} `, 'g');
-  next.lastIndex = start + 1;
-  const end = next.exec(markdown)?.index;
-  return markdown.slice(start, end);
-}
-
-/** A section's own text, before its first subsection. */
-function intro(text: string): string {
-  const end = text.indexOf('\n### ');
-  return end < 0 ? text : text.slice(0, end);
-}
-
-function fencedBlocks(markdown: string, language: string): string[] {
-  return [...markdown.matchAll(new RegExp('^```' + language + '\\n([\\s\\S]*?)^```$', 'gm'))].map((match) => match[1]);
-}
-
-/** The arguments of each `npm install` in the README's install block for the variant, in order. */
-function installCommands(readme: string, variant: Variant): string[][] {
-  const [title, text] =
-    variant.stack === 'mikro-orm'
-      ? ['Install', section(readme, 'Install')]
-      : [SUBSECTIONS[variant.stack], section(section(readme, OTHER_STACKS), SUBSECTIONS[variant.stack], 3)];
-  const block = fencedBlocks(text, 'sh').find((code) => code.startsWith(`${variant.installBlock}\n`));
-  if (!block) throw new Error(`README.md's ${title} section has no sh block starting with "${variant.installBlock}"`);
-  return block
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.replace(/#.*$/, '').trim())
-    .filter((line) => line.length > 0)
-    .map((command) => {
-      const [npm, verb, ...args] = command.split(/\s+/);
-      if (npm !== 'npm' || verb !== 'install') throw new Error(`unexpected command in README.md's Install: ${command}`);
-      return args;
-    });
-}
-
-/**
- * A section's files: each ts block whose first line is `// <name>.ts`, and each prisma block whose first line is
- * `// <path>.prisma`, as it stands; by name (a ts file's, in src/) or path (in the app's folder).
- */
-function fileBlocks(text: string): Map<string, string> {
-  const files = new Map<string, string>();
-  for (const block of [...fencedBlocks(text, 'ts'), ...fencedBlocks(text, 'prisma')]) {
-    const name = /^\/\/ ([\w./-]+\.(?:ts|prisma))\b/.exec(block)?.[1];
-    if (name) files.set(name, block);
-  }
-  return files;
-}
-
-/** The app's files from the README, by their path in the app's folder. */
-function appFiles(readme: string, variant: Variant): Map<string, string> {
-  const quickStart = fileBlocks(section(readme, 'Quick start'));
-  if (quickStart.size === 0) throw new Error("README.md's Quick start has no file blocks");
-  let files = quickStart;
-  if (variant.stack !== 'mikro-orm') {
-    const otherStacks = section(readme, OTHER_STACKS);
-    const subsection = SUBSECTIONS[variant.stack];
-    const own = fileBlocks(section(otherStacks, subsection, 3));
-    if (own.size === 0) throw new Error(`README.md's ${subsection} section has no file blocks`);
-    const main = fileBlocks(intro(otherStacks)).get('main.ts');
-    if (!main) throw new Error(`README.md's ${OTHER_STACKS} has no main.ts before its subsections`);
-    const missing = SHARED_FILES.filter((name) => !quickStart.has(name));
-    if (missing.length > 0) throw new Error(`README.md's Quick start has no ${missing.join(', ')}`);
-    files = new Map(SHARED_FILES.map((name) => [name, quickStart.get(name)!]));
-    files.set('main.ts', main);
-    for (const [name, text] of own) files.set(name, text);
-  }
-  return new Map([...files].map(([name, text]) => [name.endsWith('.ts') ? join('src', name) : name, text]));
-}
 
 const nameOf = (spec: string) => spec.replace(/^(@?[^@]+)@.*$/, '$1');
 
@@ -170,11 +88,11 @@ async function pack(destination: string): Promise<string> {
   return join(destination, tarball);
 }
 
-async function createApp(dir: string, variant: Variant, readme: string, tarball: string): Promise<void> {
+async function createApp(dir: string, variant: Variant, docs: DocumentedPages, tarball: string): Promise<void> {
   await copyFile(join(FIXTURE_DIR, 'tsconfig.json'), join(dir, 'tsconfig.json'));
   // The other stacks' apps get none of MikroORM's files: they import @mikro-orm, which those apps do not install.
   if (variant.stack === 'mikro-orm') await cp(join(FIXTURE_DIR, 'mikro-orm'), dir, { recursive: true });
-  for (const [path, text] of appFiles(readme, variant)) {
+  for (const [path, { text }] of appFiles(docs, variant.stack)) {
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
   }
@@ -186,7 +104,7 @@ async function createApp(dir: string, variant: Variant, readme: string, tarball:
   };
   await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 
-  for (const args of installCommands(readme, variant)) {
+  for (const args of installCommands(docs, variant.stack, variant.installBlock)) {
     const specs = args.map((arg) => (nameOf(arg) === PACKAGE_NAME ? tarball : arg));
     log(`${variant.name}: npm install ${specs.join(' ')}`);
     const output = await run('npm', ['install', '--no-audit', '--no-fund', ...specs], dir);
@@ -238,7 +156,7 @@ async function migrateWithCli(dir: string, databaseUrl: string, expected: RegExp
 
 /**
  * The Prisma app's table. Prisma's `migrate` would make it, but it runs Prisma's native schema engine, which its CLI
- * downloads, and which cannot be downloaded here; so this is the SQL a migration of the README's schema would hold.
+ * downloads, and which cannot be downloaded here; so this is the SQL a migration of the documented schema would hold.
  */
 async function createPrismaOrdersTable(databaseUrl: string): Promise<void> {
   await withClient(databaseUrl, (client) =>
@@ -431,12 +349,18 @@ async function installForProduction(dir: string): Promise<void> {
     throw new Error('npm ci --omit=dev --omit=optional left the dev dependencies installed');
 }
 
-async function runVariant(variant: Variant, root: string, readme: string, tarball: string, smtp: SmtpTestServer) {
+async function runVariant(
+  variant: Variant,
+  root: string,
+  docs: DocumentedPages,
+  tarball: string,
+  smtp: SmtpTestServer,
+) {
   const started = Date.now();
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const dir = join(root, variant.name);
   await mkdir(dir);
-  await createApp(dir, variant, readme, tarball);
+  await createApp(dir, variant, docs, tarball);
   log(`${variant.name}: installed (${seconds()}): ${await installedVersions(dir, variant)}`);
 
   // The generated client is TypeScript under src/, compiled into dist/ with the app: the production install, which
@@ -524,7 +448,7 @@ async function main(): Promise<void> {
   if (!process.env.DATABASE_URL)
     throw new Error('the package test needs DATABASE_URL (a PostgreSQL server it may create databases on)');
 
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8');
+  const docs = await readDocumentedPages(REPO);
   const root = await mkdtemp(join(tmpdir(), 'reliable-mail-package-'));
   const smtp = new SmtpTestServer();
   await smtp.listen();
@@ -533,7 +457,7 @@ async function main(): Promise<void> {
     const tarball = await pack(root);
     log(`packed ${tarball}`);
     await reportConsoleSize();
-    for (const variant of variants) await runVariant(variant, root, readme, tarball, smtp);
+    for (const variant of variants) await runVariant(variant, root, docs, tarball, smtp);
     passed = true;
   } finally {
     await smtp.close();
