@@ -127,6 +127,7 @@ describe('the mail preview', () => {
       expect(withContent).toContain('<h2>Welcome Bob</h2>');
       const without = await page({});
       expect(without).not.toContain('Welcome Bob');
+      expect(without).not.toContain('Your receipt');
       expect(without).not.toContain('bob@example.com');
       expect(without).toContain('needs the content permission');
     } finally {

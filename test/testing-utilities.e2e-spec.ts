@@ -148,10 +148,19 @@ describe('testing utilities: withMailCapture and MailTester', () => {
     expect(() => mail.expectSent({ to: 'eve@example.com' })).toThrow(/sent:\n {2}to dee@example.com: "Welcome Dee"/);
   });
 
+  it('refuses a field its match cannot look at, which would let any mail meet the expectation', async () => {
+    await signup({ email: 'gil@example.com', name: 'Gil' });
+    await mail.drain();
+    expect(() => mail.expectSent({ template: 'welcome' } as never)).toThrow(
+      'sent cannot match on template; it matches on to, subject, body, lane',
+    );
+    await expect(mail.expectEnqueued({ body: /Gil/ } as never)).rejects.toThrow(TypeError);
+  });
+
   it('reset forgets what came before it', async () => {
     await signup({ email: 'fay@example.com', name: 'Fay' });
     await mail.drain();
-    mail.reset();
+    await mail.reset();
     expect(await mail.enqueued()).toEqual([]);
     expect(mail.sent()).toEqual([]);
   });

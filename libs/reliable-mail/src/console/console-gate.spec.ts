@@ -10,7 +10,10 @@ function gate(authorize: ConsoleAuthorize, readOnly = false): ConsoleGate {
 }
 
 function request(headers: Record<string, string> = {}): ConsoleRequest {
-  return { headers: { host: 'shop.example.com', cookie: `${CSRF_COOKIE}=${TOKEN}`, ...headers } };
+  return {
+    headers: { host: 'shop.example.com', cookie: `${CSRF_COOKIE}=${TOKEN}`, ...headers },
+    socket: { remoteAddress: '127.0.0.1' },
+  };
 }
 
 describe('ConsoleGate', () => {
@@ -70,6 +73,29 @@ describe('ConsoleGate', () => {
       const access = open.access(request({ host }));
       if (answered) await expect(access).resolves.toMatchObject({ actor: 'anonymous' });
       else await expect(access).rejects.toBeInstanceOf(ForbiddenException);
+    });
+
+    it.each([
+      ['127.0.0.1', true],
+      ['127.8.9.10', true],
+      ['::1', true],
+      ['::ffff:127.0.0.1', true],
+      ['192.168.1.20', false],
+      ['::ffff:192.168.1.20', false],
+      ['fe80::1', false],
+      [undefined, false],
+    ])('without authorize, answers a request from %j (Host localhost): %s', async (peer, answered) => {
+      const open = new ConsoleGate(resolveConsoleOptions('mail', { allowUnauthenticated: true }, 'test'));
+      const express = open.access({ ...request({ host: 'localhost:3000' }), socket: { remoteAddress: peer } });
+      const fastify = open.access({
+        ...request({ host: 'localhost:3000' }),
+        socket: undefined,
+        raw: { socket: { remoteAddress: peer } },
+      });
+      for (const access of [express, fastify]) {
+        if (answered) await expect(access).resolves.toMatchObject({ actor: 'anonymous' });
+        else await expect(access).rejects.toBeInstanceOf(ForbiddenException);
+      }
     });
 
     it('keeps only the known permissions', async () => {

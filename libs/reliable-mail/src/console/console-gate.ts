@@ -8,6 +8,9 @@ export interface ConsoleRequest {
   headers: Record<string, string | string[] | undefined>;
   method?: string;
   protocol?: string;
+  /** Express's, and Fastify's (which also has `raw`, Node's request): where the request came from. */
+  socket?: { remoteAddress?: string };
+  raw?: { socket?: { remoteAddress?: string } };
 }
 export interface ConsoleResponse {
   header(name: string, value: string): unknown;
@@ -57,12 +60,26 @@ function refuseCrossSiteReads(request: ConsoleRequest): void {
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6 (`::ffff:127.0.0.1`, what a dual-stack socket reports). */
+function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
 /**
- * A console open to anyone answers only on a loopback name: reached as another host it is either on a network
- * (anyone there would have every permission) or behind a DNS rebinding, where a page of another site becomes
- * same-origin with it.
+ * A console open to anyone answers only a request from this machine, made to a loopback name. From another
+ * machine, anyone on the network would have every permission (an app listening on every interface, as
+ * `app.listen(3000)` does); to another name, it may be a DNS rebinding, where a page of another site becomes
+ * same-origin with it. An unknown peer is refused.
  */
-function refuseNonLoopbackHost(request: ConsoleRequest): void {
+function refuseNonLoopback(request: ConsoleRequest): void {
+  const peer = request.socket?.remoteAddress ?? request.raw?.socket?.remoteAddress;
+  if (!isLoopbackAddress(peer)) {
+    throw new ForbiddenException(
+      `refused: a console without authorize answers requests from this machine only, not from ${peer ?? 'an unknown peer'}`,
+    );
+  }
   const host = header(request, 'host') ?? '';
   const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
   if (!LOOPBACK_HOSTS.has(name.toLowerCase())) {
@@ -92,7 +109,7 @@ export class ConsoleGate {
 
   async access(request: ConsoleRequest): Promise<ConsoleAccess> {
     refuseCrossSiteReads(request);
-    if (this.options.unauthenticated) refuseNonLoopbackHost(request);
+    if (this.options.unauthenticated) refuseNonLoopback(request);
     let answer: unknown;
     try {
       answer = await this.options.authorize(request);

@@ -65,12 +65,12 @@ function wholeNumber(name: string, value: unknown, fallback: number, min: number
   return value;
 }
 
-/** The console's options, checked before a route is mounted: a console nobody guards is refused at start. */
 function homeOf(home: unknown): 'overview' | 'preview' {
   if (home === undefined || home === 'overview' || home === 'preview') return home ?? 'overview';
   throw new ReliableMailSetupError(`console option home must be 'overview' or 'preview', got ${JSON.stringify(home)}`);
 }
 
+/** The console's options, checked before a route is mounted: a console nobody guards is refused at start. */
 export function resolveConsoleOptions(
   path: string,
   options: ReliableMailConsoleOptions,

@@ -2,20 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { SqlClient } from '../database/sql-client.js';
-import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { claimRows } from '../outbox/sql/claim.js';
 import { releaseRows } from '../outbox/sql/release.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
 import { SETTLE_MARGIN_MS } from './lease.js';
-import type { SettleOutcome, Settler } from './settler.js';
+import { reportSettled } from './settled-report.js';
+import type { Settler } from './settler.js';
 
 /** What one drain did: the rows it settled, by the status each was left in. */
 export interface DrainReport {
   sent: number;
   /** Refused, unrenderable, out of attempts or time, suppressed or cancelled: final without being sent. */
   failed: number;
-  /** Deferred to a later retry (a transient failure or an outage): they stay pending. */
+  /** Deferred to a later retry (a transient failure or an outage), or left open by a settle that failed. */
   pending: number;
 }
 
@@ -28,24 +28,8 @@ export interface DueDrainDependencies {
 }
 
 /**
- * After a settle: the final status is counted and its event emitted, apart from the lane, so that a slow listener
- * never holds a send slot.
- */
-export function reportSettled(
-  deps: Pick<DueDrainDependencies, 'metrics' | 'publisher'>,
-  row: ClaimedRow,
-  settlement: Settlement,
-  outcome: SettleOutcome | null,
-): void {
-  if (!outcome?.applied) return;
-  if (settlement.status !== 'pending')
-    deps.metrics.recordFinal(row.lane, settlement.status, row.attempts - settlement.refundAttempt);
-  if (outcome.event) deps.publisher.publish(outcome.event);
-}
-
-/**
  * Sends every row due now, lane after lane, until a claim finds none, then waits for the emissions of their events
- * (up to a listener timeout): the dispatcher's loop run to the end once, with no timer, for tests and scripts. It
+ * (up to a listener timeout): the dispatcher's loop run to the end once, with no timer, for tests. It
  * claims as the loop does (`SKIP LOCKED`, a lease), so a dispatcher running beside it never sends a row twice. Each
  * row is tried once per drain: one deferred (a transient failure; an outage, which the loop would wait out) is
  * handed back if it comes round again, and counted pending. Rows scheduled for later are not due.
@@ -59,10 +43,13 @@ export async function drainDue(
   const never = new AbortController().signal;
   const tried = new Set<string>();
   for (const { lane, delivery } of lanes) {
+    // Rows handed back come first in the next claim (they are due now): a claim that held only those grows, so
+    // that rows due behind them are still reached.
+    let limit = lane.concurrency;
     for (;;) {
       const rows = await claimRows(deps.database, {
         lane: lane.name,
-        limit: lane.concurrency,
+        limit,
         lockToken: randomUUID(),
         workerId,
         leaseMs,
@@ -71,19 +58,20 @@ export async function drainDue(
       const again = rows.filter((row) => tried.has(row.id));
       if (again.length > 0) await releaseRows(deps.database, again);
       const fresh = rows.filter((row) => !tried.has(row.id));
-      if (fresh.length === 0) break;
+      if (fresh.length === 0) {
+        if (rows.length < limit) break;
+        limit *= 2;
+        continue;
+      }
       await Promise.all(
         fresh.map(async (row) => {
           tried.add(row.id);
           const settlement = await delivery.deliver(row, () => new Date(), never);
-          reportSettled(
-            deps,
-            row,
-            settlement,
-            await deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS),
-          );
-          if (settlement.status === 'sent') report.sent++;
-          else if (settlement.status === 'pending') report.pending++;
+          const outcome = await deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
+          reportSettled(deps, row, settlement, outcome);
+          // A settle that did not apply leaves the row open (sending until its lease ends): not done.
+          if (!outcome?.applied || settlement.status === 'pending') report.pending++;
+          else if (settlement.status === 'sent') report.sent++;
           else report.failed++;
         }),
       );

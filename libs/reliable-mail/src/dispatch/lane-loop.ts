@@ -18,7 +18,7 @@ import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
-import { reportSettled } from './due-drain.js';
+import { reportSettled } from './settled-report.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';

@@ -184,7 +184,8 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
 
   /**
    * Sends every row due now, on every lane, until none is left, and waits for their events' listeners: the
-   * dispatcher's work done once, on demand, with no timer (`MailTester.drain` in tests; scripts). See `drainDue`.
+   * dispatcher's work done once, on demand, with no timer, for tests (`MailTester.drain`); it keeps to no rate
+   * limit. See `drainDue`.
    */
   drain(): Promise<DrainReport> {
     const lanes = this.options.lanes.map((lane) => ({ lane, delivery: this.deliveryFor(lane) }));

@@ -1,4 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import type { ArgumentsHost } from '@nestjs/common';
+import type { HttpAdapterHost } from '@nestjs/core';
+import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import {
   IdempotencyConflictError,
   InvalidOptionsError,
@@ -9,7 +12,7 @@ import {
   type ReliableMailError,
   TransactionRequiredError,
 } from '../errors.js';
-import { httpStatusOf } from './reliable-mail-error.filter.js';
+import { httpStatusOf, ReliableMailErrorFilter } from './reliable-mail-error.filter.js';
 
 describe('httpStatusOf', () => {
   it.each<[string, ReliableMailError, number]>([
@@ -22,5 +25,21 @@ describe('httpStatusOf', () => {
     ['a bad option', new InvalidOptionsError('from', 'is required'), 500],
   ])('%s: %i', (_, error, status) => {
     expect(httpStatusOf(error)).toBe(status);
+  });
+});
+
+describe('ReliableMailErrorFilter outside HTTP', () => {
+  const error = new MailValidationError('to', 'is not an address');
+  const host = (type: string) => ({ getType: () => type }) as unknown as ArgumentsHost;
+  const filter = new ReliableMailErrorFilter({} as HttpAdapterHost);
+
+  it('gives an RPC handler an erroring Observable, as Nest’s RPC filters do', async () => {
+    const answer = filter.catch(error, host('rpc'));
+    expect(isObservable(answer)).toBe(true);
+    await expect(lastValueFrom(answer as Observable<never>)).rejects.toBe(error);
+  });
+
+  it('gives a GraphQL resolver the error itself', () => {
+    expect(filter.catch(error, host('graphql'))).toBe(error);
   });
 });

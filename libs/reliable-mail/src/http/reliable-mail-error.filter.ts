@@ -1,5 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpStatus, Injectable, Logger } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
+import { type Observable, throwError } from 'rxjs';
 import {
   IdempotencyConflictError,
   MailValidationError,
@@ -25,7 +26,8 @@ export function httpStatusOf(error: ReliableMailError): HttpStatus {
  * Answers an HTTP request that failed with a reliable-mail error with the status its kind calls for and the
  * library's reason, in Nest's error shape (`statusCode`, `error`, `message`; `field` for a validation error), on
  * Express and Fastify alike. A 500 keeps its message out of the answer, as Nest does, and logs it. Other contexts
- * (RPC, GraphQL) get the error back unchanged.
+ * get the error back as their own filters expect it: an RPC handler as an erroring Observable, a GraphQL resolver
+ * as the error itself.
  *
  * ```ts
  * providers: [{ provide: APP_FILTER, useClass: ReliableMailErrorFilter }]
@@ -38,8 +40,9 @@ export class ReliableMailErrorFilter implements ExceptionFilter<ReliableMailErro
 
   constructor(private readonly adapterHost: HttpAdapterHost) {}
 
-  catch(error: ReliableMailError, host: ArgumentsHost): void {
-    if (host.getType() !== 'http') throw error;
+  catch(error: ReliableMailError, host: ArgumentsHost): Observable<never> | ReliableMailError | void {
+    if (host.getType() === 'rpc') return throwError(() => error);
+    if (host.getType() !== 'http') return error;
     const status = httpStatusOf(error);
     const body: Record<string, unknown> = { statusCode: status, error: error.name, message: error.message };
     if (status === HttpStatus.INTERNAL_SERVER_ERROR) {

@@ -3,6 +3,8 @@ import { MailOutboxAdmin } from '../admin/mail-outbox-admin.js';
 import { ReliableMailSetupError } from '../errors.js';
 import type { DrainReport } from '../dispatch/due-drain.js';
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
+import { OutboxDatabase } from '../database/outbox-database.js';
+import { databaseClock } from './sql/database-clock.js';
 import type { OutboxFilter } from '../outbox/operations.types.js';
 import type { MailAddress, MailTransport } from '../transport/mail-transport.interface.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
@@ -12,20 +14,39 @@ import { type CapturedMail, CapturingTransport } from './capturing.transport.js'
 /** The most rows `enqueued` reads: a test that enqueues more asks for them by a narrower match. */
 const ENQUEUED_READ_LIMIT = 1_000;
 
-/** What a test looks for; every field given must match. A string matches exactly (an address, case-insensitively). */
-export interface MailMatch {
-  /** An address among the recipients (to, cc, bcc). */
+/** What a test looks for in what was enqueued; every field given must match. A string matches exactly. */
+export interface EnqueuedMatch {
+  /** An address among the recipients (to, cc, bcc), case-insensitively. */
   to?: string | RegExp;
+  /** The subject given at enqueue (a template's is rendered at send: match `template` instead). */
   subject?: string | RegExp;
-  /** Matches the text or the html (`sent` only: an enqueued template mail has no body yet). */
-  body?: string | RegExp;
-  /** The template's name (`enqueued` only). */
+  /** The template's name. */
   template?: string;
   lane?: string;
-  /** `enqueued` only. */
   status?: OutboxStatus | OutboxStatus[];
-  /** Metadata that the row's contains (`enqueued` only). */
+  /** Metadata that the row's contains. */
   metadata?: Record<string, unknown>;
+}
+
+/** What a test looks for in what was sent; every field given must match. A string matches exactly. */
+export interface SentMatch {
+  /** An address among the recipients (to, cc, bcc), case-insensitively. */
+  to?: string | RegExp;
+  subject?: string | RegExp;
+  /** The text or the html. */
+  body?: string | RegExp;
+  lane?: string;
+}
+
+const ENQUEUED_FIELDS = new Set(['to', 'subject', 'template', 'lane', 'status', 'metadata']);
+const SENT_FIELDS = new Set(['to', 'subject', 'body', 'lane']);
+
+/** A field the call cannot match on would be ignored, and the expectation met by any mail: refused instead. */
+function checkFields(match: object, fields: Set<string>, call: string): void {
+  const unknown = Object.keys(match).filter((key) => !fields.has(key));
+  if (unknown.length > 0) {
+    throw new TypeError(`${call} cannot match on ${unknown.join(', ')}; it matches on ${[...fields].join(', ')}`);
+  }
 }
 
 /** An expectation on mail that was not met; its message lists what there was. */
@@ -43,7 +64,7 @@ function matches(pattern: string | RegExp | undefined, value: string | undefined
 const anyAddress = (pattern: string | RegExp | undefined, addresses: MailAddress[]) =>
   pattern === undefined || addresses.some(({ address }) => matches(pattern, address, true));
 
-const describeMatch = (match: MailMatch) =>
+const describeMatch = (match: EnqueuedMatch | SentMatch) =>
   JSON.stringify(match, (_, value: unknown) => (value instanceof RegExp ? String(value) : value));
 
 const addresses = (list: MailAddress[]) => list.map(({ address }) => address).join(', ');
@@ -56,6 +77,7 @@ const addresses = (list: MailAddress[]) => list.map(({ address }) => address).jo
  *
  * ```ts
  * const mail = MailTester.of(app);
+ * await mail.reset();
  * await request(app.getHttpServer()).post('/orders').send(order).expect(201);
  * await mail.expectEnqueued({ to: 'ann@example.com', template: 'order-confirmation' });
  * await mail.drain();
@@ -68,6 +90,7 @@ export class MailTester {
   private constructor(
     private readonly admin: MailOutboxAdmin,
     private readonly dispatcher: MailDispatcher,
+    private readonly database: OutboxDatabase,
     /** The transport every lane sends to: its `captured` list, in order. */
     readonly transport: CapturingTransport,
   ) {}
@@ -84,21 +107,24 @@ export class MailTester {
     return new MailTester(
       app.get(MailOutboxAdmin, { strict: false }),
       app.get(MailDispatcher, { strict: false }),
+      app.get(OutboxDatabase, { strict: false }),
       transport,
     );
   }
 
   /**
    * From now on the tester sees only mail enqueued and sent after this call (rows already in the database stay
-   * there), and scripted answers are forgotten. Call it in a `beforeEach` when tests share a database.
+   * there), and scripted answers are forgotten. Call it in a `beforeEach` when tests share a database. The line is
+   * drawn on the database's clock, which stamps the rows.
    */
-  reset(): void {
-    this.since = new Date();
+  async reset(): Promise<void> {
     this.transport.clear();
+    this.since = await databaseClock(this.database);
   }
 
   /** The rows enqueued (since `reset`) that match, newest first. */
-  async enqueued(match: MailMatch = {}): Promise<OutboxRowWithAttempts[]> {
+  async enqueued(match: EnqueuedMatch = {}): Promise<OutboxRowWithAttempts[]> {
+    checkFields(match, ENQUEUED_FIELDS, 'enqueued');
     const filter: OutboxFilter = {};
     if (this.since) filter.createdAfter = this.since;
     if (match.lane !== undefined) filter.lane = match.lane;
@@ -116,7 +142,7 @@ export class MailTester {
   }
 
   /** The newest enqueued row that matches; throws, listing what was enqueued, when none does. */
-  async expectEnqueued(match: MailMatch = {}): Promise<OutboxRowWithAttempts> {
+  async expectEnqueued(match: EnqueuedMatch = {}): Promise<OutboxRowWithAttempts> {
     const [row] = await this.enqueued(match);
     if (row) return row;
     const all = await this.enqueued();
@@ -143,7 +169,8 @@ export class MailTester {
   }
 
   /** The messages sent (since `reset`) that match, in the order they were sent. */
-  sent(match: MailMatch = {}): CapturedMail[] {
+  sent(match: SentMatch = {}): CapturedMail[] {
+    checkFields(match, SENT_FIELDS, 'sent');
     return this.transport.captured.filter(
       (mail) =>
         anyAddress(match.to, [...mail.to, ...mail.cc, ...mail.bcc]) &&
@@ -154,7 +181,7 @@ export class MailTester {
   }
 
   /** The last sent message that matches; throws, listing what was sent, when none does. */
-  expectSent(match: MailMatch = {}): CapturedMail {
+  expectSent(match: SentMatch = {}): CapturedMail {
     const found = this.sent(match);
     if (found.length > 0) return found[found.length - 1];
     const seen = this.transport.captured.map(

@@ -1,7 +1,7 @@
 import type { MailListItem } from '../console-data.types.js';
 import type { OutboxRowWithAttempts } from '../../outbox/mail.types.js';
 import { html, type Markup } from './html.js';
-import { address, layout, type PageContext, statusBadge, time } from './layout.js';
+import { address, canReadContent, layout, type PageContext, statusBadge, time } from './layout.js';
 import { messageView } from './timeline.view.js';
 
 export interface PreviewSelection {
@@ -12,8 +12,10 @@ export interface PreviewSelection {
   part: 'html' | 'text';
 }
 
-function label(item: MailListItem): string {
-  return item.subject || (item.template ? `(template ${item.template})` : '(no subject)');
+/** A subject is content: without the permission, a mail shows its template's name, or nothing of it. */
+function label(page: PageContext, item: MailListItem): string {
+  const subject = canReadContent(page) ? item.subject : '';
+  return subject || (item.template ? `(template ${item.template})` : '(subject hidden)');
 }
 
 /**
@@ -31,7 +33,7 @@ export function previewPage(page: PageContext, items: MailListItem[], selected: 
         ${items.map(
           (item) =>
             html`<li ${selected?.row.id === item.id ? html`aria-current="true"` : ''}>
-              <a href="${here(item.id)}">${label(item)}</a>
+              <a href="${here(item.id)}">${label(page, item)}</a>
               <span class="muted"
                 >${item.to.map((to, index) => html`${index > 0 ? ', ' : ''}${address(page, to)}`)}</span
               >
