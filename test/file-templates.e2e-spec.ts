@@ -114,6 +114,28 @@ describe('templates from files', () => {
     expect((await received(fromOld.messageId)).subject).toBe('Welcome, Ann');
   });
 
+  it('in a rolling deploy, a mail whose version calls a helper the deploy added waits for an instance that has it', async () => {
+    await bed.startSmtp();
+    const helpers = { shout: (value: string) => value.toUpperCase() };
+    const oldDir = await writeTemplates(FIRST_EDITION);
+    const newDir = await writeTemplates({ ...FIRST_EDITION, 'welcome.subject.hbs': 'Welcome, {{shout name}}' });
+    const old = await instance({ dir: oldDir }, { retry: { baseDelayMs: 100, maxDelayMs: 100 } });
+    const next = await instance({ dir: newDir, helpers }, { dispatcher: { enabled: false } });
+    const mail = await next.outbox.enqueue({ to: 'ann@example.com', template: 'welcome', params: { name: 'Ann' } });
+    await waitFor('two attempts of the old instance', async () => (await next.outbox.get(mail.id)).attempts >= 2);
+    await old.app.close();
+    expect(await next.outbox.get(mail.id)).toMatchObject({
+      status: 'pending',
+      lastReplyCode: null,
+      lastError: expect.stringMatching(/failed to render: Missing helper: "shout"; an instance of the deploy that/),
+    });
+    expect(old.app.events.failed.filter((event) => event.permanent || event.cause !== 'deferred')).toEqual([]);
+
+    const sender = await instance({ dir: newDir, helpers });
+    await waitFor('sent by an instance of the new deploy', sent(sender.app, mail.id));
+    expect((await received(mail.messageId)).subject).toBe('Welcome, ANN');
+  });
+
   it('a mail whose version is kept nowhere fails permanently, saying so', async () => {
     await bed.startSmtp();
     const dir = await writeTemplates(FIRST_EDITION);
@@ -159,6 +181,16 @@ describe('templates from files', () => {
     expect(subject).toBe('Receipt 7');
     expect(html).not.toContain('<mj-');
     expect(html).toMatch(/<div style="[^"]*text-transform: uppercase;[^"]*">Total 9 EUR<\/div>/);
+  });
+
+  it('a partial the folder lacks stops the start, naming the file that renders it', async () => {
+    const dir = await writeTemplates({ ...FIRST_EDITION, 'partials/signature.hbs': '{{> legal}}' });
+    const error = await instance({ dir }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ReliableMailSetupError);
+    expect((error as Error).message).toBe(
+      `fileTemplates: ${join(dir, 'partials/signature.hbs')} renders the partial "legal", which the folder does not ` +
+        `have (${join(dir, 'partials/legal.hbs')})`,
+    );
   });
 
   it('a folder missing from the build stops the start, naming where it looked', async () => {

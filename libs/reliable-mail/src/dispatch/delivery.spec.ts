@@ -3,12 +3,16 @@ import type { Logger } from '@nestjs/common';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
+import { handlebarsTemplate } from '../templates/handlebars-template.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
+import type { StoredTemplateVersions } from '../templates/stored-template-versions.js';
 import { SETTLE_MARGIN_MS } from './lease.js';
 import type { MailTransport, OutboundMessage } from '../transport/mail-transport.interface.js';
 import { Delivery } from './delivery.js';
+import { signalOf } from './lane-loop.js';
 import { MailRenderer } from './mail-renderer.js';
+import type { AttemptResult } from './settlement.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const SEND_TIMEOUT_MS = 3_000;
@@ -79,14 +83,19 @@ const acceptedBy = (message: OutboundMessage) =>
     slowDown: false,
   });
 
-function delivery(transport: MailTransport, templates: MailTemplate[] = [], perMail = false) {
+function delivery(
+  transport: MailTransport,
+  templates: MailTemplate[] = [],
+  perMail = false,
+  storedVersions: StoredTemplateVersions | null = null,
+) {
   const logged: Array<{ level: string; entry: Record<string, unknown> }> = [];
   const log = (level: string) => (entry: Record<string, unknown>) => logged.push({ level, entry });
   const logger = { debug: log('debug'), warn: log('warn'), error: log('error') } as unknown as Logger;
   const metrics = { recordAttempt: () => undefined } as unknown as MailMetrics;
   const registry = new MailTemplateRegistry();
   for (const template of templates) registry.register(template);
-  const renderer = new MailRenderer(registry, { attachmentResolver: null });
+  const renderer = new MailRenderer(registry, { attachmentResolver: null }, storedVersions);
   return {
     delivery: new Delivery(
       renderer,
@@ -118,6 +127,60 @@ describe('Delivery', () => {
     const deadline = /^rendering did not finish within the send deadline \((\d+) ms\)/.exec(settlement.lastError ?? '');
     expect(Number(deadline?.[1])).toBeGreaterThan(0);
     expect(Number(deadline?.[1])).toBeLessThanOrEqual(300);
+  });
+
+  describe("a mail that cannot be rendered now: every recipient deferred, and nothing said of the lane's server", () => {
+    const HASH = 'sha256:0123456789abcdef';
+    const withVersion = (version: number | string) =>
+      ({ ...claimedRow().payload, v: 2, template: { name: 'welcome', version, params: {} } }) as never;
+    const hang: MailTemplate = { name: 'welcome', version: 1, render: () => new Promise(() => undefined) };
+
+    it.each<{
+      name: string;
+      row: Partial<ClaimedRow>;
+      templates?: MailTemplate[];
+      find?: () => unknown;
+      reason: RegExp;
+    }>([
+      {
+        name: 'the database did not answer for its stored version',
+        row: { payload: withVersion(HASH) },
+        find: () => Promise.reject(new Error('connection terminated')),
+        reason: /^template "welcome"@sha256:0123456789abcdef cannot be made from its stored sources now: connection/,
+      },
+      {
+        name: "its stored version, made with this instance's helpers, throws",
+        row: { payload: withVersion(HASH) },
+        find: async () => ({
+          ...handlebarsTemplate({ name: 'welcome', version: 1, subject: '{{shout x}}', text: 'x' }),
+          version: HASH,
+        }),
+        reason: /failed to render: Missing helper: "shout"; an instance of the deploy that enqueued it may have/,
+      },
+      {
+        name: 'its rendering passed the send deadline',
+        row: { payload: withVersion(1), leaseEndsAt: performance.now() + STATEMENT_BOUND_MS + SETTLE_MARGIN_MS + 100 },
+        templates: [hang],
+        reason: /^rendering did not finish within the send deadline/,
+      },
+    ])('$name', async ({ row, templates = [], find, reason }) => {
+      const { transport, messages } = transportAnswering(acceptedBy);
+      const stored = find ? ({ find } as unknown as StoredTemplateVersions) : null;
+      const results: AttemptResult[] = [];
+      const settlement = await delivery(transport, templates, false, stored).delivery.deliver(
+        claimedRow(row),
+        (result) => {
+          results.push(result);
+          return new Date();
+        },
+        notStopping,
+      );
+      // Three in a row would otherwise pause the lane as if its server had failed.
+      expect(results.map(signalOf)).toEqual([null]);
+      expect(settlement).toMatchObject({ status: 'pending', outcome: 'transient', replyCode: null });
+      expect(settlement.lastError).toMatch(reason);
+      expect(messages).toHaveLength(0);
+    });
   });
 
   it("tells the transport only those of the recipients an earlier attempt may have reached that are in this attempt's envelope", async () => {
@@ -244,5 +307,21 @@ describe('Delivery', () => {
         expect(logged.map(({ level, entry }) => [level, entry.msg])).toEqual(expected);
       }
     });
+
+    it.each([
+      { skipReason: 'dead', expected: [['error', 'dead-lettered', 'row-1']] },
+      { skipReason: 'cancelled', expected: [] },
+      { skipReason: 'expired', expected: [] },
+      { skipReason: 'suppressed', expected: [] },
+    ] as const)(
+      'closed at its claim as $skipReason: a line only for a dead letter (a mail whose workers kept stopping)',
+      async ({ skipReason, expected }) => {
+        const { transport, messages } = transportAnswering(acceptedBy);
+        const { delivery: deliveryOf, logged } = delivery(transport);
+        await deliveryOf.deliver(claimedRow({ skipReason, attemptId: null }), pace, notStopping);
+        expect(messages).toEqual([]);
+        expect(logged.map(({ level, entry }) => [level, entry.msg, entry.id])).toEqual(expected);
+      },
+    );
   });
 });

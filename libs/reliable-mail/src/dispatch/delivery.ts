@@ -8,7 +8,7 @@ import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
 import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
-import { MailRenderError, MailRenderer } from './mail-renderer.js';
+import { MailRenderDeferral, MailRenderError, MailRenderer } from './mail-renderer.js';
 import { readOutcome, shownSafely } from './outcome-check.js';
 import { type AttemptResult, settlementFor } from './settlement.js';
 import { envelopeOf, skipSettlement } from './settlement-closing.js';
@@ -53,7 +53,13 @@ export class Delivery {
    * spans (a provider's HTTP request) are its children.
    */
   async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
-    if (row.skipReason) return skipSettlement({ ...row, skipReason: row.skipReason });
+    if (row.skipReason) {
+      // A row dead-lettered at its claim (its workers kept stopping before they settled it: a poison mail) is as much
+      // a dead letter as one out of attempts.
+      const settlement = skipSettlement({ ...row, skipReason: row.skipReason });
+      if (settlement.status === 'dead') this.log(row, settlement);
+      return settlement;
+    }
     const span = startRowSpan('reliable-mail send', row, {
       kind: SpanKind.PRODUCER,
       attributes: {
@@ -107,7 +113,7 @@ export class Delivery {
       Math.round(performance.now() - started),
       resumesAt,
     );
-    this.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs);
+    this.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs, settlement);
     this.log(row, settlement);
     return settlement;
   }
@@ -130,8 +136,10 @@ export class Delivery {
       if (error instanceof MailRenderError) return { kind: 'unrenderable', reason: error.message };
       const reason = signal.aborted
         ? `rendering did not finish within the send deadline (${timeoutMs} ms)`
-        : `rendering failed: ${String(error)}`;
-      return everyRecipientDeferred(recipients, reason);
+        : error instanceof MailRenderDeferral
+          ? error.message
+          : `rendering failed: ${String(error)}`;
+      return { ...everyRecipientDeferred(recipients, reason), renderDeferred: true };
     }
     let outcome: unknown;
     try {

@@ -16,12 +16,14 @@ import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
+import { parseReply } from '../transport/smtp/smtp-reply.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Delivery } from './delivery.js';
 import { reportSettled } from './settled-report.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
+import { loggedReply, type ReplyFacts } from './logged-reply.js';
 import type { AttemptResult } from './settlement.js';
 import type { Settler } from './settler.js';
 
@@ -48,12 +50,12 @@ export interface LaneLoopDependencies {
 }
 
 /**
- * What an attempt says about the lane's server; null when it says nothing (a refusal, an unrenderable mail). A
- * Retry-After is a request to slow down, whatever the answer that carried it.
+ * What an attempt says about the lane's server; null when it says nothing (a refusal, a mail not rendered, now or
+ * ever). A Retry-After is a request to slow down, whatever the answer that carried it.
  */
-function signalOf(result: AttemptResult): SendSignal | null {
+export function signalOf(result: AttemptResult): SendSignal | null {
   if (result.kind === 'outage') return 'outage';
-  if (result.kind === 'unrenderable') return null;
+  if (result.kind === 'unrenderable' || 'renderDeferred' in result) return null;
   if (result.slowDown || (result.retryAfterMs ?? 0) > 0) return 'slow-down';
   if (result.recipients.some((recipient) => recipient.status === 'accepted')) return 'ok';
   const connectionLost = result.recipients.some(
@@ -62,11 +64,16 @@ function signalOf(result: AttemptResult): SendSignal | null {
   return connectionLost ? 'connection-failure' : null;
 }
 
-/** What the server answered that paused the lane: a refused session's reply, or the first reply not taking the mail. */
-function replyOf(result: AttemptResult): string | null {
-  if (result.kind === 'outage') return result.reply;
+/**
+ * What the server answered that paused the lane, as a log shows a reply (`loggedReply`: a reply to a recipient often
+ * names it): a refused session's reply, or the first reply not taking the mail.
+ */
+function replyOf(result: AttemptResult): ReplyFacts | null {
+  if (result.kind === 'outage') return loggedReply(result);
   if (result.kind === 'unrenderable') return null;
-  return result.recipients.find((recipient) => recipient.status !== 'accepted')?.reply ?? result.reply;
+  const notTaken = result.recipients.find((recipient) => recipient.status !== 'accepted');
+  if (notTaken) return loggedReply(notTaken);
+  return result.reply === null ? null : loggedReply(parseReply(result.reply));
 }
 
 /**

@@ -3,7 +3,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import type { MailPayloadV1, MailPayloadV2 } from '../outbox/mail.types.js';
 import type { AttachmentResolver } from '../options/reliable-mail-options.interface.js';
 import { handlebarsTemplate } from '../templates/handlebars-template.js';
-import { MailRenderError, MailRenderer } from './mail-renderer.js';
+import { MailRenderDeferral, MailRenderError, MailRenderer } from './mail-renderer.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import { MailTemplateRegistry } from '../templates/mail-template.registry.js';
 import { InvalidTemplateError } from '../templates/mail-template.js';
@@ -230,14 +230,26 @@ describe('MailRenderer', () => {
       expect(error.message).toBe(reason);
     });
 
-    it('is tried again when the database cannot be read: not a MailRenderError', async () => {
-      const outage = new Error('connection terminated');
+    it('is tried again when the database cannot be read: a MailRenderDeferral', async () => {
       const versions = stored(async () => {
-        throw outage;
+        throw new Error('connection terminated');
       });
-      await expect(
-        renderer([receipt], null, versions).render(messageId, templated('receipt', HASH), signal),
-      ).rejects.toBe(outage);
+      const rendering = renderer([receipt], null, versions).render(messageId, templated('receipt', HASH), signal);
+      await expect(rendering).rejects.toThrow(MailRenderDeferral);
+      await expect(rendering).rejects.toThrow(
+        `template "receipt"@${HASH} cannot be made from its stored sources now: connection terminated`,
+      );
+    });
+
+    it("is tried again when it throws as made with this instance's helpers (a rolling deploy added one)", async () => {
+      const newer = handlebarsTemplate({ name: 'receipt', version: 1, subject: 'Hi {{shout id}}', text: 'x' });
+      const versions = stored(async () => ({ ...newer, version: HASH }));
+      const rendering = renderer([receipt], null, versions).render(messageId, templated('receipt', HASH), signal);
+      await expect(rendering).rejects.toThrow(MailRenderDeferral);
+      await expect(rendering).rejects.toThrow(
+        `template "receipt"@${HASH}, made again from its stored sources with this instance's helpers, failed to ` +
+          'render: Missing helper: "shout"; an instance of the deploy that enqueued it may have the helpers it needs',
+      );
     });
   });
 

@@ -26,6 +26,14 @@ const MAX_REASON_LENGTH = 1_000;
  */
 export class MailRenderError extends ReliableMailError {}
 
+/**
+ * A stored mail that this instance cannot render now, though another may, or this one later: the sources of its
+ * version could not be read from the database, are of a later release, or made again with this instance's helpers
+ * fail to render (a helper added by the deploy that enqueued it). The attempt is deferred; it says nothing of the
+ * lane's server.
+ */
+export class MailRenderDeferral extends ReliableMailError {}
+
 function messageOf(error: unknown): string {
   return cutText(error instanceof Error ? error.message : String(error), MAX_REASON_LENGTH);
 }
@@ -52,7 +60,10 @@ export class MailRenderer {
     private readonly storedVersions: StoredTemplateVersions | null = null,
   ) {}
 
-  /** Rejects with a `MailRenderError` when the payload cannot be sent as it is. */
+  /**
+   * Rejects with a `MailRenderError` when the payload cannot be sent as it is, and with a `MailRenderDeferral` (or
+   * what an attachment resolver throws) when it may be later.
+   */
   async render(messageId: string, payload: MailPayload, signal: AbortSignal): Promise<RenderedMail> {
     const { from, to, cc, bcc, replyTo, headers } = payload;
     if (payload.v === 1) {
@@ -96,11 +107,16 @@ export class MailRenderer {
   ): Promise<RenderedContent> {
     const { name, version, params, locale } = payload.template!;
     const label = `template "${name}"@${version}`;
-    const template = await this.templateOf(name, version, label);
+    const { template, restored } = await this.templateOf(name, version, label);
     let rendered: RenderedContent;
     try {
       rendered = await template.render(structuredClone(params), { locale, messageId, signal });
     } catch (error) {
+      if (restored)
+        throw new MailRenderDeferral(
+          `${label}, made again from its stored sources with this instance's helpers, failed to render: ` +
+            `${messageOf(error)}; an instance of the deploy that enqueued it may have the helpers it needs`,
+        );
       throw new MailRenderError(`${label} failed to render: ${messageOf(error)}`);
     }
     if (!rendered || typeof rendered !== 'object') {
@@ -129,21 +145,26 @@ export class MailRenderer {
 
   /**
    * The version the row was enqueued with: registered here, or, for a template from files whose files changed since,
-   * made again from the sources the start of the enqueuing instance kept in the database.
+   * made again (`restored`) from the sources the start of the enqueuing instance kept in the database.
    */
-  private async templateOf(name: string, version: TemplateVersion, label: string): Promise<MailTemplate> {
+  private async templateOf(
+    name: string,
+    version: TemplateVersion,
+    label: string,
+  ): Promise<{ template: MailTemplate; restored: boolean }> {
     const registered = this.registry.get(name, version);
-    if (registered) return registered;
+    if (registered) return { template: registered, restored: false };
     const hashed = typeof version === 'string';
     if (hashed && this.storedVersions) {
+      let stored: MailTemplate | undefined;
       try {
-        const stored = await this.storedVersions.find(name, version);
-        if (stored) return stored;
+        stored = await this.storedVersions.find(name, version);
       } catch (error) {
         if (error instanceof InvalidTemplateError)
           throw new MailRenderError(`${label} cannot be made from its stored sources: ${error.reason}`);
-        throw error;
+        throw new MailRenderDeferral(`${label} cannot be made from its stored sources now: ${messageOf(error)}`);
       }
+      if (stored) return { template: stored, restored: true };
     }
     const versions = this.registry.versions(name);
     throw new MailRenderError(

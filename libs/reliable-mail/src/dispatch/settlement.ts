@@ -9,10 +9,15 @@ import { decideRetry } from '../shared/retry-policy.js';
 import { base, closed, envelopeOf, failedEvent } from './settlement-closing.js';
 
 /**
- * What one attempt came to, as the settlement decides on it: the transport's outcome, or a mail that could not be
- * made into a message (its template is not registered or throws, an attachment cannot be fetched).
+ * What one attempt came to, as the settlement decides on it: the transport's outcome; every recipient deferred
+ * because the mail could not be rendered yet (`renderDeferred`: the transport was not reached, so it says nothing of
+ * the server); or a mail that could not be made into a message (its template is not registered or throws, an
+ * attachment cannot be fetched).
  */
-export type AttemptResult = SendOutcome | { kind: 'unrenderable'; reason: string };
+export type AttemptResult =
+  | SendOutcome
+  | (Extract<SendOutcome, { kind: 'attempted' }> & { renderDeferred: true })
+  | { kind: 'unrenderable'; reason: string };
 
 /** What the provider said of the request, whatever its outcome: recorded on the attempt and the row. */
 function providerFacts(outcome: Extract<SendOutcome, { kind: 'attempted' }>) {

@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { ReliableMailSetupError } from '../errors.js';
-import { fileTemplates, type FileTemplatesOptions, restoreFileTemplate } from './file-templates.js';
+import { fileTemplates, type FileTemplatesOptions, restoreFileTemplate, SOURCES_FORMAT } from './file-templates.js';
 import { InvalidTemplateError } from './mail-template.js';
 import { SOURCE_HASH_PATTERN } from './source-hash.js';
 
@@ -85,6 +85,7 @@ describe('fileTemplates', () => {
   it('keeps in the sources what the version renders with: its parts, the layouts they use, every partial', async () => {
     const { sources } = (await load(shop)).get('orders/confirmation')!;
     expect(sources).toEqual({
+      format: SOURCES_FORMAT,
       parts: {
         subject: shop['orders/confirmation.subject.hbs'],
         html: shop['orders/confirmation.html.hbs'],
@@ -94,6 +95,7 @@ describe('fileTemplates', () => {
       partials: { footer: shop['partials/footer.hbs'], 'orders/line': shop['partials/orders/line.hbs'] },
       defaultLayout: 'main',
       inlineCss: false,
+      strict: false,
     });
   });
 
@@ -125,6 +127,7 @@ describe('fileTemplates', () => {
     { name: 'another template', change: { 'notes/raw.html.hbs': '<p>other</p>' }, changes: false },
     { name: 'inlineCss', change: {}, options: { inlineCss: true }, changes: true },
     { name: 'the default layout', change: {}, options: { defaultLayout: 'plain' }, changes: true },
+    { name: 'strict', change: {}, options: { strict: true }, changes: true },
   ])('the version of welcome changes with $name: $changes', async ({ change, options, changes }) => {
     const before = (await load(shop)).get('welcome')!;
     const after = (await load({ ...shop, ...change }, options)).get('welcome')!;
@@ -172,8 +175,26 @@ describe('fileTemplates', () => {
     expect(await restored.render({ name: 'ann' }, context)).toEqual(await loaded.render({ name: 'ann' }, context));
   });
 
+  it('makes a version again as strict as it was loaded, whatever the folder says now', async () => {
+    const loaded = (await load({ 'hi.subject.hbs': 'Hi {{name}}', 'hi.text.hbs': 'x' }, { strict: true })).get('hi')!;
+    const restored = await restoreFileTemplate('hi', loaded.version, loaded.sources, {});
+    await expect(Promise.resolve().then(() => restored.render({}, context))).rejects.toThrow(/"name" not defined/);
+  });
+
+  it('leaves sources of a later format to an instance of the release that saved them: not an InvalidTemplateError', async () => {
+    const later = { ...validSources(), format: SOURCES_FORMAT + 1, shape: 'unknown here' };
+    const error = await failure(restoreFileTemplate('hi', 'sha256:0000000000000000', later, {}));
+    expect(error).not.toBeInstanceOf(InvalidTemplateError);
+    expect(error.message).toBe(
+      `template "hi"@sha256:0000000000000000 is kept in the format ${SOURCES_FORMAT + 1} of a later release, which ` +
+        `this one (format ${SOURCES_FORMAT}) cannot read`,
+    );
+  });
+
   it.each<{ name: string; stored: unknown; reason: RegExp }>([
     { name: 'sources that are not an object', stored: 'x', reason: /not those of a file template/ },
+    { name: 'sources without a format', stored: { ...validSources(), format: undefined }, reason: /not those/ },
+    { name: 'sources without strict', stored: { ...validSources(), strict: undefined }, reason: /not those/ },
     { name: 'a part that is not a string', stored: { ...validSources(), parts: { subject: 1 } }, reason: /not those/ },
     {
       name: 'sources changed since (they no longer hash to the version)',
@@ -235,13 +256,96 @@ describe('fileTemplates', () => {
       files: { 'hi.subject.hbs': 'x', 'hi.html.hbs': '{{#each items}}' },
       reason: /"hi" \(.*\): has a html that does not parse/,
     },
+    {
+      name: 'a partial that does not parse',
+      files: { 'hi.subject.hbs': 'x', 'hi.html.hbs': 'x', 'partials/line.hbs': '{{#if x}}' },
+      reason: /fileTemplates: \S*\/partials\/line\.hbs does not parse: /,
+    },
+    {
+      name: 'a partial the folder does not have',
+      files: { 'hi.subject.hbs': 'x', 'hi.html.hbs': '{{> header}}<p>x</p>', 'partials/footer.hbs': 'f' },
+      reason:
+        /fileTemplates: \S*\/hi\.html\.hbs renders the partial "header", which the folder does not have \(\S*\/partials\/header\.hbs\)$/,
+    },
+    {
+      name: 'a partial that a partial renders, missing',
+      files: { 'hi.subject.hbs': 'x', 'hi.html.hbs': '{{> footer}}', 'partials/footer.hbs': '{{> legal}}' },
+      reason: /\/partials\/footer\.hbs renders the partial "legal"/,
+    },
+    {
+      name: 'a partial that a layout renders, missing',
+      files: { 'hi.subject.hbs': 'x', 'hi.html.hbs': 'x', 'layouts/main.html.hbs': '{{> header}}{{{body}}}' },
+      reason: /\/layouts\/main\.html\.hbs renders the partial "header"/,
+    },
+    {
+      name: 'a helper neither Handlebars nor the helpers option has',
+      files: { 'hi.subject.hbs': 'Hi {{shout name}}', 'hi.html.hbs': '<p>{{money (round total)}}</p>' },
+      reason:
+        /hi\.html\.hbs calls the helper "money", which is neither one of Handlebars' nor in the helpers option; \S*hi\.html\.hbs calls the helper "round".*; \S*hi\.subject\.hbs calls the helper "shout"/,
+    },
   ])('$name stops the start', async ({ files, reason }) => {
     const error = await failure(load(files));
     expect(error instanceof ReliableMailSetupError || error instanceof InvalidTemplateError).toBe(true);
     expect(error.message).toMatch(reason);
   });
+
+  describe('symbolic links', () => {
+    it('a link to a file or a folder inside the folder is read as what it links to', async () => {
+      const dir = await folderOf({
+        'hi.subject.hbs': 'Hi',
+        'shared/hi.subject.hbs': 'Hi',
+        'shared/hi.html.hbs': '<p>{{> current/sig}}</p>',
+        'partials/2026/sig.hbs': 'S',
+      });
+      await symlink(join(dir, 'shared/hi.html.hbs'), join(dir, 'hi.html.hbs'));
+      await symlink(join(dir, 'partials/2026'), join(dir, 'partials/current'));
+      const templates = await fileTemplates({ dir }).load();
+      expect(templates.map(({ name }) => name)).toEqual(['hi', 'shared/hi']);
+      expect((await templates[0].render({}, context)).html).toBe('<p>S</p>');
+      expect(Object.keys(templates[0].sources.partials).sort()).toEqual(['2026/sig', 'current/sig']);
+    });
+
+    it.each<{ name: string; link: string; target: (dir: string, outside: string) => string; reason: string }>([
+      {
+        name: 'a folder outside',
+        link: 'partials',
+        target: (_dir, outside) => outside,
+        reason: 'not to a file or folder inside',
+      },
+      {
+        name: 'a file outside',
+        link: 'hi.html.hbs',
+        target: (_dir, outside) => join(outside, 'footer.hbs'),
+        reason: 'not to a file or folder inside',
+      },
+      {
+        name: 'nothing',
+        link: 'hi.html.hbs',
+        target: (dir) => join(dir, 'gone.hbs'),
+        reason: 'a symbolic link to nothing (its target does not exist)',
+      },
+      { name: 'the folder it is in', link: 't/loop', target: (dir) => dir, reason: 'a folder it is in' },
+      { name: 'itself', link: 't/self', target: (dir) => join(dir, 't'), reason: 'a folder it is in' },
+    ])('a link to $name stops the start, naming the link', async ({ link, target, reason }) => {
+      const outside = await folderOf({ 'footer.hbs': 'F' });
+      const dir = await folderOf({ 'hi.subject.hbs': 'Hi', 'hi.text.hbs': 'x', 't/x.txt': '' });
+      await symlink(target(dir, outside), join(dir, link));
+      const error = await failure(fileTemplates({ dir }).load());
+      expect(error).toBeInstanceOf(ReliableMailSetupError);
+      expect(error.message).toContain(`fileTemplates: ${join(dir, link)} is a symbolic link to `);
+      expect(error.message).toContain(reason);
+    });
+  });
 });
 
 function validSources() {
-  return { parts: { subject: 'Hi', html: 'x' }, layouts: {}, partials: {}, defaultLayout: 'main', inlineCss: false };
+  return {
+    format: SOURCES_FORMAT,
+    parts: { subject: 'Hi', html: 'x' },
+    layouts: {},
+    partials: {},
+    defaultLayout: 'main',
+    inlineCss: false,
+    strict: false,
+  };
 }

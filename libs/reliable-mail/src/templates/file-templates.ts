@@ -1,7 +1,7 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, join, relative, resolve, sep } from 'node:path';
 import type Handlebars from 'handlebars';
-import { ReliableMailSetupError } from '../errors.js';
+import { ReliableMailError, ReliableMailSetupError } from '../errors.js';
 import { loadSdk } from '../shared/optional-package.js';
 import {
   handlebarsTemplate,
@@ -11,6 +11,7 @@ import {
 } from './handlebars-template.js';
 import { InvalidTemplateError, type MailTemplate } from './mail-template.js';
 import { sourceHash } from './source-hash.js';
+import { referencesOf, type SourceReferences, unresolvedReferences } from './template-references.js';
 
 export interface FileTemplatesOptions {
   /**
@@ -29,17 +30,29 @@ export interface FileTemplatesOptions {
    * with the helpers of the instance that sends it, so change a helper only in ways older templates still work with.
    */
   helpers?: Record<string, Handlebars.HelperDelegate>;
-  /** Make a reference to a missing parameter throw (a permanent failure of the row) instead of rendering empty. */
+  /**
+   * Make a reference to a missing parameter throw (a permanent failure of the row) instead of rendering empty. Part
+   * of each template's version, as it changes what the template renders.
+   */
   strict?: boolean;
   /** Inline the CSS of `<style>` elements into the html with juice (an optional peer dependency). */
   inlineCss?: boolean;
 }
 
 /**
+ * The shape of `FileTemplateSources` and of the JSON their hash is taken of. A release that changes either numbers
+ * its sources anew and makes the versions kept in an older format again without hashing them again: the hash of
+ * sources in another shape is not the version they were saved under, and the mails queued with them must still go.
+ */
+export const SOURCES_FORMAT = 1;
+
+/**
  * What a version of a file template is made of, as `mail_template_source` keeps it: everything that decides what it
  * renders but the helpers. Its hash is the version.
  */
 export interface FileTemplateSources {
+  /** `SOURCES_FORMAT` when they were saved. */
+  format: number;
   /** The template's own files by what follows its name: `subject`, `html` or `mjml`, `text`, `de-AT.subject`. */
   parts: Record<string, string>;
   /** The layouts its parts use, by `<layout>.<html|mjml|text>`. */
@@ -49,6 +62,7 @@ export interface FileTemplateSources {
   /** The layout of a part whose first line names none. */
   defaultLayout: string;
   inlineCss: boolean;
+  strict: boolean;
 }
 
 /** A template loaded from files, versioned by the hash of its sources. */
@@ -58,7 +72,7 @@ export interface FileTemplate extends MailTemplate<Record<string, unknown>> {
 }
 
 /** What shapes a template besides its sources: the folder's options that are code. */
-type FolderSettings = Pick<FileTemplatesOptions, 'helpers' | 'strict'>;
+type FolderSettings = Pick<FileTemplatesOptions, 'helpers'>;
 
 const PARTS = ['subject', 'html', 'mjml', 'text'] as const;
 type Part = (typeof PARTS)[number];
@@ -87,16 +101,47 @@ function localeOf(segment: string): string | null {
 /** The file's path inside the folder, with `/` on every system. */
 const folderPath = (dir: string, file: string): string => relative(dir, file).split(sep).join('/');
 
-/** The files under `dir` (hidden ones left out), by their path inside it. */
+/** Whether `path` is `folder` or inside it; both real paths. */
+const isInside = (folder: string, path: string): boolean => path === folder || path.startsWith(`${folder}${sep}`);
+
+/**
+ * The files under `dir` (hidden ones left out), by their path inside it. A symbolic link is read as what it links
+ * to, which must be inside the folder: a target outside would not be what the build copies along with it, and a
+ * folder linked from inside itself would be read round and round.
+ */
 async function filesUnder(dir: string): Promise<Map<string, string>> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const root = await realpath(dir);
   const files = new Map<string, string>();
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    const path = folderPath(dir, join(entry.parentPath, entry.name));
-    if (path.split('/').some((segment) => segment.startsWith('.'))) continue;
-    files.set(path, join(dir, path));
-  }
+  /** `ancestors`: the real paths of the folders from the root down to `folder`'s parent. */
+  const walk = async (folder: string, real: string, ancestors: readonly string[]): Promise<void> => {
+    for (const entry of await readdir(folder, { withFileTypes: true })) {
+      if (entry.name.startsWith('.')) continue;
+      const path = join(folder, entry.name);
+      let target = join(real, entry.name);
+      let isFile = entry.isFile();
+      let isDirectory = entry.isDirectory();
+      if (entry.isSymbolicLink()) {
+        const linked = await realpath(path).catch(() => null);
+        if (linked === null || !isInside(root, linked)) {
+          throw new ReliableMailSetupError(
+            `fileTemplates: ${path} is a symbolic link to ${linked ?? 'nothing (its target does not exist)'}, ` +
+              `not to a file or folder inside ${dir}; copy what it links to into the folder`,
+          );
+        }
+        if (linked === real || ancestors.includes(linked)) {
+          throw new ReliableMailSetupError(
+            `fileTemplates: ${path} is a symbolic link to ${linked}, a folder it is in: the folder would be read ` +
+              'without end',
+          );
+        }
+        const info = await stat(linked);
+        [target, isFile, isDirectory] = [linked, info.isFile(), info.isDirectory()];
+      }
+      if (isFile) files.set(folderPath(dir, path), path);
+      else if (isDirectory) await walk(path, target, [...ancestors, real]);
+    }
+  };
+  await walk(dir, root, []);
   return files;
 }
 
@@ -105,13 +150,8 @@ interface ParsedFolder {
   templates: Map<string, Record<string, string>>;
   layouts: Record<string, string>;
   partials: Record<string, string>;
-}
-
-async function contentOf(file: string): Promise<string> {
-  const content = await readFile(file, 'utf8');
-  // PostgreSQL's jsonb, where the sources are kept, cannot hold it.
-  if (content.includes('\0')) throw new ReliableMailSetupError(`fileTemplates: ${file} holds a NUL character`);
-  return content;
+  /** Every source read (parts, layouts and partials), by its file. */
+  files: Map<string, string>;
 }
 
 /** Reads the folder: its templates' parts, its layouts and its partials. */
@@ -126,6 +166,14 @@ async function parseFolder(dir: string, layoutsDir: string, partialsDir: string)
   const templates = new Map<string, Record<string, string>>();
   const layouts: Record<string, string> = {};
   const partials: Record<string, string> = {};
+  const files = new Map<string, string>();
+  const contentOf = async (file: string): Promise<string> => {
+    const content = await readFile(file, 'utf8');
+    // PostgreSQL's jsonb, where the sources are kept, cannot hold it.
+    if (content.includes('\0')) throw new ReliableMailSetupError(`fileTemplates: ${file} holds a NUL character`);
+    files.set(file, content);
+    return content;
+  };
   for (const [path, file] of await filesUnder(dir)) {
     if (!path.endsWith('.hbs')) continue;
     const stem = path.slice(0, -'.hbs'.length);
@@ -160,7 +208,34 @@ async function parseFolder(dir: string, layoutsDir: string, partialsDir: string)
         `(${layoutsDir}/ and ${partialsDir}/ hold layouts and partials); ${distHint(dir)}`,
     );
   }
-  return { templates, layouts, partials };
+  return { templates, layouts, partials, files };
+}
+
+/**
+ * Refuses a folder whose sources render a partial it does not have, or call a helper neither Handlebars nor the
+ * `helpers` option has: each would fail every mail of its template, at send, for good. What only rendering can tell
+ * (a partial chosen by a subexpression, `{{name}}` that may be a value) is left to rendering.
+ */
+function checkReferences(folder: ParsedFolder, partialsDir: string, helpers: FileTemplatesOptions['helpers']): void {
+  const references = new Map<string, SourceReferences>();
+  for (const [file, source] of folder.files) {
+    try {
+      references.set(file, referencesOf(source));
+    } catch (error) {
+      throw new ReliableMailSetupError(`fileTemplates: ${file} does not parse: ${(error as Error).message}`);
+    }
+  }
+  const unresolved = unresolvedReferences(references, {
+    partials: Object.keys(folder.partials),
+    helpers: Object.keys(helpers ?? {}),
+  });
+  if (unresolved.length === 0) return;
+  const faults = unresolved.map(({ source, kind, name }) =>
+    kind === 'partial'
+      ? `${source} renders the partial "${name}", which the folder does not have (${partialsDir}/${name}.hbs)`
+      : `${source} calls the helper "${name}", which is neither one of Handlebars' nor in the helpers option`,
+  );
+  throw new ReliableMailSetupError(`fileTemplates: ${faults.join('; ')}`);
 }
 
 /** Whether the template's body is MJML: a `.mjml.hbs` part instead of `.html.hbs`. */
@@ -172,22 +247,20 @@ function layoutKindOf(key: string): 'html' | 'mjml' | 'text' | null {
   return part === 'subject' ? null : (part as 'html' | 'mjml' | 'text');
 }
 
+/** The settings that change what a template renders, kept with its sources. */
+type StoredSettings = Pick<FileTemplateSources, 'defaultLayout' | 'inlineCss' | 'strict'>;
+
 /** The sources of one template: its parts, the layouts they use, every partial, and the settings stored with them. */
-function sourcesOf(
-  parts: Record<string, string>,
-  folder: ParsedFolder,
-  defaultLayout: string,
-  inlineCss: boolean,
-): FileTemplateSources {
+function sourcesOf(parts: Record<string, string>, folder: ParsedFolder, settings: StoredSettings): FileTemplateSources {
   const layouts: Record<string, string> = {};
   for (const [key, source] of Object.entries(parts)) {
     const kind = layoutKindOf(key);
     if (!kind) continue;
-    const layout = layoutLine(source).layout ?? defaultLayout;
+    const layout = layoutLine(source).layout ?? settings.defaultLayout;
     const file = `${layout}.${kind}`;
     if (Object.hasOwn(folder.layouts, file)) layouts[file] = folder.layouts[file];
   }
-  return { parts, layouts, partials: folder.partials, defaultLayout, inlineCss };
+  return { format: SOURCES_FORMAT, parts, layouts, partials: folder.partials, ...settings };
 }
 
 /** The step from rendered html to what is sent: MJML to html, then CSS inlined; null when there is none. */
@@ -213,7 +286,7 @@ async function templateOf(
   sources: FileTemplateSources,
   settings: FolderSettings,
 ): Promise<FileTemplate> {
-  const { parts, partials, defaultLayout, inlineCss } = sources;
+  const { parts, partials, defaultLayout, inlineCss, strict } = sources;
   const mjml = isMjml(parts);
   if (mjml && Object.keys(parts).some((key) => key.endsWith('html')))
     throw new InvalidTemplateError(`"${name}"`, 'has both html and mjml parts: a template is one or the other');
@@ -249,7 +322,7 @@ async function templateOf(
     layouts,
     defaultLayout,
     helpers: settings.helpers,
-    strict: settings.strict,
+    strict,
     transformHtml: (await htmlTransform(mjml, inlineCss)) ?? undefined,
   });
   return { ...template, version, sources };
@@ -279,13 +352,16 @@ export class MailTemplateFolder {
     this.partialsDir = (options.partials ?? 'partials').replace(/^\/+|\/+$/g, '');
   }
 
-  /** Reads and compiles every template of the folder; a folder missing, empty or with a broken file throws. */
+  /**
+   * Reads and compiles every template of the folder; a folder missing, empty or with a broken file throws, as does
+   * one whose files render a partial or call a helper it lacks.
+   */
   async load(): Promise<FileTemplate[]> {
     const folder = await parseFolder(this.dir, this.layoutsDir, this.partialsDir);
-    const { defaultLayout = 'main', inlineCss = false } = this.options;
+    const { defaultLayout = 'main', inlineCss = false, strict = false } = this.options;
     const templates: FileTemplate[] = [];
     for (const [name, parts] of [...folder.templates].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const sources = sourcesOf(parts, folder, defaultLayout, inlineCss);
+      const sources = sourcesOf(parts, folder, { defaultLayout, inlineCss, strict });
       try {
         templates.push(await templateOf(name, sourceHash(sources), sources, this.options));
       } catch (error) {
@@ -293,19 +369,30 @@ export class MailTemplateFolder {
         throw new InvalidTemplateError(`"${name}" (${join(this.dir, name)}.*.hbs)`, error.reason);
       }
     }
+    checkReferences(folder, join(this.dir, this.partialsDir), this.options.helpers);
     return templates;
   }
 
   /**
    * The version of a template kept in the database, made again with this folder's helpers: a mail enqueued before a
-   * deploy that changed its files. Throws an InvalidTemplateError when the stored sources are not a version's.
+   * deploy that changed its files. Throws an InvalidTemplateError when the stored sources are not a version's, and
+   * another error when they are in a format of a later release.
    */
   restore(name: string, version: string, stored: unknown): Promise<FileTemplate> {
     return restoreFileTemplate(name, version, stored, this.options);
   }
 }
 
-/** A stored version made again with `settings`; the sources must still hash to the version they are kept under. */
+/**
+ * Sources saved by a later release, in a format this one cannot read; an instance of that release can. Not an
+ * `InvalidTemplateError`: in a rolling deploy the mail waits for one of those rather than fail.
+ */
+class LaterSourcesFormatError extends ReliableMailError {}
+
+/**
+ * A stored version made again with `settings`; sources in this release's format must still hash to the version they
+ * are kept under.
+ */
 export async function restoreFileTemplate(
   name: string,
   version: string,
@@ -314,13 +401,22 @@ export async function restoreFileTemplate(
 ): Promise<FileTemplate> {
   const label = `"${name}"@${version}`;
   const sources = stored as FileTemplateSources;
+  const format = sources?.format as unknown;
+  if (typeof format === 'number' && format > SOURCES_FORMAT) {
+    throw new LaterSourcesFormatError(
+      `template ${label} is kept in the format ${format} of a later release, which this one (format ` +
+        `${SOURCES_FORMAT}) cannot read`,
+    );
+  }
   if (
     !sources ||
+    format !== SOURCES_FORMAT ||
     !isStringRecord(sources.parts) ||
     !isStringRecord(sources.layouts) ||
     !isStringRecord(sources.partials) ||
     typeof sources.defaultLayout !== 'string' ||
-    typeof sources.inlineCss !== 'boolean'
+    typeof sources.inlineCss !== 'boolean' ||
+    typeof sources.strict !== 'boolean'
   ) {
     throw new InvalidTemplateError(label, 'has stored sources that are not those of a file template');
   }

@@ -13,7 +13,15 @@ const template = (name: string, version: number): MailTemplate => ({
 const fromFiles = (name: string, version: string): FileTemplate => ({
   name,
   version,
-  sources: { parts: { subject: name, text: name }, layouts: {}, partials: {}, defaultLayout: 'main', inlineCss: false },
+  sources: {
+    format: 1,
+    parts: { subject: name, text: name },
+    layouts: {},
+    partials: {},
+    defaultLayout: 'main',
+    inlineCss: false,
+    strict: false,
+  },
   render: () => ({ subject: name, text: name }),
 });
 

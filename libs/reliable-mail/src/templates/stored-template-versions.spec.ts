@@ -8,11 +8,13 @@ import { StoredTemplateVersions } from './stored-template-versions.js';
 const context = { messageId: '<m1@test.example.com>', signal: new AbortController().signal };
 
 const sourcesSaying = (subject: string): FileTemplateSources => ({
+  format: 1,
   parts: { subject, text: 'body' },
   layouts: {},
   partials: {},
   defaultLayout: 'main',
   inlineCss: false,
+  strict: false,
 });
 
 /** A database that keeps `kept` (by `name version`) and answers each read as `answer` says. */

@@ -1,0 +1,46 @@
+import { describe, expect, it } from '@jest/globals';
+import { loggedReply } from './logged-reply.js';
+
+describe('loggedReply', () => {
+  it.each([
+    {
+      name: "Postfix's refusal naming the recipient in brackets",
+      reply: '550 5.1.1 <ann@example.com>: Recipient address rejected: User unknown in virtual mailbox table',
+      shown: '550 5.1.1 <[address]>: Recipient address rejected: User unknown in virtual mailbox table',
+    },
+    {
+      name: "Exchange's, bare and at the end of a sentence",
+      reply: '550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient Ann.Lee+orders@Mail.Example.COM not found.',
+      shown: '550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient [address] not found.',
+    },
+    {
+      name: 'a greylisting deferral naming the sender and the recipient',
+      reply: '451 4.7.1 <bob@example.org>: from=<shop@example.com> greylisted, try again in 300 seconds',
+      shown: '451 4.7.1 <[address]>: from=<[address]> greylisted, try again in 300 seconds',
+    },
+    {
+      name: 'a session refused, with no address',
+      reply: '421 4.3.2 Service not available, closing transmission channel',
+      shown: '421 4.3.2 Service not available, closing transmission channel',
+    },
+    {
+      name: "a provider's error quoting the address",
+      reply: '422 validation_error: Invalid `to` field "ann@example"',
+      shown: '422 validation_error: Invalid `to` field "[address]"',
+    },
+  ])('$name', ({ reply, shown }) => {
+    expect(loggedReply({ replyCode: 550, enhancedStatus: '5.1.1', reply })).toEqual({
+      replyCode: 550,
+      enhancedStatus: '5.1.1',
+      reply: shown,
+    });
+  });
+
+  it('no reply text: the code and status alone', () => {
+    expect(loggedReply({ replyCode: null, enhancedStatus: null, reply: null })).toEqual({
+      replyCode: null,
+      enhancedStatus: null,
+      reply: null,
+    });
+  });
+});

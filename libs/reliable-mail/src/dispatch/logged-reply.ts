@@ -1,0 +1,24 @@
+// A reply to a recipient often names it (`550 5.1.1 <ann@example.com>: Recipient address rejected`), and the log goes
+// wherever the app ships it, kept longer and read more widely than the outbox's rows. What the log shows of a reply is
+// what the send spans show, its code and enhanced status, and its text with every address taken out.
+
+/** A server's reply as an attempt, a recipient or a refused session carries it. */
+export interface ReplyFacts {
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string | null;
+}
+
+/** What stands in the log for an address of a reply. */
+export const ADDRESS_SHOWN_AS = '[address]';
+
+/**
+ * An address as it may stand in a reply: a local part and a domain around `@`, up to the brackets, quotes, spaces or
+ * punctuation around it; a dot that ends the sentence stays.
+ */
+const ADDRESS = /[^\s<>()[\]{}"',;:]+@[^\s<>()[\]{}"',;:]*[^\s<>()[\]{}"',;:.]/g;
+
+/** `reply` as a log line may show it: its code and enhanced status, its text without the addresses it names. */
+export function loggedReply({ replyCode, enhancedStatus, reply }: ReplyFacts): ReplyFacts {
+  return { replyCode, enhancedStatus, reply: reply === null ? null : reply.replace(ADDRESS, ADDRESS_SHOWN_AS) };
+}
