@@ -4,7 +4,12 @@ import type { DeadCheckouts } from '../mikro-orm/dead-checkouts.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { OutboxSchema } from '../schema/outbox-schema.js';
-import { type AvailabilityChange, DatabaseAvailability, isOutage } from './database-availability.js';
+import {
+  type AvailabilityChange,
+  DatabaseAvailability,
+  isOutage,
+  PoolExhaustedError,
+} from './database-availability.js';
 import { type QueryBound, type SqlClient, type Statement, statementsOnClient } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
 import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
@@ -129,7 +134,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     for (;;) {
       const left = deadline - performance.now();
       if (left <= 0) throw new StatementNotSentError('no time left for the statement');
-      const client = await checkOut(pool, left);
+      const client = await checkOut(pool, left, this.options.database);
       if ((this.answeredAt.get(client) ?? -Infinity) >= this.silentSince) return client;
       client.release(true);
     }
@@ -264,16 +269,34 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   }
 }
 
+/** pg-pool's error for a wait for a busy connection that outlasted its `connectionTimeoutMillis`. */
+const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
+
 /**
  * A connection of the pool within `timeoutMs` (pg-pool's own bound is `connectTimeoutMs`, which may be longer). One
- * that comes after the caller gave up goes back to the pool unused.
+ * that comes after the caller gave up goes back to the pool unused. A wait that ends without one is a
+ * `PoolExhaustedError` when every connection of the pool was busy (pg-pool queues the request for the next one given
+ * back), and a `StatementNotSentError` of the database when a new connection could not be opened in time.
  */
-function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
+function checkOut(
+  pool: pg.Pool,
+  timeoutMs: number,
+  { poolSize, connectTimeoutMs }: Pick<ResolvedReliableMailOptions['database'], 'poolSize' | 'connectTimeoutMs'>,
+): Promise<pg.PoolClient> {
+  const queued = pool.idleCount === 0 && pool.totalCount >= poolSize;
+  const exhausted = (waitedMs: number) =>
+    new PoolExhaustedError(
+      `no database connection within ${Math.round(waitedMs)} ms: all ${poolSize} of reliable-mail's connections were busy (database.poolSize)`,
+    );
   return new Promise((resolve, reject) => {
     let late = false;
     const timer = setTimeout(() => {
       late = true;
-      reject(new StatementNotSentError(`no database connection within ${Math.round(timeoutMs)} ms`));
+      reject(
+        queued
+          ? exhausted(timeoutMs)
+          : new StatementNotSentError(`no database connection within ${Math.round(timeoutMs)} ms`),
+      );
     }, timeoutMs);
     pool.connect().then(
       (client) => {
@@ -283,7 +306,11 @@ function checkOut(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
       },
       (error: Error) => {
         clearTimeout(timer);
-        reject(new StatementNotSentError(error.message, { cause: error }));
+        reject(
+          error.message === POOL_WAIT_TIMEOUT
+            ? exhausted(connectTimeoutMs)
+            : new StatementNotSentError(error.message, { cause: error }),
+        );
       },
     );
   });

@@ -90,7 +90,10 @@ describe('InstanceHeartbeat', () => {
     const database: SqlClient = {
       query<R>(_statement: unknown, values: readonly unknown[]): Promise<R[]> {
         if (!state.up) {
-          const error = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+          const error = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), {
+            code: 'ECONNREFUSED',
+            errno: -111,
+          });
           availability?.failed(error, Date.now());
           return Promise.reject(error);
         }

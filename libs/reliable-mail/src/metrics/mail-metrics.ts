@@ -7,6 +7,7 @@ import type { ResolvedReliableMailOptions } from '../options/resolve-options.js'
 import { feedbackFigures, healthFigures, openCounts, rateOf } from '../outbox/sql/health.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { DispatchTally } from '../dispatch/dispatch-summary.js';
+import type { ReplyFacts } from '../dispatch/logged-reply.js';
 
 /**
  * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which
@@ -44,7 +45,7 @@ export class MailMetrics implements OnModuleDestroy {
   });
   private readonly observe: BatchObservableCallback;
   /** What was attempted since the dispatcher's last summary line (see `takeTally`). */
-  private tally: DispatchTally = { attempts: {}, deadLettered: 0 };
+  private tally = emptyTally();
 
   constructor(database: OutboxDatabase, @Inject(RELIABLE_MAIL_OPTIONS) options: ResolvedReliableMailOptions) {
     this.observe = async (result) => {
@@ -65,10 +66,17 @@ export class MailMetrics implements OnModuleDestroy {
     this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
   }
 
-  recordAttempt(lane: string, outcome: string, durationMs: number): void {
+  /** One attempt, with the server's reply: the last of each outcome but `sent` goes into the summary line. */
+  recordAttempt(
+    lane: string,
+    outcome: string,
+    durationMs: number,
+    { replyCode, enhancedStatus, reply }: ReplyFacts,
+  ): void {
     this.sends.add(1, { lane, outcome });
     this.sendDuration.record(durationMs, { lane, outcome });
     this.tally.attempts[outcome] = (this.tally.attempts[outcome] ?? 0) + 1;
+    if (outcome !== 'sent') this.tally.lastReplies[outcome] = { replyCode, enhancedStatus, reply };
   }
 
   recordFinal(lane: string, status: string, attempts: number): void {
@@ -76,10 +84,10 @@ export class MailMetrics implements OnModuleDestroy {
     if (status === 'dead') this.tally.deadLettered += 1;
   }
 
-  /** The attempts by outcome and the dead letters since the last call, for the dispatcher's summary line. */
+  /** The attempts by outcome, their last replies and the dead letters since the last call, for the summary line. */
   takeTally(): DispatchTally {
     const taken = this.tally;
-    this.tally = { attempts: {}, deadLettered: 0 };
+    this.tally = emptyTally();
     return taken;
   }
 
@@ -90,4 +98,8 @@ export class MailMetrics implements OnModuleDestroy {
   onModuleDestroy(): void {
     this.meter.removeBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
   }
+}
+
+function emptyTally(): DispatchTally {
+  return { attempts: {}, lastReplies: {}, deadLettered: 0 };
 }

@@ -275,8 +275,10 @@ export interface LoggingOptions {
   perMail?: boolean;
   /**
    * How often the dispatcher logs one summary line: the attempts of the interval by outcome (sent, transient,
-   * permanent, unknown, …) and the mails dead-lettered, at log level; at warn level, with the lanes still paused and
-   * since when the database is unavailable, while one of those lasts. No line for an interval with neither. 0: none.
+   * permanent, unknown, …) with the last reply of each outcome but sent (its code, enhanced status and text, the
+   * addresses in it shown as `[address]`) and the mails dead-lettered, at log level; at warn level when mail failed
+   * and none went out, and, with the lanes still paused and since when the database is unavailable, while one of
+   * those lasts. No line for an interval with neither. 0: none.
    * @default 60000
    */
   summaryIntervalMs?: number;
