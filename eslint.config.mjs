@@ -15,7 +15,6 @@ export default defineConfig(
       '.scratch/**',
       'bench/results/**',
       // The package test's app, type-checked in the app it builds, where the README's files complete it.
-      'test/package/app/**',
     ],
   },
   eslint.configs.recommended,

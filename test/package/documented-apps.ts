@@ -26,8 +26,21 @@ export interface DocumentedFile {
 
 /** Each stack's section of docs/stacks.md. */
 const STACK_SECTIONS: Record<Exclude<Stack, 'mikro-orm'>, string> = { typeorm: 'TypeORM', prisma: 'Prisma' };
-/** The Quick start's files that an app on another stack keeps; its section replaces or adds the rest. */
-const SHARED_FILES = ['orders.controller.ts', 'mail.module.ts', 'mail-audit.ts', 'health.controller.ts'];
+/**
+ * The Quick start's files that an app on another stack keeps (its section replaces or adds the rest): the shared
+ * code, the configuration files, and the mail templates its mail.module.ts reads. The jest test and its config are
+ * the MikroORM app's (the test migrates with MikroORM).
+ */
+const SHARED_FILES = [
+  'src/orders.controller.ts',
+  'src/mail.module.ts',
+  'src/mail-audit.ts',
+  'src/health.controller.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  '.env',
+];
+const SHARED_FOLDERS = ['mail-templates/'];
 
 export async function readDocumentedPages(repo: string): Promise<DocumentedPages> {
   const read = async (name: string): Promise<Page> => ({ name, text: await readFile(join(repo, name), 'utf8') });
@@ -78,34 +91,78 @@ export function installCommands(pages: DocumentedPages, stack: Stack, installBlo
     });
 }
 
+/** Where a file a block names goes in the app's folder: TypeScript in src/, but the tests; anything else at the top. */
+const appPath = (name: string) => (name.endsWith('.ts') && !name.startsWith('test/') ? join('src', name) : name);
+
 /**
- * A page's files: each ts block whose first line is `// <name>.ts`, and each prisma block whose first line is
- * `// <path>.prisma`, as it stands; by name (a ts file's, in src/) or path (in the app's folder).
+ * A page's files, by their path in the app's folder:
+ * - each ts, js, jsonc or prisma block whose first line is a comment naming a file (`// app.module.ts: …`,
+ *   `// test/app.e2e-spec.ts`, `// tsconfig.json: …`, `// prisma/schema.prisma`), as it stands;
+ * - the `.env` block (an sh block whose first line is `# .env`): its keys, the package test's values taking the
+ *   place of the page's (envWithValues);
+ * - the files an sh block makes with `cat > <path> <<'EOF'` (a folder of templates): the block may hold only
+ *   those, `mkdir -p` and comments, so that the files are all it does.
  */
 function fileBlocks(page: Page): Map<string, DocumentedFile> {
   const files = new Map<string, DocumentedFile>();
-  for (const text of [...fencedBlocks(page.text, 'ts'), ...fencedBlocks(page.text, 'prisma')]) {
-    const name = /^\/\/ ([\w./-]+\.(?:ts|prisma))\b/.exec(text)?.[1];
-    if (name) files.set(name, { page: page.name, text });
+  const add = (name: string, text: string) => {
+    const path = appPath(name);
+    if (files.has(path)) throw new Error(`${page.name} shows ${path} twice`);
+    files.set(path, { page: page.name, text });
+  };
+  for (const language of ['ts', 'js', 'jsonc', 'prisma']) {
+    for (const text of fencedBlocks(page.text, language)) {
+      const name = /^\/\/ ([\w./-]+\.(?:ts|mjs|json|prisma))\b/.exec(text)?.[1];
+      if (name) add(name, text);
+    }
+  }
+  for (const text of fencedBlocks(page.text, 'sh')) {
+    if (text.startsWith('# .env')) add('.env', text);
+    else if (/<<'EOF'$/m.test(text)) for (const [name, content] of heredocFiles(page, text)) add(name, content);
   }
   return files;
+}
+
+/** The files of an sh block made of `mkdir -p`, comments and `cat > <path> <<'EOF'` … `EOF`, by path. */
+function heredocFiles(page: Page, block: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const lines = block.split('\n');
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index];
+    const heredoc = /^cat > ([\w./-]+) <<'EOF'$/.exec(line);
+    if (heredoc) {
+      const end = lines.indexOf('EOF', index + 1);
+      if (end < 0) throw new Error(`${page.name}: the heredoc of ${heredoc[1]} has no EOF line`);
+      files.set(heredoc[1], `${lines.slice(index + 1, end).join('\n')}\n`);
+      index = end;
+    } else if (!/^(#.*|mkdir -p [\w./ -]+|)$/.test(line)) {
+      throw new Error(`${page.name}: a block that makes files also runs "${line}", which the package test would not`);
+    }
+  }
+  return files;
+}
+
+/** The page's `.env` with the package test's values; a key the test has no value for is an error. */
+export function envWithValues(file: DocumentedFile, values: Record<string, string>): string {
+  return file.text.replace(/^([A-Z_]+)=.*$/gm, (_, key: string) => {
+    if (!(key in values)) throw new Error(`${file.page}'s .env sets ${key}, which the package test has no value for`);
+    return `${key}=${values[key]}`;
+  });
 }
 
 /** The app's files, by their path in the app's folder: the Quick start's, or a stack's in place of some of them. */
 export function appFiles(pages: DocumentedPages, stack: Stack): Map<string, DocumentedFile> {
   const quickStart = fileBlocks(pages.quickStart);
   if (quickStart.size === 0) throw new Error(`${pages.quickStart.name} has no file blocks`);
-  let files = quickStart;
-  if (stack !== 'mikro-orm') {
-    const own = fileBlocks(section(pages.stacks, STACK_SECTIONS[stack], 2));
-    if (own.size === 0) throw new Error(`${pages.stacks.name}'s ${STACK_SECTIONS[stack]} section has no file blocks`);
-    const main = fileBlocks(intro(pages.stacks)).get('main.ts');
-    if (!main) throw new Error(`${pages.stacks.name} has no main.ts before its sections`);
-    const missing = SHARED_FILES.filter((name) => !quickStart.has(name));
-    if (missing.length > 0) throw new Error(`${pages.quickStart.name} has no ${missing.join(', ')}`);
-    files = new Map(SHARED_FILES.map((name) => [name, quickStart.get(name)!]));
-    files.set('main.ts', main);
-    for (const [name, file] of own) files.set(name, file);
-  }
-  return new Map([...files].map(([name, file]) => [name.endsWith('.ts') ? join('src', name) : name, file]));
+  if (stack === 'mikro-orm') return quickStart;
+  const own = fileBlocks(section(pages.stacks, STACK_SECTIONS[stack], 2));
+  if (own.size === 0) throw new Error(`${pages.stacks.name}'s ${STACK_SECTIONS[stack]} section has no file blocks`);
+  const main = fileBlocks(intro(pages.stacks)).get('src/main.ts');
+  if (!main) throw new Error(`${pages.stacks.name} has no main.ts before its sections`);
+  const missing = SHARED_FILES.filter((path) => !quickStart.has(path));
+  if (missing.length > 0) throw new Error(`${pages.quickStart.name} has no ${missing.join(', ')}`);
+  const shared = [...quickStart].filter(
+    ([path]) => SHARED_FILES.includes(path) || SHARED_FOLDERS.some((folder) => path.startsWith(folder)),
+  );
+  return new Map([...shared, ['src/main.ts', main], ...own]);
 }

@@ -1,21 +1,25 @@
 // The package test (`npm run test:package`): what a new user does with the npm package. It packs the library, makes
-// an app in a temporary folder with a package.json of its own (no workspace, no path alias), runs the documented
-// install lines there against the registry, type-checks and builds the documented files, starts the app against the
-// PostgreSQL in DATABASE_URL and an SMTP server in this process, and sees an order's email arrive. Then
-// `npm ci --omit=dev` and the same again: nothing the app loads may be a dev dependency.
+// an app in an empty temporary folder with a package.json of its own (no workspace, no path alias: `npm init` with
+// the Quick start's `type`), writes the documented files there as they stand, runs the documented install lines
+// against the registry, type-checks the app and its tests and builds it. The Quick start's app then runs its own jest
+// test (the testing utilities, on a database of its own). Each app is started against the PostgreSQL in DATABASE_URL
+// and an SMTP server in this process, configured by nothing but its .env (the page's, with this test's values):
+// an order's email arrives, rendered from the template files; the preview page shows it; an invalid address answers
+// 400 and an order repeated with its Idempotency-Key 409. Then `npm ci --omit=dev` and the same again: nothing the
+// app loads may be a dev dependency.
 //
 // The apps (documented-apps.ts reads them): the Quick start's (docs/quick-start.md), on MikroORM, once per supported
 // NestJS major (nestjs-12, nestjs-11), installed by README.md's Install lines; and the TypeORM and Prisma apps of
 // docs/stacks.md (typeorm, prisma: NestJS 12, ES modules, Node 24), which have no MikroORM package installed and make
 // reliable-mail's schema with `npx reliable-mail migrate`, as their deploy would.
-// app/ holds what the docs do not show: the tsconfig, and the MikroORM app's entity and migrations (app/mikro-orm).
 //
 //   npm run test:package                 every variant
 //   npm run test:package -- typeorm      the ones named
 //
 // KEEP_PACKAGE_TEST=1 keeps the temporary folder (it is kept anyway when a variant fails).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { access, copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,14 +27,22 @@ import { gzipSync } from 'node:zlib';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
 import { createTestDatabase, withClient } from '../support/test-database.js';
 import { findFreePort } from '../../apps/demo/local/free-port.js';
-import { appFiles, type DocumentedPages, installCommands, readDocumentedPages, type Stack } from './documented-apps.js';
+import {
+  appFiles,
+  type DocumentedFile,
+  type DocumentedPages,
+  envWithValues,
+  installCommands,
+  readDocumentedPages,
+  type Stack,
+} from './documented-apps.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGE_DIR = join(REPO, 'libs/reliable-mail');
-const FIXTURE_DIR = fileURLToPath(new URL('./app/', import.meta.url));
 const PACKAGE_NAME = '@reliable-mail/nestjs';
 const START_TIMEOUT_MS = 60_000;
 const MAIL_TIMEOUT_MS = 30_000;
+const JEST_TIMEOUT_MS = 180_000;
 
 interface Variant {
   name: string;
@@ -51,8 +63,18 @@ const VARIANTS: Variant[] = [
   { name: 'prisma', stack: 'prisma', installBlock: '# Prisma', moduleType: 'module' },
 ];
 
-/** The app's own tool chain; the docs leave it to the app. */
-const DEV_DEPENDENCIES = { typescript: '~6.0.3', '@types/node': '^24.0.0' };
+/**
+ * What the apps read from their .env, taken out of the environment they run in: a variable of the environment would
+ * win over the file's. NODE_ENV too, which the preview refuses to start with as production.
+ */
+const APP_CONFIGURATION = ['DATABASE_URL', 'SMTP_URL', 'PORT', 'NODE_ENV'];
+
+/** This process's environment without the apps' configuration, with `env` added. */
+function environment(env: Record<string, string> = {}): Record<string, string | undefined> {
+  const result: Record<string, string | undefined> = { ...process.env };
+  for (const name of APP_CONFIGURATION) delete result[name];
+  return { ...result, ...env };
+}
 
 const log = (message: string) => console.log(`[package test] ${message}`);
 
@@ -70,13 +92,21 @@ function exited(child: ChildProcess): Promise<Finished> {
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
 }
 
-/** Runs a command to its end; its output is shown when it fails. */
-async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs a command to its end (killed after `timeoutMs`, when given); its output is shown when it fails. */
+async function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+  timeoutMs?: number,
+): Promise<string> {
+  const child = spawn(command, args, { cwd, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const { code, signal } = await exited(child);
+  clearTimeout(timer);
   if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${signal ?? code}) in ${cwd}:\n${output}`);
   return output;
 }
@@ -88,20 +118,23 @@ async function pack(destination: string): Promise<string> {
   return join(destination, tarball);
 }
 
-async function createApp(dir: string, variant: Variant, docs: DocumentedPages, tarball: string): Promise<void> {
-  await copyFile(join(FIXTURE_DIR, 'tsconfig.json'), join(dir, 'tsconfig.json'));
-  // The other stacks' apps get none of MikroORM's files: they import @mikro-orm, which those apps do not install.
-  if (variant.stack === 'mikro-orm') await cp(join(FIXTURE_DIR, 'mikro-orm'), dir, { recursive: true });
-  for (const [path, { text }] of appFiles(docs, variant.stack)) {
+/** An app's documented files: the .env, which each start writes with its values (writeEnv), and whether it has tests. */
+interface CreatedApp {
+  env: DocumentedFile;
+  hasTests: boolean;
+}
+
+async function createApp(dir: string, variant: Variant, docs: DocumentedPages, tarball: string): Promise<CreatedApp> {
+  const files = appFiles(docs, variant.stack);
+  const env = files.get('.env');
+  if (!env) throw new Error(`${docs.quickStart.name} shows no .env`);
+  for (const [path, { text }] of files) {
+    if (path === '.env') continue;
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
   }
-  const manifest = {
-    name: `reliable-mail-package-test-${variant.name}`,
-    private: true,
-    type: variant.moduleType,
-    devDependencies: DEV_DEPENDENCIES,
-  };
+  // What `npm init -y` and, for an ES module app, `npm pkg set type=module` make, less what npm fills in.
+  const manifest = { name: `reliable-mail-package-test-${variant.name}`, private: true, type: variant.moduleType };
   await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 
   for (const args of installCommands(docs, variant.stack, variant.installBlock)) {
@@ -114,6 +147,7 @@ async function createApp(dir: string, variant: Variant, docs: DocumentedPages, t
     if (peerWarnings.length > 0) throw new Error(`npm install warned about peers:\n${peerWarnings.join('\n')}`);
   }
   if (variant.stack !== 'mikro-orm') await assertNoMikroOrm(dir);
+  return { env, hasTests: [...files.keys()].some((path) => path.startsWith('test/')) };
 }
 
 /** MikroORM is an optional peer: an app on another stack must not get it (anywhere in its tree). */
@@ -202,16 +236,16 @@ class App {
   readonly output: string[] = [];
   private readonly child: ChildProcess;
 
+  /** The built app, configured by its .env alone. */
   constructor(
     dir: string,
     node: string,
-    env: Record<string, string>,
     readonly baseUrl: string,
   ) {
     this.child = spawn(node, ['dist/main.js'], {
       cwd: dir,
       // Plain log lines, without colour codes, to search.
-      env: { ...process.env, ...env, NODE_OPTIONS: '', NO_COLOR: '1' },
+      env: environment({ NODE_OPTIONS: '', NO_COLOR: '1' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buffered = '';
@@ -259,45 +293,85 @@ class App {
   }
 }
 
-/** Starts the built app, places an order over HTTP and waits for its email at the SMTP server. */
+/** The page's .env, with this test's database, SMTP server and port. */
+async function writeEnv(dir: string, env: DocumentedFile, values: Record<string, string>): Promise<void> {
+  await writeFile(join(dir, '.env'), envWithValues(env, values));
+}
+
+const postOrder = (baseUrl: string, order: { email: string; total: number }, requestKey?: string) =>
+  fetch(`${baseUrl}/orders`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(requestKey ? { 'idempotency-key': requestKey } : {}) },
+    body: JSON.stringify(order),
+  });
+
+/** An answer's status and JSON body, or the app's failure when the status is not the one expected. */
+async function expectAnswer(app: App, what: string, response: Response, status: number) {
+  const text = await response.text();
+  if (response.status !== status) throw app.failure(`${what} answered ${response.status}, not ${status}: ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/**
+ * Starts the built app with the page's .env, places an order over HTTP and waits for its email at the SMTP server,
+ * rendered from the template files (the layout's partial in it); sees it on the preview page; then an invalid
+ * address (400) and an order repeated with its Idempotency-Key (409).
+ */
 async function placeOrderAndReceiveMail(
   dir: string,
   node: string,
+  env: DocumentedFile,
   databaseUrl: string,
   smtp: SmtpTestServer,
   email: string,
 ) {
   const port = await findFreePort(3000 + Math.floor(Math.random() * 1000));
-  const app = new App(
-    dir,
-    node,
-    { DATABASE_URL: databaseUrl, SMTP_URL: smtp.url, PORT: String(port) },
-    `http://127.0.0.1:${port}`,
-  );
+  await writeEnv(dir, env, { DATABASE_URL: databaseUrl, SMTP_URL: smtp.url, PORT: String(port) });
+  const app = new App(dir, node, `http://127.0.0.1:${port}`);
   try {
     await app.waitUntil('answer on /health', START_TIMEOUT_MS, async () => (await fetch(`${app.baseUrl}/health`)).ok);
 
-    const response = await fetch(`${app.baseUrl}/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, total: 25 }),
-    });
-    if (response.status !== 201)
-      throw app.failure(`POST /orders answered ${response.status}: ${await response.text()}`);
-    const order = (await response.json()) as { id: number };
-
-    const subject = `Order ${order.id}`;
+    const placed = await postOrder(app.baseUrl, { email, total: 25 });
+    const order = (await expectAnswer(app, 'POST /orders', placed, 201)) as { id: number };
+    const subject = `Order ${order.id} confirmed`;
     let messageId: string | null = null;
     await app.waitUntil(`email "${subject}" to ${email}`, MAIL_TIMEOUT_MS, () => {
       const mail = smtp.received.find(
         (message) => message.recipients.includes(email) && message.raw.includes(`\r\nSubject: ${subject}\r\n`),
       );
+      if (mail && !(mail.raw.includes('Total: 25.00') && mail.raw.includes('The Shop team')))
+        throw app.failure(`the email has not the template's html, layout and partial:\n${mail.raw}`);
       messageId = mail?.messageId ?? null;
       return messageId !== null;
     });
     await app.waitUntil(`MailAudit's line for ${messageId}`, MAIL_TIMEOUT_MS, () =>
       app.output.some((line) => line.includes(`sent as ${messageId}`)),
     );
+
+    // The newest mail is the preview's home page, rendered.
+    const preview = await fetch(`${app.baseUrl}/mail-preview`);
+    const page = await preview.text();
+    if (preview.status !== 200 || !page.includes(subject))
+      throw app.failure(`GET /mail-preview answered ${preview.status} without "${subject}":\n${page}`);
+
+    const invalid = await expectAnswer(
+      app,
+      'POST /orders with an invalid address',
+      await postOrder(app.baseUrl, { email: 'ann@', total: 25 }),
+      400,
+    );
+    if (invalid.error !== 'MailValidationError' || invalid.field !== 'to')
+      throw app.failure(`the 400 is not a MailValidationError of to: ${JSON.stringify(invalid)}`);
+    const requestKey = randomUUID();
+    await expectAnswer(app, 'POST /orders', await postOrder(app.baseUrl, { email, total: 10 }, requestKey), 201);
+    const repeated = await expectAnswer(
+      app,
+      'POST /orders repeated with its Idempotency-Key',
+      await postOrder(app.baseUrl, { email, total: 10 }, requestKey),
+      409,
+    );
+    if (repeated.error !== 'IdempotencyConflictError')
+      throw app.failure(`the 409 is not an IdempotencyConflictError: ${JSON.stringify(repeated)}`);
 
     const health = await fetch(`${app.baseUrl}/health`);
     const report = (await health.json()) as { status?: string; info?: { mail?: { status?: string } } };
@@ -307,9 +381,41 @@ async function placeOrderAndReceiveMail(
     await app.stop();
     const errors = app.output.filter((line) => /\bERROR\b/.test(line));
     if (errors.length > 0) throw app.failure(`the app logged errors:\n  ${errors.join('\n  ')}`);
-    log(`  order ${order.id}: email ${messageId} arrived, MailAudit heard it, /health is up, stopped cleanly`);
+    log(
+      `  order ${order.id}: email ${messageId} arrived from the template files, MailAudit heard it, the preview ` +
+        'shows it; 400 for an invalid address, 409 for a repeated order; /health is up, stopped cleanly',
+    );
   } finally {
     app.kill();
+  }
+}
+
+/**
+ * The app's own jest test, as the Quick start runs it: on its database (the environment's DATABASE_URL winning over
+ * the .env's), in jest's ES module mode, on the app's Node. Answers jest's count of tests.
+ */
+async function runAppTests(dir: string, node: string, env: DocumentedFile, smtp: SmtpTestServer): Promise<string> {
+  const database = await createTestDatabase();
+  try {
+    // The .env as a developer has it: the app's database, which the test's environment overrides.
+    await writeEnv(dir, env, {
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/not-the-tests',
+      SMTP_URL: smtp.url,
+      PORT: '3000',
+    });
+    const output = await run(
+      node,
+      ['node_modules/jest/bin/jest.js', '--ci'],
+      dir,
+      { DATABASE_URL: database.url, NODE_OPTIONS: '--experimental-vm-modules', NO_COLOR: '1' },
+      JEST_TIMEOUT_MS,
+    );
+    const summary = output.split('\n').filter((line) => /^Tests:/.test(line));
+    if (!/^Tests: +\d+ passed, \d+ total$/.test(summary.join('')))
+      throw new Error(`the app's jest test did not pass as a whole:\n${output}`);
+    return summary[0].replace(/^Tests: +/, '');
+  } finally {
+    await database.drop();
   }
 }
 
@@ -360,30 +466,36 @@ async function runVariant(
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
   const dir = join(root, variant.name);
   await mkdir(dir);
-  await createApp(dir, variant, docs, tarball);
+  const { env, hasTests } = await createApp(dir, variant, docs, tarball);
   log(`${variant.name}: installed (${seconds()}): ${await installedVersions(dir, variant)}`);
 
   // The generated client is TypeScript under src/, compiled into dist/ with the app: the production install, which
   // removes the prisma CLI, leaves it.
   if (variant.stack === 'prisma') await generatePrismaClient(dir, root);
-  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json'], dir);
+  // The app and its tests, as the Quick start's tsconfig.json takes them; then what runs, into dist/.
+  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], dir);
+  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], dir);
   await checkDeclarations(dir);
   log(`${variant.name}: type-checked and built (${seconds()})`);
 
   const node = variant.node ? await nodeBinary(variant.node) : process.execPath;
   log(`${variant.name}: the app runs on Node ${variant.node ?? process.versions.node}`);
+  if (hasTests) {
+    const tests = await runAppTests(dir, node, env, smtp);
+    log(`${variant.name}: the app's jest test: ${tests} (${seconds()})`);
+  }
   const database = await createTestDatabase();
   try {
     // The MikroORM app migrates in main.ts; the others' schema comes first, from the CLI (then TypeORM's
     // synchronize makes the app's table at start).
     if (variant.stack !== 'mikro-orm') await migrateWithCli(dir, database.url, /migrated from version 0 to \d+/);
     if (variant.stack === 'prisma') await createPrismaOrdersTable(database.url);
-    await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}@example.com`);
+    await placeOrderAndReceiveMail(dir, node, env, database.url, smtp, `${variant.name}@example.com`);
     await installForProduction(dir);
     log(`${variant.name}: npm ci --omit=dev (${seconds()})`);
     // The bin runs on the production install too, and a second run changes nothing.
     if (variant.stack !== 'mikro-orm') await migrateWithCli(dir, database.url, /nothing to do/);
-    await placeOrderAndReceiveMail(dir, node, database.url, smtp, `${variant.name}-production@example.com`);
+    await placeOrderAndReceiveMail(dir, node, env, database.url, smtp, `${variant.name}-production@example.com`);
   } finally {
     await database.drop();
   }
@@ -399,6 +511,7 @@ const STACK_PACKAGES: Record<Stack, string[]> = {
 async function installedVersions(dir: string, variant: Variant): Promise<string> {
   const names = [
     '@nestjs/core',
+    '@nestjs/config',
     '@nestjs/schedule',
     '@nestjs/event-emitter',
     '@nestjs/terminus',
