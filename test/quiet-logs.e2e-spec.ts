@@ -40,6 +40,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const shown = (records: string[]) => `\n${records.join('')}`;
 /** What each record says: its `msg`, or the whole record when it has none. */
 const saidIn = (records: string[]) => records.map((record) => /msg: '([^']*)'/.exec(record)?.[1] ?? record);
+/** The lines the records take on the screen. */
+const printedLines = (records: string[]) =>
+  records
+    .join('')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
 
 describe("reliable-mail's log with Nest's default logger", () => {
   const bed = useTestBed();
@@ -174,7 +180,7 @@ describe("reliable-mail's log of a database that answers", () => {
   afterEach(() => printed.restore());
 
   const unavailability = (records: string[]) =>
-    records.filter((record) => record.includes("'the database is unavailable")).length;
+    records.filter((record) => record.includes('the database is unavailable')).length;
 
   it('a pool whose connections are all busy with slow statements: the waiting statement fails as such, and no outage is said', async () => {
     const app = await bed.startApp(
@@ -280,19 +286,18 @@ describe("reliable-mail's log through a database outage", () => {
     // The outage ends once no statement has met it for a few seconds (RECOVERY_QUIET_MS).
     await waitFor(
       'the database said to answer again',
-      () => saidIn(printed.records).includes('the database answers again'),
+      () => printed.records.some((record) => record.includes('the database answers again')),
       RECOVERY_QUIET_MS + 5_000,
     );
     await sleep(1_000);
 
     expect(smtp.received.map((message) => message.messageId)).toEqual([held.messageId, waiting.messageId]);
     const records = printed.records.slice(beforeOutage);
-    expect({ atMost3: records.length <= 3, said: saidIn(records), shown: shown(records) }).toMatchObject({
-      atMost3: true,
-      said: expect.arrayContaining([
-        'the database is unavailable; reliable-mail keeps trying, quietly, and says when it answers again',
-        'the database answers again',
-      ]),
-    });
+    const lines = printedLines(records);
+    expect({ atMost3: lines.length <= 3, shown: shown(records) }).toMatchObject({ atMost3: true });
+    expect(lines).toEqual([
+      expect.stringMatching(/the database is unavailable \(.+\); reliable-mail keeps trying, quietly/),
+      expect.stringMatching(/the database answers again after \d+\.\d s unavailable; \d+ failed statements/),
+    ]);
   }, 120_000);
 });

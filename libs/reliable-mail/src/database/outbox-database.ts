@@ -246,19 +246,21 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     return pool;
   }
 
-  /** Logs the beginning and the end of an outage of the database; the failures between are only counted. */
+  /**
+   * Logs the beginning and the end of an outage of the database; the failures between are only counted. Each is
+   * one line of text: what an operator reads first in a console during an incident, printed on one line by any
+   * logger (Nest's prints an object over several).
+   */
   private noteAvailability(change: AvailabilityChange | null): void {
     if (change?.kind === 'unavailable') {
-      this.logger.error({
-        msg: 'the database is unavailable; reliable-mail keeps trying, quietly, and says when it answers again',
-        error: change.error,
-      });
+      this.logger.error(
+        `the database is unavailable (${change.error}); reliable-mail keeps trying, quietly, and says when it answers again`,
+      );
     } else if (change) {
-      this.logger.log({
-        msg: 'the database answers again',
-        unavailableForMs: change.unavailableForMs,
-        suppressedFailures: change.failedMeanwhile,
-      });
+      this.logger.log(
+        `the database answers again after ${(change.unavailableForMs / 1_000).toFixed(1)} s unavailable; ` +
+          `${change.failedMeanwhile} failed statements were not logged`,
+      );
     }
   }
 
