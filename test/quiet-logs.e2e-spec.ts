@@ -111,8 +111,11 @@ describe("reliable-mail's log with Nest's default logger", () => {
     await waitFor('the 10 mails sent', () => app.events.sent.length === 10, 60_000);
     await sleep(500);
 
+    // Every line but a settle's: on a loaded machine (CI runs every file at once on 2 cores) the settles of the
+    // sends after recovery may wait out their lease for a connection, and must say so.
     const records = printed.records.slice(afterStart);
-    expect({ said: saidIn(records), shown: shown(records) }).toMatchObject({ said: ['lane paused', 'lane resumed'] });
+    const said = saidIn(records).filter((line) => !line.startsWith('settle failed until the lease ran out'));
+    expect({ said, shown: shown(records) }).toMatchObject({ said: ['lane paused', 'lane resumed'] });
   }, 90_000);
 
   it("a server asking to slow down in a reply that names the recipient: the lane's pause shows the reply without the address", async () => {
