@@ -114,19 +114,24 @@ describe('InstanceHeartbeat', () => {
     return { logger, lines };
   }
 
-  it('warns once per outage of the database, not at every heartbeat, and says when it is written again', async () => {
-    const { database, written, state } = flakyDatabase();
-    const { logger, lines } = recordingLogger();
-    let now = t0;
-    const heartbeat = new InstanceHeartbeat(
+  /** The heartbeat of worker-1 with one running lane, on the clock given. */
+  function runningLaneHeartbeat(database: SqlClient, logger: Logger, clock: () => number): InstanceHeartbeat {
+    return new InstanceHeartbeat(
       database,
       new SchedulerRegistry(),
       { id: 'worker-1', host: 'host', pid: 42 },
       HEARTBEAT_MS,
       new Map([['default', lane(null)]]),
       logger,
-      () => now,
+      clock,
     );
+  }
+
+  it('warns once per outage of the database, not at every heartbeat, and says when it is written again', async () => {
+    const { database, written, state } = flakyDatabase();
+    const { logger, lines } = recordingLogger();
+    let now = t0;
+    const heartbeat = runningLaneHeartbeat(database, logger, () => now);
     for (let beat = 0; beat < 5; beat++, now += HEARTBEAT_MS) await heartbeat.beat();
     expect(lines.map((line) => line.level)).toEqual(['warn']);
     expect(written).toEqual([]);
@@ -148,15 +153,7 @@ describe('InstanceHeartbeat', () => {
     const { database, written, state } = flakyDatabase(new DatabaseAvailability());
     const { logger, lines } = recordingLogger();
     let now = t0;
-    const heartbeat = new InstanceHeartbeat(
-      database,
-      new SchedulerRegistry(),
-      { id: 'worker-1', host: 'host', pid: 42 },
-      HEARTBEAT_MS,
-      new Map([['default', lane(null)]]),
-      logger,
-      () => now,
-    );
+    const heartbeat = runningLaneHeartbeat(database, logger, () => now);
     for (let beat = 0; beat < 5; beat++, now += HEARTBEAT_MS) await heartbeat.beat();
     state.up = true;
     await heartbeat.beat();
