@@ -155,19 +155,32 @@ describe('operating the outbox', () => {
     ]);
   });
 
-  it('health: dead letters in the window fail the indicator; an SMTP probe can be asked for', async () => {
+  it('health: dead letters in the window fail the indicator; a probe of the transports can be asked for', async () => {
     const { outbox, health, app } = await start(
       { onData: () => ({ code: 451, text: '4.3.0 Try again later' }) },
       { retry: { maxAgeMs: 200 } },
     );
     await outbox.enqueue(mail);
     await waitFor('the dead letter', () => app.events.failed.some((event) => event.deadLettered));
-    const result = await health.isHealthy('mail', { verifySmtp: true });
+    const result = await health.isHealthy('mail', { verifyTransports: true });
     expect(result.mail).toMatchObject({
       status: 'down',
       failing: ['deadLetters'],
       deadLetters: { count: 1, max: 0 },
-      smtp: { reachable: true },
+      transports: { reachable: true },
+    });
+    expect(result.mail).not.toHaveProperty('smtp');
+    // The deprecated name still asks, and reports under the name it had.
+    const deprecated = await health.isHealthy('mail', { verifySmtp: true });
+    expect(deprecated.mail).toMatchObject({ smtp: { reachable: true } });
+    expect(deprecated.mail).not.toHaveProperty('transports');
+
+    await bed.smtp.close();
+    const unreachable = await health.isHealthy('mail', { verifyTransports: true, maxDeadLetters: 1 });
+    expect(unreachable.mail).toMatchObject({
+      status: 'down',
+      failing: ['transports'],
+      transports: { reachable: false },
     });
   });
 

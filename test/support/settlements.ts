@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Settlement } from '../../libs/reliable-mail/src/outbox/queue.types.js';
+import type { ClaimedRow, Settlement } from '../../libs/reliable-mail/src/outbox/queue.types.js';
 
 /** A settlement of a mail its one recipient took, each call with ids of its own; `overrides` change what a test needs. */
 export function sentSettlement(overrides: Partial<Settlement> = {}): Settlement {
@@ -27,6 +27,41 @@ export function sentSettlement(overrides: Partial<Settlement> = {}): Settlement 
     bounced: [],
     eventName: null,
     eventPayload: {},
+    ...overrides,
+  };
+}
+
+/** A claimed row of an order mail to two recipients (to Ann, cc Bob), its lease far from its end. */
+export function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
+  return {
+    id: 'row-1',
+    messageId: '<row-1@test.example.com>',
+    idempotencyKey: null,
+    payload: {
+      v: 2,
+      from: { address: 'shop@example.com' },
+      to: [{ address: 'ann@example.com' }],
+      cc: [{ address: 'bob@example.com' }],
+      bcc: [],
+      replyTo: [],
+      subject: 'Your order',
+      text: 'Thanks',
+      headers: {},
+    },
+    metadata: null,
+    attempts: 2,
+    maxAttempts: 3,
+    ageFrom: new Date(),
+    lane: 'default',
+    expiresAt: null,
+    lockToken: 'lock-1',
+    attemptId: 'attempt-1',
+    skipReason: null,
+    suppressed: [],
+    possiblyTakenBefore: [],
+    acceptedRecipients: [],
+    rejectedRecipients: [],
+    leaseEndsAt: performance.now() + 600_000,
     ...overrides,
   };
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
-import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import { handlebarsTemplate } from '../templates/handlebars-template.js';
@@ -12,46 +11,14 @@ import type { MailTransport, OutboundMessage } from '../transport/mail-transport
 import { Delivery } from './delivery.js';
 import { signalOf } from './lane-loop.js';
 import { MailRenderer } from './mail-renderer.js';
-import type { AttemptResult } from './settlement.js';
+import { settlementFor } from './settlement.js';
+import { claimedRow } from '../../../../test/support/settlements.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const SEND_TIMEOUT_MS = 3_000;
 /** A statement's bound: 1 s of statement_timeout and the client's 5 s. */
 const STATEMENT_BOUND_MS = 6_000;
-
-function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
-  return {
-    id: 'row-1',
-    messageId: '<row-1@test.example.com>',
-    idempotencyKey: null,
-    payload: {
-      v: 2,
-      from: { address: 'shop@example.com' },
-      to: [{ address: 'ann@example.com' }],
-      cc: [{ address: 'bob@example.com' }],
-      bcc: [],
-      replyTo: [],
-      subject: 'Your order',
-      text: 'Thanks',
-      headers: {},
-    },
-    metadata: null,
-    attempts: 2,
-    maxAttempts: 3,
-    ageFrom: new Date(),
-    lane: 'default',
-    expiresAt: null,
-    lockToken: 'lock-1',
-    attemptId: 'attempt-1',
-    skipReason: null,
-    suppressed: [],
-    possiblyTakenBefore: [],
-    acceptedRecipients: [],
-    rejectedRecipients: [],
-    leaseEndsAt: performance.now() + 600_000,
-    ...overrides,
-  };
-}
+const notStopping = new AbortController().signal;
 
 /** A custom transport that answers with what `answer` makes of each message, and keeps the messages it was given. */
 function transportAnswering(answer: (message: OutboundMessage) => Promise<unknown>) {
@@ -86,34 +53,25 @@ const acceptedBy = (message: OutboundMessage) =>
 function delivery(
   transport: MailTransport,
   templates: MailTemplate[] = [],
-  perMail = false,
   storedVersions: StoredTemplateVersions | null = null,
 ) {
   const logged: Array<{ level: string; entry: Record<string, unknown> }> = [];
   const log = (level: string) => (entry: Record<string, unknown>) => logged.push({ level, entry });
   const logger = { debug: log('debug'), warn: log('warn'), error: log('error') } as unknown as Logger;
-  const metrics = { recordAttempt: () => undefined } as unknown as MailMetrics;
   const registry = new MailTemplateRegistry();
   for (const template of templates) registry.register(template);
   const renderer = new MailRenderer(registry, { attachmentResolver: null }, storedVersions);
+  const made = new Delivery(renderer, transport, SEND_TIMEOUT_MS, STATEMENT_BOUND_MS, logger, null);
   return {
-    delivery: new Delivery(
-      renderer,
-      transport,
-      policy,
-      SEND_TIMEOUT_MS,
-      STATEMENT_BOUND_MS,
-      metrics,
-      logger,
-      null,
-      perMail,
-    ),
+    delivery: made,
+    /** The attempt, and the settlement the lane loop decides on it. */
+    settled: async (row: ClaimedRow) => {
+      const { result, durationMs } = await made.attempt(row, notStopping);
+      return { result, settlement: settlementFor(row, result, policy, new Date(), durationMs) };
+    },
     logged,
   };
 }
-
-const pace = () => new Date();
-const notStopping = new AbortController().signal;
 
 describe('Delivery', () => {
   it("cuts the send's deadline so that the settle keeps a statement's whole bound of the lease, and its margin", async () => {
@@ -123,7 +81,7 @@ describe('Delivery', () => {
       payload: { ...claimedRow().payload, v: 2, template: { name: 'hang', version: 1, params: {} } } as never,
       leaseEndsAt: performance.now() + STATEMENT_BOUND_MS + SETTLE_MARGIN_MS + 300,
     });
-    const settlement = await delivery(transport, [hang]).delivery.deliver(row, pace, notStopping);
+    const { settlement } = await delivery(transport, [hang]).settled(row);
     const deadline = /^rendering did not finish within the send deadline \((\d+) ms\)/.exec(settlement.lastError ?? '');
     expect(Number(deadline?.[1])).toBeGreaterThan(0);
     expect(Number(deadline?.[1])).toBeLessThanOrEqual(300);
@@ -166,17 +124,9 @@ describe('Delivery', () => {
     ])('$name', async ({ row, templates = [], find, reason }) => {
       const { transport, messages } = transportAnswering(acceptedBy);
       const stored = find ? ({ find } as unknown as StoredTemplateVersions) : null;
-      const results: AttemptResult[] = [];
-      const settlement = await delivery(transport, templates, false, stored).delivery.deliver(
-        claimedRow(row),
-        (result) => {
-          results.push(result);
-          return new Date();
-        },
-        notStopping,
-      );
+      const { result, settlement } = await delivery(transport, templates, stored).settled(claimedRow(row));
       // Three in a row would otherwise pause the lane as if its server had failed.
-      expect(results.map(signalOf)).toEqual([null]);
+      expect(signalOf(result)).toBeNull();
       expect(settlement).toMatchObject({ status: 'pending', outcome: 'transient', replyCode: null });
       expect(settlement.lastError).toMatch(reason);
       expect(messages).toHaveLength(0);
@@ -189,7 +139,7 @@ describe('Delivery', () => {
       acceptedRecipients: ['ann@example.com'],
       possiblyTakenBefore: ['ann@example.com', 'bob@example.com'],
     });
-    await delivery(transport).delivery.deliver(row, pace, notStopping);
+    await delivery(transport).delivery.attempt(row, notStopping);
     expect(messages.map(({ recipients, possiblyTakenBefore }) => ({ recipients, possiblyTakenBefore }))).toEqual([
       { recipients: ['bob@example.com'], possiblyTakenBefore: ['bob@example.com'] },
     ]);
@@ -201,8 +151,8 @@ describe('Delivery', () => {
         throw new Error('the partner SDK broke');
       },
     }));
-    const { delivery: deliveryOf, logged } = delivery(transport);
-    const settlement = await deliveryOf.deliver(claimedRow(), pace, notStopping);
+    const { settled, logged } = delivery(transport);
+    const { settlement } = await settled(claimedRow());
     expect(settlement).toMatchObject({ status: 'pending', outcome: 'unknown', refundAttempt: 0 });
     expect(settlement.attemptRecipients?.map(({ status }) => status)).toEqual(['unknown', 'unknown']);
     expect(logged).toContainEqual({
@@ -217,8 +167,8 @@ describe('Delivery', () => {
       const recipients = (outcome.recipients as object[]).map((recipient) => ({ ...recipient, trace: 10n }));
       return { ...outcome, recipients, acceptedAt: new Date(Number.NaN), sdkResponse: { body: 10n } };
     });
-    const { delivery: deliveryOf, logged } = delivery(transport);
-    const settlement = await deliveryOf.deliver(claimedRow(), pace, notStopping);
+    const { settled, logged } = delivery(transport);
+    const { settlement } = await settled(claimedRow());
     expect(settlement).toMatchObject({ status: 'sent', providerAcceptedAt: null });
     expect(() => JSON.stringify(settlement)).not.toThrow();
     expect(logged).toContainEqual({
@@ -239,89 +189,11 @@ describe('Delivery', () => {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- what a careless SDK may throw
       throw unshowable;
     });
-    const settlement = await delivery(transport).delivery.deliver(claimedRow(), pace, notStopping);
+    const { settlement } = await delivery(transport).settled(claimedRow());
     expect(settlement).toMatchObject({
       status: 'pending',
       outcome: 'transient',
       lastError: 'the transport failed: a value that cannot be shown as text',
     });
-  });
-
-  describe('its log', () => {
-    const everyRecipient = (status: string, replyCode: number, reply: string) => (message: OutboundMessage) =>
-      Promise.resolve({
-        kind: 'attempted',
-        recipients: message.recipients.map((address) => ({
-          address,
-          status,
-          replyCode,
-          enhancedStatus: null,
-          reply,
-          perRecipient: true,
-        })),
-        reply: null,
-        providerMessageId: null,
-        slowDown: false,
-      });
-    const outage = () =>
-      Promise.resolve({ kind: 'outage', replyCode: 421, enhancedStatus: null, reply: '421 4.3.2 shutting down' });
-
-    it.each([
-      { name: 'sent', answer: acceptedBy, attempts: 2, quiet: [], perMail: [['debug', 'settled']] },
-      {
-        name: 'deferred',
-        answer: everyRecipient('deferred', 451, '451 4.7.1 greylisted'),
-        attempts: 2,
-        quiet: [],
-        perMail: [['warn', 'settled']],
-      },
-      {
-        name: 'refused',
-        answer: everyRecipient('refused', 550, '550 5.1.1 no such user'),
-        attempts: 2,
-        quiet: [],
-        perMail: [['warn', 'settled']],
-      },
-      {
-        name: "the lane's server refusing the session (its loop says so, once)",
-        answer: outage,
-        attempts: 2,
-        quiet: [],
-        perMail: [['warn', 'the lane cannot send: its server refuses the session']],
-      },
-      {
-        name: 'dead-lettered, out of attempts',
-        answer: everyRecipient('deferred', 451, '451 4.7.1 greylisted'),
-        attempts: 3,
-        quiet: [['error', 'dead-lettered']],
-        perMail: [['error', 'dead-lettered']],
-      },
-    ])('$name: no line but for a dead letter, unless perMail', async ({ answer, attempts, quiet, perMail }) => {
-      const { transport } = transportAnswering(answer);
-      for (const [asked, expected] of [
-        [false, quiet],
-        [true, perMail],
-      ] as const) {
-        const { delivery: deliveryOf, logged } = delivery(transport, [], asked);
-        await deliveryOf.deliver(claimedRow({ attempts }), pace, notStopping);
-        expect(logged.map(({ level, entry }) => [level, entry.msg])).toEqual(expected);
-      }
-    });
-
-    it.each([
-      { skipReason: 'dead', expected: [['error', 'dead-lettered', 'row-1']] },
-      { skipReason: 'cancelled', expected: [] },
-      { skipReason: 'expired', expected: [] },
-      { skipReason: 'suppressed', expected: [] },
-    ] as const)(
-      'closed at its claim as $skipReason: a line only for a dead letter (a mail whose workers kept stopping)',
-      async ({ skipReason, expected }) => {
-        const { transport, messages } = transportAnswering(acceptedBy);
-        const { delivery: deliveryOf, logged } = delivery(transport);
-        await deliveryOf.deliver(claimedRow({ skipReason, attemptId: null }), pace, notStopping);
-        expect(messages).toEqual([]);
-        expect(logged.map(({ level, entry }) => [level, entry.msg, entry.id])).toEqual(expected);
-      },
-    );
   });
 });

@@ -1,17 +1,15 @@
 import type { Logger } from '@nestjs/common';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { MailMetrics } from '../metrics/mail-metrics.js';
-import type { RetryPolicy } from '../shared/retry-policy.js';
 import { startRowSpan } from '../shared/trace-context.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
-import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import type { ClaimedRow } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
 import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
 import { releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailRenderDeferral, MailRenderError, MailRenderer } from './mail-renderer.js';
 import { readOutcome, shownSafely } from './outcome-check.js';
-import { type AttemptResult, settlementFor } from './settlement.js';
-import { envelopeOf, skipSettlement } from './settlement-closing.js';
+import { envelopeOf } from './envelope.js';
+import { type AttemptResult, attemptOutcomeOf, leadingReply } from './settlement.js';
 import { SETTLE_MARGIN_MS } from './lease.js';
 
 /** Those of the recipients an earlier attempt may have reached that this attempt is for (its envelope). */
@@ -21,45 +19,35 @@ function possiblyTakenIn(possiblyTaken: string[], envelope: string[]): string[] 
   return possiblyTaken.filter((address) => sending.has(address));
 }
 
-/**
- * Tells the lane what an attempt said about its server, and returns when the lane sends again: the time a lane
- * outage's row is retried.
- */
-export type Pace = (result: AttemptResult) => Date;
+/** What one attempt came to, and how long it took (rendering and sending). */
+export interface Attempt {
+  result: AttemptResult;
+  durationMs: number;
+}
 
 /**
- * Delivers one claimed row: renders it and sends it to the recipients still waiting for it, under a hard deadline
- * (`dispatcher.sendTimeoutMs`, and never so long that the lease leaves its settle less than a statement's bound),
- * and decides what becomes of the row. It never touches the database; the settler writes its result.
+ * Makes one attempt at a claimed row: renders it and sends it to the recipients still waiting for it, under a hard
+ * deadline (`dispatcher.sendTimeoutMs`, and never so long that the lease leaves its settle less than a statement's
+ * bound). It decides nothing about the row and never touches the database: the lane loop paces, decides and settles
+ * with what it returns.
  */
 export class Delivery {
   constructor(
     private readonly renderer: MailRenderer,
     private readonly transport: MailTransport,
-    private readonly retry: RetryPolicy,
     private readonly sendTimeoutMs: number,
     /** A statement's bound (`statementBoundMs`): what a send leaves of its row's lease for the settle. */
     private readonly statementBoundMs: number,
-    private readonly metrics: MailMetrics,
     private readonly logger: Logger,
     private readonly verp: Verp | null,
-    /** `logging.perMail`: a line for each attempt's outcome; without it only a dead letter has one. */
-    private readonly perMail: boolean,
   ) {}
 
   /**
-   * Sends the row and decides its settlement; `stopping` aborts when the app begins to shut down. The send is a span
-   * of the trace the row was enqueued in, and the active one while it runs, so that an instrumented transport's own
-   * spans (a provider's HTTP request) are its children.
+   * Sends the row; `stopping` aborts when the app begins to shut down. The send is a span of the trace the row was
+   * enqueued in, and the active one while it runs, so that an instrumented transport's own spans (a provider's HTTP
+   * request) are its children.
    */
-  async deliver(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
-    if (row.skipReason) {
-      // A row dead-lettered at its claim (its workers kept stopping before they settled it: a poison mail) is as much
-      // a dead letter as one out of attempts.
-      const settlement = skipSettlement({ ...row, skipReason: row.skipReason });
-      if (settlement.status === 'dead') this.log(row, settlement);
-      return settlement;
-    }
+  async attempt(row: ClaimedRow, stopping: AbortSignal): Promise<Attempt> {
     const span = startRowSpan('reliable-mail send', row, {
       kind: SpanKind.PRODUCER,
       attributes: {
@@ -70,17 +58,19 @@ export class Delivery {
       },
     });
     try {
-      const settlement = await context.with(trace.setSpan(context.active(), span), () =>
-        this.send(row, pace, stopping),
-      );
-      span.setAttribute('reliable_mail.outcome', settlement.outcome);
+      const attempt = await context.with(trace.setSpan(context.active(), span), () => this.timed(row, stopping));
+      const outcome = attemptOutcomeOf(attempt.result);
+      span.setAttribute('reliable_mail.outcome', outcome);
       // The outcome and the reply code, not the reply's text: that often names the recipient, and spans go to
       // whatever the app exports them to.
-      if (settlement.outcome !== 'sent') {
-        const code = settlement.replyCode === null ? '' : ` ${settlement.replyCode}`;
-        span.setStatus({ code: SpanStatusCode.ERROR, message: `${settlement.outcome}${code}` });
+      if (outcome !== 'sent') {
+        const replyCode = replyCodeOf(attempt.result);
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: `${outcome}${replyCode === null ? '' : ` ${replyCode}`}`,
+        });
       }
-      return settlement;
+      return attempt;
     } catch (error) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: String(error) });
       throw error;
@@ -89,7 +79,7 @@ export class Delivery {
     }
   }
 
-  private async send(row: ClaimedRow, pace: Pace, stopping: AbortSignal): Promise<Settlement> {
+  private async timed(row: ClaimedRow, stopping: AbortSignal): Promise<Attempt> {
     const started = performance.now();
     // Never past what the lease leaves once the settle has had a statement's whole bound and its margin.
     const leftForSend = row.leaseEndsAt - started - this.statementBoundMs - SETTLE_MARGIN_MS;
@@ -98,27 +88,15 @@ export class Delivery {
     // timeout, a send's worth of memory times the sends of three minutes.
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), timeoutMs);
-    let result: AttemptResult;
     try {
-      result = await this.attempt(row, deadline.signal, timeoutMs, stopping);
+      const result = await this.send(row, deadline.signal, timeoutMs, stopping);
+      return { result, durationMs: Math.round(performance.now() - started) };
     } finally {
       clearTimeout(timer);
     }
-    const resumesAt = pace(result);
-    const settlement = settlementFor(
-      row,
-      result,
-      this.retry,
-      new Date(),
-      Math.round(performance.now() - started),
-      resumesAt,
-    );
-    this.metrics.recordAttempt(row.lane, settlement.outcome, settlement.durationMs, settlement);
-    this.log(row, settlement);
-    return settlement;
   }
 
-  private async attempt(
+  private async send(
     row: ClaimedRow,
     signal: AbortSignal,
     timeoutMs: number,
@@ -206,38 +184,11 @@ export class Delivery {
       );
     });
   }
+}
 
-  /**
-   * A dead letter is said at once: it waits for an operator. Every other outcome is the mail's own news, in its row,
-   * its events and the dispatcher's summary; a lane's trouble is its loop's to say, once.
-   */
-  private log(row: ClaimedRow, settlement: Settlement): void {
-    if (settlement.status !== 'dead' && !this.perMail) return;
-    const entry = {
-      msg: 'settled',
-      id: row.id,
-      messageId: row.messageId,
-      lane: row.lane,
-      attempt: row.attempts,
-      status: settlement.status,
-      outcome: settlement.outcome,
-      replyCode: settlement.replyCode,
-      enhancedStatus: settlement.enhancedStatus,
-      nextAttemptAt: settlement.nextAttemptAt?.toISOString(),
-      durationMs: settlement.durationMs,
-    };
-    if (settlement.status === 'dead') {
-      this.logger.error({ ...entry, msg: 'dead-lettered', reason: settlement.lastError });
-    } else if (settlement.outcome === 'outage') {
-      this.logger.warn({
-        ...entry,
-        msg: 'the lane cannot send: its server refuses the session',
-        reason: settlement.lastError,
-      });
-    } else if (settlement.status === 'sent') {
-      this.logger.debug(entry);
-    } else {
-      this.logger.warn({ ...entry, reason: settlement.lastError });
-    }
-  }
+/** The reply code a send's span reports for an attempt that did not simply go out: what went wrong's. */
+function replyCodeOf(result: AttemptResult): number | null {
+  if (result.kind === 'outage') return result.replyCode;
+  if (result.kind === 'unrenderable') return null;
+  return leadingReply(result.recipients)?.replyCode ?? null;
 }

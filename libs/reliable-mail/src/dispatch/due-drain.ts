@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from '@nestjs/common';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { SqlClient } from '../database/sql-client.js';
@@ -8,6 +9,7 @@ import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resol
 import type { Delivery } from './delivery.js';
 import { SETTLE_MARGIN_MS } from './lease.js';
 import { reportSettled } from './settled-report.js';
+import { settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
 
 /** What one drain did: the rows it settled, by the status each was left in. */
@@ -25,6 +27,7 @@ export interface DueDrainDependencies {
   publisher: MailEventPublisher;
   metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
+  logger: Logger;
 }
 
 /**
@@ -66,11 +69,17 @@ export async function drainDue(
       await Promise.all(
         fresh.map(async (row) => {
           tried.add(row.id);
-          const settlement = await delivery.deliver(row, () => new Date(), never);
-          const outcome = await deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
-          reportSettled(deps, row, settlement, outcome);
+          const cause = row.skipReason
+            ? ({ kind: 'skipped', reason: row.skipReason } as const)
+            : await delivery.attempt(row, never);
+          const settlement =
+            'result' in cause
+              ? settlementFor(row, cause.result, deps.options.retry, new Date(), cause.durationMs)
+              : settlementFor(row, cause, deps.options.retry, new Date(), 0);
+          const written = await deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
+          reportSettled({ ...deps, perMail: deps.options.logging.perMail }, row, settlement, written);
           // A settle that did not apply leaves the row open (sending until its lease ends): not done.
-          if (!outcome?.applied || settlement.status === 'pending') report.pending++;
+          if (!written?.applied || settlement.status === 'pending') report.pending++;
           else if (settlement.status === 'sent') report.sent++;
           else report.failed++;
         }),

@@ -9,8 +9,8 @@ import { StatementNotSentError } from '../database/statement-refusal.js';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import { resolveOptions } from '../options/resolve-options.js';
-import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
-import type { Delivery } from './delivery.js';
+import type { ClaimedRow } from '../outbox/queue.types.js';
+import type { Attempt, Delivery } from './delivery.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
 import type { Settler } from './settler.js';
@@ -69,9 +69,13 @@ function laneWith(answer: Answer) {
   const delivered: string[] = [];
   const sends: Array<() => void> = [];
   const delivery = {
-    deliver: (row: ClaimedRow) => {
+    attempt: (row: ClaimedRow) => {
       delivered.push(row.id);
-      return new Promise<Settlement>((resolve) => sends.push(() => resolve({ status: 'sent' } as Settlement)));
+      const accepted: Attempt = {
+        result: { kind: 'attempted', recipients: [], reply: null, providerMessageId: null, slowDown: false },
+        durationMs: 1,
+      };
+      return new Promise<Attempt>((resolve) => sends.push(() => resolve(accepted)));
     },
   } as unknown as Delivery;
   const settler = { settle: async () => ({ applied: true, event: null }) } as unknown as Settler;
@@ -86,7 +90,7 @@ function laneWith(answer: Answer) {
     settler,
     priorities: new LanePriorities(options.lanes),
     publisher: { publish: quiet } as unknown as MailEventPublisher,
-    metrics: { recordFinal: quiet } as unknown as MailMetrics,
+    metrics: { recordAttempt: quiet, recordFinal: quiet } as unknown as MailMetrics,
     options,
     logger,
   });

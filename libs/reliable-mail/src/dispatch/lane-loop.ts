@@ -16,15 +16,14 @@ import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
-import { parseReply } from '../transport/smtp/smtp-reply.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
-import type { Delivery } from './delivery.js';
+import type { Attempt, Delivery } from './delivery.js';
 import { reportSettled } from './settled-report.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
 import { loggedReply, type ReplyFacts } from './logged-reply.js';
-import type { AttemptResult } from './settlement.js';
+import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
@@ -38,7 +37,7 @@ const SEND_ABORT_SLACK_MS = 1_000;
 export interface LaneLoopDependencies {
   database: SqlClient;
   scheduler: SchedulerRegistry;
-  /** Sends one row and decides its settlement; the loop never sees SQL or SMTP. */
+  /** Makes one attempt at a row; the loop never sees SQL or SMTP. */
   delivery: Delivery;
   settler: Settler;
   /** Shared by the lanes of the instance: a lane starts no send while one of a higher priority is busy. */
@@ -71,9 +70,8 @@ export function signalOf(result: AttemptResult): SendSignal | null {
 function replyOf(result: AttemptResult): ReplyFacts | null {
   if (result.kind === 'outage') return loggedReply(result);
   if (result.kind === 'unrenderable') return null;
-  const notTaken = result.recipients.find((recipient) => recipient.status !== 'accepted');
-  if (notTaken) return loggedReply(notTaken);
-  return result.reply === null ? null : loggedReply(parseReply(result.reply));
+  const shown = result.recipients.find((recipient) => recipient.status !== 'accepted') ?? acceptingReply(result);
+  return shown ? loggedReply(shown) : null;
 }
 
 /**
@@ -82,7 +80,7 @@ function replyOf(result: AttemptResult): ReplyFacts | null {
  * rate tokens), so a claimed row waits in memory for one send at most.
  */
 export class LaneLoop {
-  /** SMTP conversations under way: at most `lane.concurrency`. */
+  /** Sends under way (SMTP conversations or provider requests): at most `lane.concurrency`. */
   private readonly inFlight = new Set<Promise<void>>();
   /** Settles (and their events) of finished sends, which no longer hold a send slot. */
   private readonly settling = new Set<Promise<void>>();
@@ -358,21 +356,46 @@ export class LaneLoop {
     return this.inFlight.size;
   }
 
-  /** The send holds a slot; its settle and event follow without it, so the slot takes the next row at once. */
+  /**
+   * One row's way from its claim to its settle, top to bottom: its lease checked, one attempt (or none, for a row
+   * its claim said not to send), what the attempt says of the lane's server, the settle decision, then the settle
+   * and what follows it. The send holds a slot; the settle and its report follow without it, so the slot takes the
+   * next row at once.
+   */
   private async process(row: ClaimedRow): Promise<void> {
     if (!(await this.holdsLease(row))) return;
-    this.sendsStartedAt.set(row, performance.now());
-    let settlement;
-    try {
-      settlement = await this.deps.delivery.deliver(row, (result) => this.pace(result), this.stopSignal.signal);
-    } catch (error) {
-      return this.leftToItsLease(row, 'send', error);
-    } finally {
-      this.sendsStartedAt.delete(row);
-      this.lastSignOfLife = new Date();
+    let settlement: Settlement;
+    if (row.skipReason) {
+      settlement = settlementFor(
+        row,
+        { kind: 'skipped', reason: row.skipReason },
+        this.deps.options.retry,
+        new Date(),
+        0,
+      );
+    } else {
+      this.sendsStartedAt.set(row, performance.now());
+      let attempt: Attempt;
+      try {
+        attempt = await this.deps.delivery.attempt(row, this.stopSignal.signal);
+      } catch (error) {
+        return this.leftToItsLease(row, 'send', error);
+      } finally {
+        this.sendsStartedAt.delete(row);
+        this.lastSignOfLife = new Date();
+      }
+      const resumesAt = this.pace(attempt.result);
+      settlement = settlementFor(
+        row,
+        attempt.result,
+        this.deps.options.retry,
+        new Date(),
+        attempt.durationMs,
+        resumesAt,
+      );
     }
     this.track(
-      this.finish(row, settlement).catch((error: unknown) => this.leftToItsLease(row, 'settle', error)),
+      this.settle(row, settlement).catch((error: unknown) => this.leftToItsLease(row, 'settle', error)),
       this.settling,
     );
   }
@@ -454,12 +477,9 @@ export class LaneLoop {
     return new Date(Date.now() + this.throttle.waitMs(Date.now()));
   }
 
-  private async finish(row: ClaimedRow, settlement: Settlement): Promise<void> {
-    reportSettled(
-      this.deps,
-      row,
-      settlement,
-      await this.deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS),
-    );
+  /** Writes the settlement; only then is the row's attempt counted, logged and its event emitted. */
+  private async settle(row: ClaimedRow, settlement: Settlement): Promise<void> {
+    const written = await this.deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
+    reportSettled({ ...this.deps, perMail: this.deps.options.logging.perMail }, row, settlement, written);
   }
 }

@@ -159,13 +159,10 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     return new Delivery(
       this.renderer,
       this.transports.get(lane.name)!,
-      this.options.retry,
       this.options.dispatcher.sendTimeoutMs,
       statementBoundMs(this.options.database.statementTimeoutMs),
-      this.metrics,
       this.logger,
       this.options.verp,
-      this.options.logging.perMail,
     );
   }
 
@@ -189,8 +186,8 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
    */
   drain(): Promise<DrainReport> {
     const lanes = this.options.lanes.map((lane) => ({ lane, delivery: this.deliveryFor(lane) }));
-    const { database, publisher, metrics, options } = this;
-    return drainDue(lanes, { database, settler: this.settler(), publisher, metrics, options });
+    const { database, publisher, metrics, options, logger } = this;
+    return drainDue(lanes, { database, settler: this.settler(), publisher, metrics, options, logger });
   }
 
   /** A transport of the app's own whose `warm` throws costs its first mail a connect, not the start. */

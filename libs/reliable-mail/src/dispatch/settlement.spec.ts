@@ -3,8 +3,8 @@ import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
-import { type AttemptResult, settlementFor } from './settlement.js';
-import { envelopeOf, skipSettlement } from './settlement-closing.js';
+import { envelopeOf } from './envelope.js';
+import { type AttemptResult, attemptOutcomeOf, settlementFor } from './settlement.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
 const now = new Date('2026-12-01T12:00:00.000Z');
@@ -65,6 +65,8 @@ function attempted(
 }
 const settle = (row: ClaimedRow, result: AttemptResult, outageEndsAt = now) =>
   settlementFor(row, result, policy, now, durationMs, outageEndsAt, random);
+const skip = (row: ClaimedRow, reason: NonNullable<ClaimedRow['skipReason']>) =>
+  settlementFor(row, { kind: 'skipped', reason }, policy, now, 0);
 
 describe('envelopeOf', () => {
   it.each([
@@ -288,6 +290,18 @@ describe('settlementFor an attempt', () => {
       refundAttempt: 1,
     },
     {
+      name: 'a mail not rendered yet (its stored version unreachable): pending, the attempt counted',
+      result: {
+        ...attempted([recipient('ann@example.com', 'deferred', null), recipient('bob@example.com', 'deferred', null)]),
+        renderDeferred: true,
+      },
+      status: 'pending',
+      outcome: 'transient',
+      cause: 'deferred',
+      accepted: [],
+      nextAttemptAt: at(750),
+    },
+    {
       name: 'a template that cannot render: failed',
       result: { kind: 'unrenderable', reason: 'template "x"@1 failed to render: boom' },
       status: 'failed',
@@ -411,14 +425,56 @@ describe('settlementFor an attempt', () => {
   });
 });
 
-describe('skipSettlement', () => {
+describe('what the decision reads of the transport’s outcome', () => {
+  it('a hard bounce from the enhanced status the transport gave a recipient, not from its text', () => {
+    const refusal = { ...recipient('bob@example.com', 'refused', '550 no such user here'), enhancedStatus: '5.1.1' };
+    const notABounce = { ...recipient('ann@example.com', 'refused', '550 5.1.1 quoted'), enhancedStatus: null };
+    const settlement = settle(claimedRow(), attempted([notABounce, refusal]));
+    expect(settlement.bounced).toEqual([{ address: 'bob@example.com', reply: '550 no such user here' }]);
+  });
+
+  it('the accepting reply from the recipient it was for, with the code the transport read from it', () => {
+    const first = { ...recipient('ann@example.com', 'accepted', '250 2.0.0 first'), replyCode: 251 };
+    const second = recipient('bob@example.com', 'accepted', ok);
+    expect(settle(claimedRow(), attempted([first, second], ok))).toMatchObject({
+      replyCode: 250,
+      enhancedStatus: '2.0.0',
+      reply: ok,
+    });
+    expect(settle(claimedRow(), attempted([first, second], '250 2.0.0 first'))).toMatchObject({
+      replyCode: 251,
+      reply: '250 2.0.0 first',
+    });
+  });
+
+  it.each<{ result: AttemptResult; outcome: string }>([
+    { result: attempted([recipient('ann@example.com', 'accepted', ok)], ok), outcome: 'sent' },
+    { result: attempted([]), outcome: 'sent' },
+    { result: attempted([recipient('ann@example.com', 'refused', '550 5.7.1 no')]), outcome: 'permanent' },
+    {
+      result: attempted([
+        recipient('ann@example.com', 'accepted', ok),
+        recipient('bob@example.com', 'deferred', '451'),
+      ]),
+      outcome: 'partial',
+    },
+    { result: attempted([recipient('ann@example.com', 'unknown', null)]), outcome: 'unknown' },
+    { result: { kind: 'outage', replyCode: 421, enhancedStatus: null, reply: '421 bye' }, outcome: 'outage' },
+    { result: { kind: 'unrenderable', reason: 'no template' }, outcome: 'permanent' },
+  ])('attemptOutcomeOf: $outcome', ({ result, outcome }) => {
+    expect(attemptOutcomeOf(result)).toBe(outcome);
+    expect(settle(claimedRow(), result).outcome).toBe(outcome);
+  });
+});
+
+describe('settlementFor a row its claim said not to send', () => {
   it.each([
     { skipReason: 'cancelled', cause: 'cancelled' },
     { skipReason: 'expired', cause: 'expired' },
     { skipReason: 'suppressed', cause: 'suppressed' },
     { skipReason: 'dead', cause: 'crashes' },
   ] as const)('$skipReason: closed without an attempt, not counted, never "permanent"', ({ skipReason, cause }) => {
-    const settlement = skipSettlement({ ...claimedRow({ attempts: 2, attemptId: null }), skipReason });
+    const settlement = skip(claimedRow({ attempts: 2, attemptId: null }), skipReason);
     expect(settlement).toMatchObject({ status: skipReason, refundAttempt: 1, attemptId: null, nextAttemptAt: null });
     expect(settlement.eventPayload).toMatchObject({
       status: skipReason,
@@ -440,7 +496,7 @@ describe('skipSettlement', () => {
     '$skipReason after an earlier attempt reached one recipient: sent, the other given up on, with the sent event',
     ({ skipReason, given }) => {
       const row = claimedRow({ attempts: 3, attemptId: null, acceptedRecipients: ['ann@example.com'] });
-      const settlement = skipSettlement({ ...row, skipReason });
+      const settlement = skip(row, skipReason);
       const rejected = [{ address: 'bob@example.com', reply: given, replyCode: null }];
       expect(settlement).toMatchObject({
         status: 'sent',
@@ -462,7 +518,7 @@ describe('skipSettlement', () => {
       acceptedRecipients: ['ann@example.com'],
       suppressed: ['ann@example.com', 'bob@example.com'],
     });
-    const settlement = skipSettlement({ ...row, skipReason: 'suppressed' });
+    const settlement = skip(row, 'suppressed');
     expect(settlement).toMatchObject({ status: 'sent', eventName: EMAIL_SENT_EVENT });
     const rejected = [{ address: 'bob@example.com', reply: 'suppressed: not sent', replyCode: null }];
     expect(settlement.rejectedRecipients).toEqual(rejected);

@@ -1,32 +1,137 @@
-import type { FailureCause } from '../events/email-failed.event.js';
-import { EMAIL_FAILED_EVENT } from '../reliable-mail.constants.js';
-import type { RetryPolicy } from '../shared/retry-policy.js';
-import type { AttemptOutcome, RejectedRecipient } from '../outbox/mail.types.js';
+import type { EmailFailedEvent, FailureCause } from '../events/email-failed.event.js';
+import type { EmailSentEvent } from '../events/email-sent.event.js';
+import { EMAIL_FAILED_EVENT, EMAIL_SENT_EVENT } from '../reliable-mail.constants.js';
+import { isHardBounceStatus } from '../shared/enhanced-status.js';
+import { decideRetry, type RetryPolicy } from '../shared/retry-policy.js';
+import type { RejectedRecipient } from '../outbox/mail.types.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
-import { isHardBounce, parseReply } from '../transport/smtp/smtp-reply.js';
-import { decideRetry } from '../shared/retry-policy.js';
-import { base, closed, envelopeOf, failedEvent } from './settlement-closing.js';
+import { envelopeOf } from './envelope.js';
+
+// The settle decision, a pure unit: what becomes of a claimed row, decided from what its attempt came to (or from
+// why its claim said not to send it), the row as claimed, the retry policy and the time. One entry point,
+// `settlementFor`; each kind of cause has its function below, and every settlement is built by one of two
+// builders, `closedSettlement` (a final status and its event) and `pendingSettlement` (the row waits for another
+// attempt).
 
 /**
- * What one attempt came to, as the settlement decides on it: the transport's outcome; every recipient deferred
- * because the mail could not be rendered yet (`renderDeferred`: the transport was not reached, so it says nothing of
- * the server); or a mail that could not be made into a message (its template is not registered or throws, an
- * attachment cannot be fetched).
+ * What one attempt came to: the transport's outcome; every recipient deferred because the mail could not be
+ * rendered yet (`renderDeferred`: the transport was not reached, so it says nothing of the server); or a mail that
+ * could not be made into a message (its template is not registered or throws, an attachment cannot be fetched).
  */
 export type AttemptResult =
   | SendOutcome
   | (Extract<SendOutcome, { kind: 'attempted' }> & { renderDeferred: true })
   | { kind: 'unrenderable'; reason: string };
 
-/** What the provider said of the request, whatever its outcome: recorded on the attempt and the row. */
-function providerFacts(outcome: Extract<SendOutcome, { kind: 'attempted' }>) {
-  return {
-    providerRequestId: outcome.providerRequestId ?? null,
-    providerAcceptedAt: outcome.acceptedAt ?? null,
-    deduplicatedByKey: outcome.deduplicatedByKey ?? false,
-  };
+type Attempted = Extract<SendOutcome, { kind: 'attempted' }>;
+type Outage = Extract<SendOutcome, { kind: 'outage' }>;
+type SkipReason = NonNullable<ClaimedRow['skipReason']>;
+
+/** What a row is settled on: an attempt's result, or the reason its claim gave for not sending it. */
+export type SettleCause = AttemptResult | { kind: 'skipped'; reason: SkipReason };
+
+/** The facts every part of one decision shares. */
+interface Decision {
+  row: ClaimedRow;
+  policy: RetryPolicy;
+  now: Date;
+  durationMs: number;
+  /** When the lane sends again: the retry time of a row whose send the lane's outage or pause held back. */
+  resumesAt: Date;
+  random: () => number;
 }
+
+/**
+ * What becomes of a claimed row: its new state, the attempt's record and the event that reports it. The row is
+ * `sent` once every recipient took the message or refused it and one took it; recipients deferred are retried on
+ * their own, with the same Message-ID, until they are settled or the row runs out of attempts or time. A lane
+ * outage, a send its transport held back and a row closed at its claim are not counted as an attempt.
+ */
+export function settlementFor(
+  row: ClaimedRow,
+  cause: SettleCause,
+  policy: RetryPolicy,
+  now: Date,
+  durationMs: number,
+  resumesAt: Date = now,
+  random: () => number = Math.random,
+): Settlement {
+  const decision: Decision = { row, policy, now, durationMs, resumesAt, random };
+  switch (cause.kind) {
+    case 'attempted':
+      return afterAttempt(decision, cause);
+    case 'outage':
+      return afterOutage(decision, cause);
+    case 'unrenderable':
+      return afterUnrenderable(decision, cause.reason);
+    case 'skipped':
+      return afterSkip(decision, cause.reason);
+  }
+}
+
+/**
+ * The attempt record's outcome: `outage` for a refused session, `permanent` for a mail that cannot be rendered,
+ * otherwise from what became of the recipients. What a send's span reports.
+ */
+export function attemptOutcomeOf(result: AttemptResult): Settlement['outcome'] {
+  if (result.kind === 'outage') return 'outage';
+  if (result.kind === 'unrenderable') return 'permanent';
+  return recipientsOutcome(result.recipients);
+}
+
+function recipientsOutcome(recipients: RecipientOutcome[]): Exclude<Settlement['outcome'], 'outage'> {
+  const has = (status: RecipientOutcome['status']) => recipients.some((recipient) => recipient.status === status);
+  if (has('unknown')) return 'unknown';
+  if (has('deferred')) return has('accepted') ? 'partial' : 'transient';
+  return has('accepted') || recipients.length === 0 ? 'sent' : 'permanent';
+}
+
+/** The reply that best explains what went wrong in an attempt: an unknown outcome, then a deferral, then a refusal. */
+export function leadingReply(recipients: RecipientOutcome[]): RecipientOutcome | undefined {
+  for (const status of ['unknown', 'deferred', 'refused'] as const) {
+    const found = recipients.find((recipient) => recipient.status === status);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The reply that accepted the message: the recipient the attempt's accepting reply (`SendOutcome.reply`) was for,
+ * with the code and enhanced status the transport read from it, or the first recipient accepted.
+ */
+export function acceptingReply(result: Attempted): RecipientOutcome | undefined {
+  if (result.reply === null) return undefined;
+  const accepted = result.recipients.filter((recipient) => recipient.status === 'accepted');
+  return accepted.find((recipient) => recipient.reply?.trim() === result.reply!.trim()) ?? accepted[0];
+}
+
+/** What the attempt's record keeps of the server's or the provider's answer. */
+interface AttemptRecord {
+  replyCode: number | null;
+  enhancedStatus: string | null;
+  reply: string | null;
+  attemptRecipients: RecipientOutcome[] | null;
+  /** Addresses the server said, of each alone, do not exist: they go on the suppression list. */
+  bounced: Settlement['bounced'];
+  providerMessageId: string | null;
+  providerRequestId: string | null;
+  providerAcceptedAt: Date | null;
+  deduplicatedByKey: boolean;
+}
+
+/** A settlement without a server's answer (a row not sent, a mail not rendered), with the text it is closed for. */
+const noAnswer = (reply: string | null): AttemptRecord => ({
+  replyCode: null,
+  enhancedStatus: null,
+  reply,
+  attemptRecipients: null,
+  bounced: [],
+  providerMessageId: null,
+  providerRequestId: null,
+  providerAcceptedAt: null,
+  deduplicatedByKey: false,
+});
 
 const unique = <T>(items: T[]): T[] => [...new Set(items)];
 
@@ -36,58 +141,8 @@ const asRejected = (outcome: RecipientOutcome): RejectedRecipient => ({
   replyCode: outcome.replyCode,
 });
 
-/** The attempt record's outcome, from what became of its recipients. */
-function attemptOutcomeOf(recipients: RecipientOutcome[]): Exclude<AttemptOutcome, 'started' | 'outage'> {
-  const has = (status: RecipientOutcome['status']) => recipients.some((recipient) => recipient.status === status);
-  if (has('unknown')) return 'unknown';
-  if (has('deferred')) return has('accepted') ? 'partial' : 'transient';
-  return has('accepted') || recipients.length === 0 ? 'sent' : 'permanent';
-}
-
-/** The reply that best explains the attempt: an unknown outcome, then a deferral, then a refusal. */
-function leadingReply(recipients: RecipientOutcome[]): RecipientOutcome | undefined {
-  for (const status of ['unknown', 'deferred', 'refused'] as const) {
-    const found = recipients.find((recipient) => recipient.status === status);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/**
- * What becomes of a claimed row after one attempt: its new state, the attempt's record and the event that reports
- * it. The row is `sent` once every recipient took the message or refused it and one took it; recipients deferred
- * are retried on their own, with the same Message-ID, until they are settled or the row runs out of attempts or
- * time. A lane outage, and a send its transport held back, are retried when the lane resumes (`outageEndsAt`) and
- * not counted as an attempt.
- */
-export function settlementFor(
-  row: ClaimedRow,
-  result: AttemptResult,
-  policy: RetryPolicy,
-  now: Date,
-  durationMs: number,
-  outageEndsAt: Date = now,
-  random: () => number = Math.random,
-): Settlement {
-  if (result.kind === 'outage') return outageSettlement(row, result, policy, now, durationMs, outageEndsAt, random);
-  if (result.kind === 'unrenderable') {
-    const refusals = envelopeOf(row).map((address) => ({ address, reply: result.reason, replyCode: null }));
-    return closed(row, now, durationMs, {
-      status: row.acceptedRecipients.length > 0 ? 'sent' : 'failed',
-      cause: 'render',
-      outcome: 'permanent',
-      reason: result.reason,
-      replyCode: null,
-      enhancedStatus: null,
-      attemptRecipients: null,
-      rejected: [...row.rejectedRecipients, ...refusals],
-      accepted: row.acceptedRecipients,
-      bounced: [],
-      reply: result.reason,
-      providerMessageId: null,
-    });
-  }
-
+function afterAttempt(decision: Decision, result: Attempted): Settlement {
+  const { row } = decision;
   const recipients = result.recipients;
   const accepted = unique([
     ...row.acceptedRecipients,
@@ -98,29 +153,31 @@ export function settlementFor(
     ...recipients.filter((recipient) => recipient.status === 'refused').map(asRejected),
   ];
   const waiting = recipients.filter((recipient) => recipient.status === 'deferred' || recipient.status === 'unknown');
-  const bounced = recipients
-    .filter((recipient) => recipient.status === 'refused' && recipient.perRecipient && isHardBounce(recipient.reply))
-    .map(({ address, reply }) => ({ address, reply }));
-  const outcome = attemptOutcomeOf(recipients);
-  // The reply the attempt is recorded with: for a sent row the one that accepted it, otherwise what went wrong.
-  const acceptance = result.reply === null ? undefined : parseReply(result.reply);
+  const outcome = recipientsOutcome(recipients);
   const problem = leadingReply(recipients);
-  const recordedWith = (
-    reply: { replyCode: number | null; enhancedStatus: string | null; reply: string | null } | undefined,
-  ) => ({
+  // The attempt is recorded with the reply that accepted it for a row that is sent, otherwise with what went wrong.
+  const recordedWith = (reply: RecipientOutcome | undefined): AttemptRecord => ({
     replyCode: reply?.replyCode ?? null,
     enhancedStatus: reply?.enhancedStatus ?? null,
     reply: reply?.reply ?? null,
     attemptRecipients: recipients,
-    bounced,
+    bounced: recipients
+      .filter(
+        (recipient) =>
+          recipient.status === 'refused' && recipient.perRecipient && isHardBounceStatus(recipient.enhancedStatus),
+      )
+      .map(({ address, reply }) => ({ address, reply })),
     providerMessageId: result.providerMessageId,
-    ...providerFacts(result),
+    providerRequestId: result.providerRequestId ?? null,
+    providerAcceptedAt: result.acceptedAt ?? null,
+    deduplicatedByKey: result.deduplicatedByKey ?? false,
   });
+  const asSent = recordedWith(acceptingReply(result) ?? problem);
+  const asFailing = recordedWith(problem);
 
   if (waiting.length === 0) {
     const sent = accepted.length > 0;
-    return closed(row, now, durationMs, {
-      ...recordedWith(sent ? (acceptance ?? problem) : problem),
+    return closedSettlement(decision, sent ? asSent : asFailing, {
       status: sent ? 'sent' : 'failed',
       cause: 'refused',
       outcome,
@@ -130,51 +187,34 @@ export function settlementFor(
     });
   }
 
-  const common = recordedWith(problem);
   const reason = problem?.reply ?? 'deferred';
-  /** The row waits for its next attempt: what this one reached is recorded, the rest wait. */
-  const pending = (
-    refundAttempt: 0 | 1,
-    nextAttemptAt: Date,
-    event: Pick<Settlement, 'eventName' | 'eventPayload'>,
-  ): Settlement => ({
-    ...base(row, durationMs),
-    ...common,
-    status: 'pending',
-    refundAttempt,
-    nextAttemptAt,
-    lastError: reason,
-    outcome,
-    acceptedRecipients: accepted,
-    rejectedRecipients: refused,
-    sentAt: null,
-    ...event,
-  });
+  const waitsWith = { outcome, lastError: reason, accepted, rejected: refused };
   if ((result.stoppedAtShutdown || result.heldBack) && outcome !== 'unknown') {
     // The app shut down between two transactions or requests, or the transport held the send back (a Retry-After
     // past its deadline): what went out is recorded, the rest were not tried. Not charged, and no failed event: the
     // next claim sends to them, at once after a shutdown, once the lane resumes after a hold. An attempt that may
     // have reached a recipient (unknown) is charged as any other: a refund would hide from the next claim that the
     // row was sent before, and with it the recipients it may have taken (`possiblyTakenBefore`).
-    return pending(1, result.heldBack ? outageEndsAt : now, { eventName: null, eventPayload: {} });
+    return pendingSettlement(decision, asFailing, {
+      ...waitsWith,
+      refundAttempt: 1,
+      nextAttemptAt: result.heldBack ? decision.resumesAt : decision.now,
+      event: null,
+    });
   }
-  const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
-  const retry = decideRetry(row, true, policy, now, random);
+  const retry = decideRetry(row, true, decision.policy, decision.now, decision.random);
   const expires = retry.retry && row.expiresAt !== null && retry.nextAttemptAt >= row.expiresAt;
   if (retry.retry && !expires) {
-    return pending(0, retry.nextAttemptAt, {
-      eventName: EMAIL_FAILED_EVENT,
-      eventPayload: failedEvent(row, {
-        status: 'pending',
+    const cause: FailureCause = outcome === 'unknown' ? 'unknown' : outcome === 'partial' ? 'partial' : 'deferred';
+    return pendingSettlement(decision, asFailing, {
+      ...waitsWith,
+      refundAttempt: 0,
+      nextAttemptAt: retry.nextAttemptAt,
+      event: {
         cause,
-        reason,
-        replyCode: common.replyCode,
-        enhancedStatus: common.enhancedStatus,
-        accepted,
         deferred: waiting.map((recipient) => recipient.address),
-        nextAttemptAt: retry.nextAttemptAt,
         outcomeUnknown: outcome === 'unknown',
-      }),
+      },
     });
   }
 
@@ -183,8 +223,7 @@ export function settlementFor(
     ? expiredWhy(row)
     : `dead-lettered: ${!retry.retry && retry.reason === 'attempts' ? `${row.attempts} attempts used` : 'too old'}`;
   const givenUp = waiting.map((recipient) => ({ ...asRejected(recipient), reply: `${recipient.reply} (${why})` }));
-  return closed(row, now, durationMs, {
-    ...(accepted.length > 0 ? recordedWith(acceptance ?? problem) : common),
+  return closedSettlement(decision, accepted.length > 0 ? asSent : asFailing, {
     status: accepted.length > 0 ? 'sent' : expires ? 'expired' : 'dead',
     cause: expires ? 'expired' : !retry.retry && retry.reason === 'attempts' ? 'attempts' : 'age',
     outcome,
@@ -195,73 +234,225 @@ export function settlementFor(
   });
 }
 
+/** A lane outage: nothing about the message was learned, so the attempt does not count; only age can end it. */
+function afterOutage(decision: Decision, result: Outage): Settlement {
+  const { row, now } = decision;
+  const record: AttemptRecord = {
+    ...noAnswer(result.reply),
+    replyCode: result.replyCode,
+    enhancedStatus: result.enhancedStatus,
+    providerRequestId: result.providerRequestId ?? null,
+  };
+  const retry = decideRetry(row, false, decision.policy, now, decision.random);
+  const nextAttemptAt = new Date(Math.max(decision.resumesAt.getTime(), now.getTime()));
+  const expires = row.expiresAt !== null && nextAttemptAt >= row.expiresAt;
+  if (!retry.retry || expires) {
+    const why = expires ? expiredWhy(row) : 'dead-lettered: too old';
+    return closedSettlement(decision, record, {
+      status: row.acceptedRecipients.length > 0 ? 'sent' : expires ? 'expired' : 'dead',
+      cause: expires ? 'expired' : 'age',
+      outcome: 'outage',
+      reason: `${result.reply} (${why})`,
+      rejected: row.rejectedRecipients,
+      accepted: row.acceptedRecipients,
+      refund: true,
+    });
+  }
+  return pendingSettlement(decision, record, {
+    outcome: 'outage',
+    refundAttempt: 1,
+    nextAttemptAt,
+    lastError: result.reply,
+    // Nothing changed for any recipient.
+    accepted: null,
+    rejected: null,
+    event: { cause: 'outage', deferred: envelopeOf(row), outcomeUnknown: false },
+  });
+}
+
+/** A mail that cannot be made into a message fails for every recipient still waiting; those that took it keep it. */
+function afterUnrenderable(decision: Decision, reason: string): Settlement {
+  const { row } = decision;
+  const refusals = envelopeOf(row).map((address) => ({ address, reply: reason, replyCode: null }));
+  return closedSettlement(decision, noAnswer(reason), {
+    status: row.acceptedRecipients.length > 0 ? 'sent' : 'failed',
+    cause: 'render',
+    outcome: 'permanent',
+    reason,
+    rejected: [...row.rejectedRecipients, ...refusals],
+    accepted: row.acceptedRecipients,
+  });
+}
+
+const SKIP_REASONS: Record<SkipReason, { cause: FailureCause; reason: string }> = {
+  cancelled: { cause: 'cancelled', reason: 'cancelled while it was being sent' },
+  expired: { cause: 'expired', reason: 'expired before it could be sent' },
+  suppressed: { cause: 'suppressed', reason: 'every recipient is on the suppression list' },
+  dead: {
+    cause: 'crashes',
+    reason: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',
+  },
+};
+
+/**
+ * A claimed row that must not be sent (see `ClaimedRow.skipReason`) is closed without an attempt. A row that some
+ * recipients took in an earlier attempt is `sent`, as a settle makes a row whose other recipients were given up on:
+ * those are recorded refused, for the skip's reason.
+ */
+function afterSkip(decision: Decision, skipReason: SkipReason): Settlement {
+  const { row } = decision;
+  const { cause, reason } = SKIP_REASONS[skipReason];
+  const sent = row.acceptedRecipients.length > 0;
+  const givenUp = sent ? envelopeOf(row).map((address) => ({ address, reply: reason, replyCode: null })) : [];
+  return closedSettlement(decision, noAnswer(null), {
+    status: sent ? 'sent' : skipReason,
+    cause,
+    outcome: 'permanent',
+    reason,
+    accepted: row.acceptedRecipients,
+    rejected: [...row.rejectedRecipients, ...givenUp],
+    refund: true,
+  });
+}
+
 /** Why a row whose next attempt would come after its expiry is closed. */
 function expiredWhy(row: ClaimedRow): string {
   return `expired: no attempt possible before ${row.expiresAt!.toISOString()}`;
 }
 
-/** A lane outage: nothing about the message was learned, so the attempt does not count; only age can end it. */
-function outageSettlement(
-  row: ClaimedRow,
-  result: Extract<SendOutcome, { kind: 'outage' }>,
-  policy: RetryPolicy,
-  now: Date,
-  durationMs: number,
-  outageEndsAt: Date,
-  random: () => number,
-): Settlement {
-  const retry = decideRetry(row, false, policy, now, random);
-  const reply = { replyCode: result.replyCode, enhancedStatus: result.enhancedStatus };
-  const nextAttemptAt = new Date(Math.max(outageEndsAt.getTime(), now.getTime()));
-  const expires = row.expiresAt !== null && nextAttemptAt >= row.expiresAt;
-  if (!retry.retry || expires) {
-    const why = expires ? expiredWhy(row) : 'dead-lettered: too old';
-    return closed(row, now, durationMs, {
-      ...reply,
-      status: row.acceptedRecipients.length > 0 ? 'sent' : expires ? 'expired' : 'dead',
-      cause: expires ? 'expired' : 'age',
-      outcome: 'outage',
-      reason: `${result.reply} (${why})`,
-      attemptRecipients: null,
-      rejected: row.rejectedRecipients,
-      accepted: row.acceptedRecipients,
-      bounced: [],
-      reply: result.reply,
-      providerMessageId: null,
-      refund: true,
-    });
+interface Closing {
+  status: Exclude<Settlement['status'], 'pending'>;
+  cause: FailureCause;
+  outcome: Settlement['outcome'];
+  reason: string;
+  accepted: string[];
+  rejected: RejectedRecipient[];
+  outcomeUnknown?: boolean;
+  /** The attempt is not counted (an outage, a row closed at its claim). */
+  refund?: boolean;
+}
+
+/** A final settlement: `sent` with its event, or a failure with the event saying why. */
+function closedSettlement({ row, now, durationMs }: Decision, record: AttemptRecord, closing: Closing): Settlement {
+  const refundAttempt = closing.refund ? 1 : 0;
+  // A recipient suppressed since it took the mail or refused it (a later hard bounce) is reported as that, once.
+  const settled = new Set([...closing.accepted, ...closing.rejected.map((recipient) => recipient.address)]);
+  const rejected = [
+    ...closing.rejected,
+    ...row.suppressed
+      .filter((address) => !settled.has(address))
+      .map((address) => ({ address, reply: 'suppressed: not sent', replyCode: null })),
+  ];
+  const settlement = {
+    id: row.id,
+    lockToken: row.lockToken,
+    attemptId: row.attemptId,
+    durationMs,
+    ...record,
+    status: closing.status,
+    refundAttempt,
+    nextAttemptAt: null,
+    outcome: closing.outcome,
+    acceptedRecipients: closing.accepted,
+    rejectedRecipients: rejected.length > 0 ? rejected : null,
+  } as const;
+  const attempt = row.attempts - refundAttempt;
+  if (closing.status === 'sent') {
+    const event: Omit<EmailSentEvent, 'eventId'> = {
+      id: row.id,
+      messageId: row.messageId,
+      idempotencyKey: row.idempotencyKey,
+      accepted: closing.accepted,
+      rejected,
+      attempt,
+      reply: record.reply ?? '',
+      providerMessageId: record.providerMessageId,
+      providerRequestId: record.providerRequestId,
+      providerAcceptedAt: record.providerAcceptedAt,
+      sentAt: now,
+      metadata: row.metadata,
+    };
+    return { ...settlement, lastError: null, sentAt: now, eventName: EMAIL_SENT_EVENT, eventPayload: event };
   }
   return {
-    ...base(row, durationMs),
-    ...reply,
-    status: 'pending',
-    refundAttempt: 1,
-    nextAttemptAt,
-    lastError: result.reply,
-    reply: result.reply,
-    providerMessageId: null,
-    providerRequestId: result.providerRequestId ?? null,
-    providerAcceptedAt: null,
-    deduplicatedByKey: false,
-    acceptedRecipients: null,
-    rejectedRecipients: null,
-    attemptRecipients: null,
+    ...settlement,
+    lastError: closing.reason,
     sentAt: null,
-    outcome: 'outage',
-    bounced: [],
     eventName: EMAIL_FAILED_EVENT,
-    eventPayload: failedEvent(
-      { ...row, attempts: row.attempts - 1 },
-      {
-        ...reply,
-        status: 'pending',
-        cause: 'outage',
-        reason: result.reply,
-        accepted: row.acceptedRecipients,
-        deferred: envelopeOf(row),
-        nextAttemptAt,
-        outcomeUnknown: false,
-      },
-    ),
+    eventPayload: failedEvent(row, attempt, record, {
+      status: closing.status,
+      cause: closing.cause,
+      reason: closing.reason,
+      accepted: closing.accepted,
+      deferred: [],
+      nextAttemptAt: null,
+      outcomeUnknown: closing.outcomeUnknown ?? false,
+    }),
+  };
+}
+
+interface Waiting {
+  outcome: Settlement['outcome'];
+  refundAttempt: 0 | 1;
+  nextAttemptAt: Date;
+  lastError: string;
+  /** Every recipient that took it and refused it so far; null when this attempt changed nothing for any. */
+  accepted: string[] | null;
+  rejected: RejectedRecipient[] | null;
+  /** What the failed event adds to the settlement's facts; null when the wait is reported by no event. */
+  event: Pick<EmailFailedEvent, 'cause' | 'deferred' | 'outcomeUnknown'> | null;
+}
+
+/** The row waits for its next attempt: what this one reached is recorded, the rest wait. */
+function pendingSettlement({ row, durationMs }: Decision, record: AttemptRecord, waiting: Waiting): Settlement {
+  const { event } = waiting;
+  return {
+    id: row.id,
+    lockToken: row.lockToken,
+    attemptId: row.attemptId,
+    durationMs,
+    ...record,
+    status: 'pending',
+    refundAttempt: waiting.refundAttempt,
+    nextAttemptAt: waiting.nextAttemptAt,
+    lastError: waiting.lastError,
+    outcome: waiting.outcome,
+    acceptedRecipients: waiting.accepted,
+    rejectedRecipients: waiting.rejected,
+    sentAt: null,
+    eventName: event ? EMAIL_FAILED_EVENT : null,
+    eventPayload: event
+      ? failedEvent(row, row.attempts - waiting.refundAttempt, record, {
+          ...event,
+          status: 'pending',
+          reason: waiting.lastError,
+          accepted: waiting.accepted ?? row.acceptedRecipients,
+          nextAttemptAt: waiting.nextAttemptAt,
+        })
+      : {},
+  };
+}
+
+/** The failed event as stored: the event id is the recorded row's, added when it is emitted. */
+function failedEvent(
+  row: ClaimedRow,
+  attempt: number,
+  record: AttemptRecord,
+  facts: Pick<
+    EmailFailedEvent,
+    'status' | 'cause' | 'reason' | 'accepted' | 'deferred' | 'nextAttemptAt' | 'outcomeUnknown'
+  >,
+): Omit<EmailFailedEvent, 'eventId'> {
+  return {
+    id: row.id,
+    messageId: row.messageId,
+    idempotencyKey: row.idempotencyKey,
+    attempt,
+    ...facts,
+    replyCode: record.replyCode,
+    enhancedStatus: record.enhancedStatus,
+    permanent: facts.cause === 'refused',
+    deadLettered: facts.status === 'dead',
+    metadata: row.metadata,
   };
 }

@@ -14,8 +14,8 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
  * and its lag stay under their thresholds, dead letters stay few, events reach their listeners, complaints and hard bounces stay under the rates
- * that get sending accounts suspended, and (optionally) the SMTP server answers. An SMTP outage shows here as a
- * growing backlog, never as lost mail.
+ * that get sending accounts suspended, and (optionally) each lane's SMTP server or provider API answers. An outage
+ * of either shows here as a growing backlog and a paused lane, never as lost mail.
  */
 @Injectable()
 export class MailOutboxHealthIndicator {
@@ -74,11 +74,10 @@ export class MailOutboxHealthIndicator {
       if (hardBounceRate > thresholds.maxHardBounceRate) failing.push('hardBounceRate');
     }
 
-    let smtp: { reachable: boolean; error?: string } | undefined;
-    if (thresholds.verifySmtp) {
-      smtp = await this.verifySmtp();
-      if (!smtp.reachable) failing.push('smtp');
-    }
+    // `smtp`: the name the check had before it asked every kind of transport (`verifySmtp`, deprecated).
+    const transportsNamed = thresholds.verifyTransports ? 'transports' : thresholds.verifySmtp ? 'smtp' : null;
+    const transports = transportsNamed === null ? null : await this.verifyTransports();
+    if (transports?.reachable === false) failing.push(transportsNamed!);
 
     const data = {
       database: { reachable: true },
@@ -115,7 +114,7 @@ export class MailOutboxHealthIndicator {
         maxHardBounceRate: thresholds.maxHardBounceRate,
         minSentForRates: thresholds.minSentForRates,
       },
-      ...(smtp ? { smtp } : {}),
+      ...(transports ? { [transportsNamed!]: transports } : {}),
     };
     return failing.length > 0 ? indicator.down({ failing, ...data }) : indicator.up(data);
   }
@@ -148,7 +147,7 @@ export class MailOutboxHealthIndicator {
     return { listening, since: since.toISOString(), failures, lastError };
   }
 
-  private async verifySmtp(): Promise<{ reachable: boolean; error?: string }> {
+  private async verifyTransports(): Promise<{ reachable: boolean; error?: string }> {
     try {
       await Promise.all([...new Set(this.transports.values())].map((transport) => transport.verify()));
       return { reachable: true };

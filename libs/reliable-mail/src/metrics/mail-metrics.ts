@@ -19,10 +19,11 @@ export class MailMetrics implements OnModuleDestroy {
   private readonly logger = new Logger('ReliableMail');
   private readonly meter = metrics.getMeter('reliable-mail');
   private readonly sends = this.meter.createCounter('reliable_mail.sends', {
-    description: 'SMTP attempts by lane and outcome (sent, transient, permanent, sender, unknown)',
+    description:
+      'Send attempts (SMTP or a provider API) by lane and outcome (sent, partial, transient, permanent, unknown, outage)',
   });
   private readonly sendDuration = this.meter.createHistogram('reliable_mail.send.duration', {
-    description: 'Duration of one SMTP attempt',
+    description: 'Duration of one send attempt, its rendering included',
     unit: 'ms',
   });
   private readonly attemptsPerEmail = this.meter.createHistogram('reliable_mail.attempts', {

@@ -228,7 +228,14 @@ export interface HealthOptions {
    */
   maxEventAgeMs?: number;
   /**
-   * Also ask each lane's SMTP server or provider (`verify`) on every check.
+   * Also ask each lane's transport, its SMTP server or provider API (`verify`), on every check: reported as
+   * `transports`, and failing as `transports`.
+   * @default `false`
+   */
+  verifyTransports?: boolean;
+  /**
+   * `verifyTransports` under its earlier name, for every transport: reported as `smtp`, and failing as `smtp`.
+   * @deprecated Use `verifyTransports`; this name goes in the next major version.
    * @default `false`
    */
   verifySmtp?: boolean;

@@ -10,6 +10,7 @@ const DEFAULT_HEALTH_OPTIONS: Required<HealthOptions> = {
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
   maxEventAgeMs: 600_000,
+  verifyTransports: false,
   verifySmtp: false,
   feedbackWindowMs: 86_400_000,
   maxComplaintRate: 0.001,
@@ -37,6 +38,7 @@ export function resolveHealth(options: HealthOptions | undefined): Required<Heal
       throw new InvalidOptionsError(`health.${key}`, `must be a share between 0 and 1, got ${JSON.stringify(rate)}`);
     }
   }
-  if (typeof health.verifySmtp !== 'boolean') throw new InvalidOptionsError('health.verifySmtp', 'must be a boolean');
+  for (const key of ['verifyTransports', 'verifySmtp'] as const)
+    if (typeof health[key] !== 'boolean') throw new InvalidOptionsError(`health.${key}`, 'must be a boolean');
   return health;
 }

@@ -35,6 +35,7 @@ const defaultHealth = {
   maxDeadLetters: 0,
   maxDispatcherIdleMs: 60_000,
   maxEventAgeMs: 600_000,
+  verifyTransports: false,
   verifySmtp: false,
   feedbackWindowMs: 86_400_000,
   maxComplaintRate: 0.001,

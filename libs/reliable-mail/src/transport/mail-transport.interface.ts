@@ -189,7 +189,7 @@ export interface MailTransport {
    * mail does not pay for it. It must not throw; a failure is for the first send to meet and report.
    */
   warm?(): void;
-  /** Resolves when the server or the API answers and accepts the credentials (the health check's `verifySmtp`). */
+  /** Resolves when the server or the API answers and accepts the credentials (the health check's `verifyTransports`). */
   verify(): Promise<void>;
   /** Called at shutdown, once per transport object, after the sends in flight. */
   close(): Promise<void>;

@@ -1,6 +1,6 @@
 import { cutText, storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
-import { isHardBounceStatus } from '../../transport/smtp/smtp-reply.js';
+import { isHardBounceStatus } from '../../shared/enhanced-status.js';
 import { addressIn, type FeedbackItem, statusIn } from '../feedback-report.js';
 
 // RFC 3464 delivery status notifications: the `message/delivery-status` part, a group of per-message fields, then
@@ -128,7 +128,7 @@ export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): Feed
     if (kind === null) return [];
     const diagnostic = fields.get('diagnostic-code')?.replace(/^[\w-]+\s*;\s*/, '') ?? null;
     const code = statusIn(fields.get('status')) ?? statusIn(diagnostic);
-    const hard = kind === 'bounced' && code !== null && isHardBounceStatus(code);
+    const hard = kind === 'bounced' && isHardBounceStatus(code);
     return [
       {
         rowId: context.rowId,

@@ -2,13 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import {
   asksToSlowDown,
   enhancedStatusOf,
-  isHardBounce,
   isTooManyRecipients,
   parseReply,
   providerMessageIdOf,
   recipientStatusOf,
   replyOfError,
 } from './smtp-reply.js';
+import { isHardBounceStatus } from '../../shared/enhanced-status.js';
 
 describe('enhancedStatusOf', () => {
   it.each([
@@ -99,7 +99,7 @@ describe('isTooManyRecipients: the rest go out in another transaction', () => {
   });
 });
 
-describe('isHardBounce', () => {
+describe("isHardBounceStatus of a reply's enhanced status", () => {
   it.each([
     { reply: '550 5.1.1 User unknown', expected: true },
     { reply: '550 5.1.2 Bad destination domain', expected: true },
@@ -109,7 +109,7 @@ describe('isHardBounce', () => {
     { reply: '452 4.1.1 Maybe later', expected: false },
     { reply: null, expected: false },
   ])('$reply: $expected', ({ reply, expected }) => {
-    expect(isHardBounce(reply)).toBe(expected);
+    expect(isHardBounceStatus(reply === null ? null : parseReply(reply).enhancedStatus)).toBe(expected);
   });
 });
 

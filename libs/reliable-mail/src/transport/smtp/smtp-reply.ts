@@ -26,8 +26,6 @@ const QUEUE_ID_PATTERNS = [
   /^250 2\.0\.0 OK\s+\d+\s+(\S+) - gsmtp/i, // Gmail: a timestamp, then the id
   /^\d{3}[ -](?:\d\.\d\.\d\s+)?(?:ok|accepted)?[: ]*(?=[\w.-]*\d)([0-9A-F][\w.-]{7,})/i, // Amazon SES and other bare ids
 ];
-/** RFC 3463 X.1.1 bad mailbox, X.1.2 bad domain, X.1.3 bad syntax, X.1.6 moved: the address is wrong for good. */
-const HARD_BOUNCE_STATUSES = new Set(['5.1.1', '5.1.2', '5.1.3', '5.1.6']);
 /**
  * Replies that ask the sender to slow down. "Try again later" is not here: it is the wording of every ordinary
  * 4yz, greylisting included. Nor is "too many recipients", which asks for another transaction, not less speed.
@@ -98,14 +96,4 @@ export function asksToSlowDown({ replyCode, enhancedStatus, reply }: SmtpReply):
 /** 452 4.5.3: the transaction took as many recipients as the server allows; the rest go in another one. */
 export function isTooManyRecipients({ replyCode, enhancedStatus, reply }: SmtpReply): boolean {
   return replyCode === 452 && (enhancedStatus === '4.5.3' || TOO_MANY_RECIPIENTS_TEXT.test(reply));
-}
-
-/** Whether a reply says the address does not exist (a 5yz with X.1.1, X.1.2, X.1.3 or X.1.6). */
-export function isHardBounce(reply: string | null | undefined): boolean {
-  return isHardBounceStatus(enhancedStatusOf(reply) ?? '');
-}
-
-/** Whether an RFC 3463 status (`5.1.1`) says the address does not exist. */
-export function isHardBounceStatus(status: string): boolean {
-  return HARD_BOUNCE_STATUSES.has(status);
 }
