@@ -17,6 +17,7 @@ export type {
   VerpOptions,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
+export type { DkimOptions } from './transport/smtp/dkim-options.js';
 
 // Errors, all of one family
 export {

@@ -1,6 +1,7 @@
 import type { MailTransport, OutboundMessage, SendOutcome } from '../mail-transport.interface.js';
 import { everyRecipientDeferred } from '../deferred-outcome.js';
 import { composeMime, releaseAttachmentStreams } from '../outbound-content.js';
+import { DkimSigner } from './dkim-signer.js';
 import { SmtpConversation } from './smtp-conversation.js';
 import { replyOfError, type SmtpError } from './smtp-reply.js';
 import { SmtpSession } from './smtp-session.js';
@@ -12,10 +13,12 @@ import type { ResolvedSmtpOptions } from './smtp-transport-options.js';
  * in as many transactions as its recipients need (`maxRecipientsPerTransaction`, or fewer when the server answers
  * 452 4.5.3), and reports every recipient: accepted, deferred (4yz), refused (5yz), or unknown (the connection was
  * lost after the whole message was written). A failure of the session itself (connection, greeting, EHLO, login)
- * or of the module's own sender is an outage of the lane, not of the message.
+ * or of the module's own sender is an outage of the lane, not of the message. With `dkim`, each attempt signs the
+ * message it built; a message that could not be signed is not sent, and its recipients are deferred.
  */
 export class SmtpMailTransport implements MailTransport {
   private readonly pool: SmtpSessionPool;
+  private readonly signer: DkimSigner | null;
 
   constructor(
     private readonly options: ResolvedSmtpOptions,
@@ -24,12 +27,14 @@ export class SmtpMailTransport implements MailTransport {
     private readonly defaultSender: string,
   ) {
     this.pool = new SmtpSessionPool(options, connections);
+    this.signer = options.dkim ? new DkimSigner(options.dkim) : null;
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
     let body: Buffer;
     try {
       body = await composeMime(message.messageId, message.mail, signal);
+      if (this.signer) body = await this.signer.sign(body);
     } catch (error) {
       return everyRecipientDeferred(message.recipients, replyOfError(error as SmtpError).reply);
     } finally {

@@ -33,7 +33,13 @@ export class SmtpSession {
 
   /** Connects, says EHLO (and STARTTLS where asked), and logs in when credentials are given. */
   static async open(options: ResolvedSmtpOptions, signal: AbortSignal): Promise<SmtpSession> {
-    const { auth, maxMessages: _messages, maxRecipientsPerTransaction: _recipients, ...connectionOptions } = options;
+    const {
+      auth,
+      maxMessages: _messages,
+      maxRecipientsPerTransaction: _recipients,
+      dkim: _dkim,
+      ...connectionOptions
+    } = options;
     const connection = new SMTPConnection({ ...connectionOptions, logger: false });
     const session = new SmtpSession(connection);
     await session.step(signal, (done) => connection.connect(done));

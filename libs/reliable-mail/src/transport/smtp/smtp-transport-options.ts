@@ -1,4 +1,5 @@
 import { InvalidOptionsError } from '../../errors.js';
+import { type DkimOptions, type ResolvedDkimOptions, resolveDkimOptions } from './dkim-options.js';
 import type { SMTPConnectionAuth, SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection';
 
 /**
@@ -36,11 +37,17 @@ export interface SmtpTransportOptions extends Pick<
    * @default 100
    */
   maxRecipientsPerTransaction?: number;
+  /**
+   * Signs every message with DKIM (rsa-sha256) before it goes out, on every attempt: `{ domainName, keySelector,
+   * privateKey }`, as nodemailer names them, for one key. A key that cannot be read, an invalid domain or selector
+   * stop the start with an `InvalidOptionsError`. Rotating the key, the DNS record and DMARC alignment: see
+   * docs/transports.md, DKIM.
+   */
+  dkim?: DkimOptions;
 }
 
-/** The SMTP options with every default applied. */
-export type ResolvedSmtpOptions = SmtpTransportOptions &
-  Required<
+/** The SMTP options with every default applied, and the DKIM key read. */
+export type ResolvedSmtpOptions = Omit<SmtpTransportOptions, 'dkim'> & { dkim?: ResolvedDkimOptions } & Required<
     Pick<
       SmtpTransportOptions,
       'connectionTimeout' | 'greetingTimeout' | 'socketTimeout' | 'maxMessages' | 'maxRecipientsPerTransaction'
@@ -86,6 +93,7 @@ const ALLOWED_OPTIONS = new Set([
   'auth',
   'maxMessages',
   'maxRecipientsPerTransaction',
+  'dkim',
 ]);
 
 function positiveInteger(options: Record<string, unknown>, key: string, option: string): void {
@@ -96,7 +104,7 @@ function positiveInteger(options: Record<string, unknown>, key: string, option: 
 }
 
 /** An SMTP URL (`smtp://user:pass@host:587`, `smtps://…`) as options. */
-function fromUrl(transport: string, option: string): SmtpTransportOptions {
+function fromUrl(transport: string, option: string): Omit<SmtpTransportOptions, 'dkim'> {
   let url: URL;
   try {
     url = new URL(transport);
@@ -107,7 +115,7 @@ function fromUrl(transport: string, option: string): SmtpTransportOptions {
     throw new InvalidOptionsError(option, `must be an smtp:// or smtps:// URL, got ${url.protocol}//`);
   }
   const secure = url.protocol === 'smtps:';
-  const options: SmtpTransportOptions = {
+  const options: Omit<SmtpTransportOptions, 'dkim'> = {
     host: url.hostname,
     port: url.port ? Number(url.port) : secure ? 465 : 587,
     secure,
@@ -118,7 +126,8 @@ function fromUrl(transport: string, option: string): SmtpTransportOptions {
 
 /**
  * Applies the defaults to an SMTP URL or options and refuses what reliable-mail would not honour: a pool option it
- * replaces, an unknown key, or a timeout of 0 (nodemailer would silently use its own 10-minute default).
+ * replaces, an unknown key, or a timeout of 0 (nodemailer would silently use its own 10-minute default). A DKIM key
+ * is read here, so that one that cannot sign stops the start.
  */
 export function resolveSmtpOptions(transport: unknown, option: string): ResolvedSmtpOptions {
   if (typeof transport === 'string') return { ...DEFAULT_SMTP_OPTIONS, ...fromUrl(transport, option) };
@@ -145,5 +154,10 @@ export function resolveSmtpOptions(transport: unknown, option: string): Resolved
   ]) {
     positiveInteger(options, key, option);
   }
-  return { ...DEFAULT_SMTP_OPTIONS, ...(options as unknown as SmtpTransportOptions) };
+  const { dkim, ...connection } = options as unknown as SmtpTransportOptions;
+  return {
+    ...DEFAULT_SMTP_OPTIONS,
+    ...connection,
+    ...(dkim === undefined ? {} : { dkim: resolveDkimOptions(dkim, `${option}.dkim`) }),
+  };
 }
