@@ -5,7 +5,7 @@ import { Body, Controller, type INestApplication, Module, Post } from '@nestjs/c
 import { EventEmitterModule } from '@nestjs/event-emitter';
 import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { handlebarsTemplate, MailOutboxService, ReliableMailModule } from '@reliable-mail/nestjs';
+import { handlebarsTemplate, MailOutboxAdmin, MailOutboxService, ReliableMailModule } from '@reliable-mail/nestjs';
 import { MailExpectationError, MailTester, withMailCapture } from '@reliable-mail/nestjs/testing';
 import { ReliableMailSetupError } from '../libs/reliable-mail/src/errors.js';
 import { listenLocally, postJson } from './support/http-client.js';
@@ -135,6 +135,16 @@ describe('testing utilities: withMailCapture and MailTester', () => {
     expect((await mail.expectEnqueued({ to: 'gone@example.com' })).status).toBe('failed');
     expect((await mail.expectEnqueued({ to: 'slow@example.com' })).status).toBe('pending');
     expect(app.get(EventRecorder).failed.map((event) => event.id)).toContain(gone.id);
+  });
+
+  it("a refusal's reply counts as a server's: a 5.1.1 suppresses the address, a 5.7.1 does not", async () => {
+    mail.refuse('gone@example.com');
+    mail.refuse('spam@example.com', '550 5.7.1 message refused as spam');
+    await signup({ email: 'gone@example.com', name: 'G' });
+    await signup({ email: 'spam@example.com', name: 'S' });
+    expect(await mail.drain()).toEqual({ sent: 0, failed: 2, pending: 0 });
+    const suppressed = await app.get(MailOutboxAdmin).listSuppressions();
+    expect(suppressed.map((entry) => entry.address)).toEqual(['gone@example.com']);
   });
 
   it('an expectation not met names what there was', async () => {

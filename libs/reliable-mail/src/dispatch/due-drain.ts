@@ -69,13 +69,13 @@ export async function drainDue(
       await Promise.all(
         fresh.map(async (row) => {
           tried.add(row.id);
-          const cause = row.skipReason
-            ? ({ kind: 'skipped', reason: row.skipReason } as const)
-            : await delivery.attempt(row, never);
-          const settlement =
-            'result' in cause
-              ? settlementFor(row, cause.result, deps.options.retry, new Date(), cause.durationMs)
-              : settlementFor(row, cause, deps.options.retry, new Date(), 0);
+          const settlement = row.skipReason
+            ? settlementFor(row, { kind: 'skipped', reason: row.skipReason }, deps.options.retry, new Date(), 0)
+            : await delivery
+                .attempt(row, never)
+                .then(({ result, durationMs }) =>
+                  settlementFor(row, result, deps.options.retry, new Date(), durationMs),
+                );
           const written = await deps.settler.settle(settlement, row.leaseEndsAt - SETTLE_MARGIN_MS);
           reportSettled({ ...deps, perMail: deps.options.logging.perMail }, row, settlement, written);
           // A settle that did not apply leaves the row open (sending until its lease ends): not done.

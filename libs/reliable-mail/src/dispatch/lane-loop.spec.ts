@@ -11,6 +11,7 @@ import type { MailMetrics } from '../metrics/mail-metrics.js';
 import { resolveOptions } from '../options/resolve-options.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { Attempt, Delivery } from './delivery.js';
+import type { AttemptResult } from './settlement.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
 import type { Settler } from './settler.js';
@@ -56,8 +57,17 @@ const claimRecord = (id: string) => ({
 
 type Answer = (statement: string) => Promise<unknown[]> | undefined;
 
+/** What the transport made of every row: nobody to send to, so nothing to say of the server. */
+const accepted: AttemptResult = {
+  kind: 'attempted',
+  recipients: [],
+  reply: null,
+  providerMessageId: null,
+  slowDown: false,
+};
+
 /** A lane loop whose database answers each statement by `answer` (an empty result when it gives none). */
-function laneWith(answer: Answer) {
+function laneWith(answer: Answer, result: AttemptResult = accepted) {
   const statements: string[] = [];
   const database: SqlClient = {
     query<R>(statement: Statement): Promise<R[]> {
@@ -71,11 +81,7 @@ function laneWith(answer: Answer) {
   const delivery = {
     attempt: (row: ClaimedRow) => {
       delivered.push(row.id);
-      const accepted: Attempt = {
-        result: { kind: 'attempted', recipients: [], reply: null, providerMessageId: null, slowDown: false },
-        durationMs: 1,
-      };
-      return new Promise<Attempt>((resolve) => sends.push(() => resolve(accepted)));
+      return new Promise<Attempt>((resolve) => sends.push(() => resolve({ result, durationMs: 1 })));
     },
   } as unknown as Delivery;
   const settler = { settle: async () => ({ applied: true, event: null }) } as unknown as Settler;
@@ -169,6 +175,26 @@ describe('LaneLoop', () => {
       await wait(150);
       expect(statements).toContain('reliable_mail_release_unanswered');
     });
+  });
+
+  it('a row whose settle decision throws is logged and left to its lease, never a rejected promise', async () => {
+    let claimed = false;
+    const oneRow: Answer = (statement) => {
+      if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+      claimed = true;
+      return Promise.resolve([claimRecord('first')]);
+    };
+    // The outage's event names the recipients still waiting, which a row without a payload cannot say.
+    const outage: AttemptResult = { kind: 'outage', replyCode: 421, enhancedStatus: null, reply: '421 4.3.2 bye' };
+    const lane = started(laneWith(oneRow, outage));
+    await wait(50);
+    lane.sends.shift()!();
+    await wait(50);
+    expect(lane.logged).toContainEqual({
+      level: 'error',
+      msg: 'the send of a row threw; a row left unsettled is claimed again after its lease',
+    });
+    expect(lane.statements).not.toContain('reliable_mail_settle');
   });
 
   describe('a row claimed ahead', () => {

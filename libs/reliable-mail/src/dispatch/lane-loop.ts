@@ -365,39 +365,31 @@ export class LaneLoop {
   private async process(row: ClaimedRow): Promise<void> {
     if (!(await this.holdsLease(row))) return;
     let settlement: Settlement;
-    if (row.skipReason) {
-      settlement = settlementFor(
-        row,
-        { kind: 'skipped', reason: row.skipReason },
-        this.deps.options.retry,
-        new Date(),
-        0,
-      );
-    } else {
-      this.sendsStartedAt.set(row, performance.now());
-      let attempt: Attempt;
-      try {
-        attempt = await this.deps.delivery.attempt(row, this.stopSignal.signal);
-      } catch (error) {
-        return this.leftToItsLease(row, 'send', error);
-      } finally {
-        this.sendsStartedAt.delete(row);
-        this.lastSignOfLife = new Date();
-      }
-      const resumesAt = this.pace(attempt.result);
-      settlement = settlementFor(
-        row,
-        attempt.result,
-        this.deps.options.retry,
-        new Date(),
-        attempt.durationMs,
-        resumesAt,
-      );
+    try {
+      settlement = row.skipReason
+        ? settlementFor(row, { kind: 'skipped', reason: row.skipReason }, this.deps.options.retry, new Date(), 0)
+        : await this.attemptAndDecide(row);
+    } catch (error) {
+      return this.leftToItsLease(row, 'send', error);
     }
     this.track(
       this.settle(row, settlement).catch((error: unknown) => this.leftToItsLease(row, 'settle', error)),
       this.settling,
     );
+  }
+
+  /** One attempt, what it says of the lane's server (`pace`), and the settle decision on it. */
+  private async attemptAndDecide(row: ClaimedRow): Promise<Settlement> {
+    this.sendsStartedAt.set(row, performance.now());
+    let attempt: Attempt;
+    try {
+      attempt = await this.deps.delivery.attempt(row, this.stopSignal.signal);
+    } finally {
+      this.sendsStartedAt.delete(row);
+      this.lastSignOfLife = new Date();
+    }
+    const resumesAt = this.pace(attempt.result);
+    return settlementFor(row, attempt.result, this.deps.options.retry, new Date(), attempt.durationMs, resumesAt);
   }
 
   /**

@@ -113,13 +113,15 @@ describe('reportSettled', () => {
       { skipReason: 'expired', expected: [] },
       { skipReason: 'suppressed', expected: [] },
     ] as const)(
-      'closed at its claim as $skipReason: a line only for a dead letter (a mail whose workers kept stopping)',
+      'closed at its claim as $skipReason: a line only for a dead letter (a mail whose workers kept stopping), perMail or not',
       ({ skipReason, expected }) => {
         const row = claimedRow({ skipReason, attemptId: null });
         const settlement = settlementFor(row, { kind: 'skipped', reason: skipReason }, policy, new Date(), 0);
-        const { deps, logged } = reporting(false);
-        reportSettled(deps, row, settlement, applied);
-        expect(logged.map(({ level, entry }) => [level, entry.msg, entry.id])).toEqual(expected);
+        for (const perMail of [false, true]) {
+          const { deps, logged } = reporting(perMail);
+          reportSettled(deps, row, settlement, applied);
+          expect(logged.map(({ level, entry }) => [level, entry.msg, entry.id])).toEqual(expected);
+        }
       },
     );
   });

@@ -39,7 +39,8 @@ export function reportSettled(
  * its events and the dispatcher's summary; a lane's trouble is its loop's to say, once.
  */
 function logSettled({ logger, perMail }: SettledReportDependencies, row: ClaimedRow, settlement: Settlement): void {
-  if (settlement.status !== 'dead' && !perMail) return;
+  // A row closed at its claim made no attempt: only a dead letter (its workers kept stopping) is said.
+  if (settlement.status !== 'dead' && (!perMail || row.attemptId === null)) return;
   const entry = {
     msg: 'settled',
     id: row.id,

@@ -338,6 +338,12 @@ describe('resolveOptions', () => {
       option: 'health.maxHardBounceRate',
     },
     { name: 'a feedback window of 0', options: { health: { feedbackWindowMs: 0 } }, option: 'health.feedbackWindowMs' },
+    {
+      name: 'a transports probe asked for as a string',
+      options: { health: { verifyTransports: 'yes' } },
+      option: 'health.verifyTransports',
+    },
+    { name: 'the deprecated probe as a number', options: { health: { verifySmtp: 1 } }, option: 'health.verifySmtp' },
     { name: 'transport not a URL', options: { transport: 'smtp.example.com' }, option: 'transport' },
     { name: 'transport http:// URL', options: { transport: 'http://smtp.example.com' }, option: 'transport' },
     { name: 'transport neither URL nor object', options: { transport: 587 }, option: 'transport' },

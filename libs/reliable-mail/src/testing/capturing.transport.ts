@@ -19,10 +19,13 @@ export interface CapturedMail extends Omit<RenderedMail, 'attachments'> {
 }
 
 /** How the capturing transport answers for a recipient it was told about (`MailTester.refuse` / `defer`). */
+/** The reply a captured mail is recorded with, as an SMTP server that took it says it. */
+const CAPTURED = '250 2.0.0 captured';
+
 export interface ScriptedAnswer {
   status: 'refused' | 'deferred';
-  replyCode: number;
-  enhancedStatus: string;
+  replyCode: number | null;
+  enhancedStatus: string | null;
   reply: string;
 }
 
@@ -58,7 +61,7 @@ export class CapturingTransport implements MailTransport {
             status: 'accepted',
             replyCode: 250,
             enhancedStatus: '2.0.0',
-            reply: '250 captured',
+            reply: CAPTURED,
             perRecipient: false,
           };
     });
@@ -71,7 +74,7 @@ export class CapturingTransport implements MailTransport {
         raw,
       });
     }
-    return { kind: 'attempted', recipients, reply: '250 captured', providerMessageId: null, slowDown: false };
+    return { kind: 'attempted', recipients, reply: CAPTURED, providerMessageId: null, slowDown: false };
   }
 
   async verify(): Promise<void> {

@@ -9,6 +9,7 @@ import type { OutboxFilter } from '../outbox/operations.types.js';
 import type { MailAddress, MailTransport } from '../transport/mail-transport.interface.js';
 import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.js';
 import { MAIL_TRANSPORTS } from '../reliable-mail.constants.js';
+import { parseReply } from '../transport/smtp/smtp-reply.js';
 import { type CapturedMail, CapturingTransport } from './capturing.transport.js';
 
 /** The most rows `enqueued` reads: a test that enqueues more asks for them by a narrower match. */
@@ -193,13 +194,17 @@ export class MailTester {
     );
   }
 
-  /** The recipient's server refuses it from now on: its mail fails (or is sent to the other recipients only). */
+  /**
+   * The recipient's server refuses it from now on: its mail fails (or is sent to the other recipients only). The
+   * reply's code and enhanced status count as a server's: a 5.1.1 (the default) puts the address on the suppression
+   * list, a `550 5.7.1 …` does not.
+   */
   refuse(address: string, reply = '550 5.1.1 mailbox unavailable'): void {
-    this.transport.answer(address, { status: 'refused', replyCode: 550, enhancedStatus: '5.1.1', reply });
+    this.transport.answer(address, { status: 'refused', ...parseReply(reply) });
   }
 
   /** The recipient's server defers it from now on: its mail stays pending, for a retry. */
   defer(address: string, reply = '451 4.2.0 try again later'): void {
-    this.transport.answer(address, { status: 'deferred', replyCode: 451, enhancedStatus: '4.2.0', reply });
+    this.transport.answer(address, { status: 'deferred', ...parseReply(reply) });
   }
 }
