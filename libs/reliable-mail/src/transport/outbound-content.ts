@@ -1,5 +1,8 @@
-import { Readable } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
+import { Encoder as Base64Encoder } from 'nodemailer/lib/base64';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import type MimeNode from 'nodemailer/lib/mime-node';
+import { Encoder as QpEncoder } from 'nodemailer/lib/qp';
 import type { MailAddress, OutboundAttachment, RenderedMail } from './mail-transport.interface.js';
 
 /** The dispatcher's deadline passed: the conversation or request was cut. */
@@ -25,7 +28,13 @@ export function deadline(signal: AbortSignal, what: string): Promise<never> {
  * transactions (or an API that takes raw MIME) send the very same message. Bcc recipients are not in its headers.
  */
 export async function composeMime(messageId: string, mail: RenderedMail, signal: AbortSignal): Promise<Buffer> {
-  const node = new MailComposer({
+  const node = mimeTree(messageId, mail);
+  return builtAtOnce(node) ?? Promise.race([node.build(), deadline(signal, 'the message was being built')]);
+}
+
+/** The message as nodemailer's tree of MIME parts, not yet built. */
+export function mimeTree(messageId: string, mail: RenderedMail): MimeNode {
+  return new MailComposer({
     messageId,
     from: composerAddress(mail.from),
     to: mail.to.map(composerAddress),
@@ -45,7 +54,59 @@ export async function composeMime(messageId: string, mail: RenderedMail, signal:
     disableFileAccess: true,
     disableUrlAccess: true,
   }).compile();
-  return Promise.race([node.build(), deadline(signal, 'the message was being built')]);
+}
+
+/**
+ * The bytes `node.build()` gives, made at once when every part's content is in memory (a string or a buffer).
+ * The build streams each part through a pipeline of transforms over several turns of the event loop: for a text
+ * of 2 KB that took twice the CPU of this (0.51-0.58 ms against 0.24-0.28), in a worker whose whole send costs
+ * about 1 ms. Here each part's content goes through the very encoder the build pipes it through, as the one chunk
+ * the build gives it. Null when a part's content is a stream, which only the build reads.
+ */
+export function builtAtOnce(root: MimeNode): Buffer | null {
+  const pieces: Array<string | Buffer> = [];
+  if (!appendPart(root, pieces)) return null;
+  const bytes = Buffer.concat(pieces.map((piece) => (typeof piece === 'string' ? Buffer.from(piece) : piece)));
+  // As the build, which ends the message with a line break.
+  const last = bytes.at(-1);
+  if (last === 0x0a) return bytes;
+  return Buffer.concat([bytes, Buffer.from(last === 0x0d ? '\n' : '\r\n')]);
+}
+
+/** Appends a part as `MimeNode.stream()` writes it: its header, its encoded content, then its children. */
+function appendPart(node: MimeNode, pieces: Array<string | Buffer>): boolean {
+  const { content } = node;
+  if (content !== undefined && typeof content !== 'string' && !Buffer.isBuffer(content)) return false;
+  pieces.push(`${node.buildHeaders()}\r\n\r\n`);
+  // After the header, which holds the encoding it chose for a text: asked before, as the build does, the choice is
+  // made twice, each time reading the whole text.
+  const transferEncoding = node.getTransferEncoding();
+  if (content) {
+    const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+    if (transferEncoding === 'base64') pieces.push(encodedAtOnce(new Base64Encoder(), bytes));
+    else if (transferEncoding === 'quoted-printable')
+      // Outside text a lone CR or LF is data, not a line break (as `MimeNode.stream()` tells its encoder).
+      pieces.push(encodedAtOnce(new QpEncoder({ binary: !/^text\//i.test(node.contentType ?? '') }), bytes));
+    else pieces.push(bytes);
+  }
+  if (!node.multipart) return true;
+  for (const [index, child] of node.childNodes.entries()) {
+    pieces.push(`${index > 0 ? '\r\n' : ''}--${String(node.boundary)}\r\n`);
+    if (!appendPart(child, pieces)) return false;
+  }
+  pieces.push(`\r\n--${String(node.boundary)}--\r\n`);
+  return true;
+}
+
+/** What an encoder stream gives for `bytes` written to it in one chunk, run without the stream's turns. */
+function encodedAtOnce(encoder: Transform, bytes: Buffer): Buffer {
+  const failed = (error?: Error | null) => {
+    if (error) throw error;
+  };
+  // 'buffer' is what a stream passes with a buffer it was written; the encoders then take the bytes as they are.
+  encoder._transform(bytes, 'buffer' as BufferEncoding, failed);
+  encoder._flush(failed);
+  return (encoder.read() as Buffer | null) ?? Buffer.alloc(0);
 }
 
 /** An attachment read into memory, for an API that takes its content as base64 in JSON. */
