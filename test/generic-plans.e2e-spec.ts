@@ -35,7 +35,8 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 // and feedback run it, plans it on empty tables just analysed, grows them, and reads the plan it keeps.
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
-const OUR_TABLES = /\bon (mail_outbox|mail_outbox_attempt|mail_outbox_event|mail_outbox_feedback|mail_suppression)\b/;
+const OUR_TABLES =
+  /\bon (mail_outbox|mail_outbox_attempt|mail_outbox_event|mail_outbox_feedback|mail_suppression|mail_unsubscribe)\b/;
 /** Partial indexes holding open rows only (due, leased, failed or dead): read whole, they stay small. */
 const OPEN_ROW_INDEXES = new Set(['mail_outbox_due_index', 'mail_outbox_lease_index', 'mail_outbox_problem_index']);
 
@@ -109,6 +110,7 @@ const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
       workerId: 'w',
       leaseMs: 600_000,
       maxAgeMs: 86_400_000,
+      unsubscribeCategory: 'newsletter',
     }),
   (db) => settleRows(db, [settleInputOf(settlement)], 30_000),
   (db) => extendLease(db, { id: randomUUID(), lockToken: randomUUID() }, 600_000),
@@ -201,7 +203,9 @@ describe("the statements reliable-mail's connections prepare, planned once on em
        select gen_random_uuid(), case when random() < 0.5 then id end, 'postmark', 'ann@example.com', 'delivered',
               'e' || message_id, now(), now() - interval '2 days', '{}' from mail_outbox;
        insert into mail_suppression (address, reason, source)
-       select 'bounced' || g || '@example.com', 'hard bounce', 'bounce' from generate_series(1, 5000) g`,
+       select 'bounced' || g || '@example.com', 'hard bounce', 'bounce' from generate_series(1, 5000) g;
+       insert into mail_unsubscribe (address, category)
+       select 'reader' || g || '@example.com', 'newsletter' from generate_series(1, 5000) g`,
     );
     const offenders: Record<string, string[]> = {};
     for (const statement of statements) {

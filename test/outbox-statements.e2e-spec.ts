@@ -122,6 +122,74 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
     expect(plan).not.toMatch(/Seq Scan on mail_outbox/);
   });
 
+  it("claim reads the unsubscribes of a non-transactional lane's category by their primary key, never the whole table", async () => {
+    const plan = await plans(
+      CLAIM.in(TABLES).text,
+      claimValues({ ...claimRequest('plan-test:4', 16), unsubscribeCategory: 'newsletter' }),
+      () =>
+        client.query(
+          `insert into mail_unsubscribe (address, category)
+           select 'reader' || g || '@example.com', case when g % 2 = 0 then 'newsletter' else 'digest' end
+           from generate_series(1, 20000) g;
+           analyze mail_unsubscribe`,
+        ),
+    );
+    expect(plan).toMatch(
+      /(Index (Only )?Scan using|Bitmap Index Scan on) mail_unsubscribe_pkey\b.*\n\s+Index Cond: \(\(address = ANY \(.+\)\) AND \(category = \$7\)\)/,
+    );
+    expect(plan).not.toMatch(/Seq Scan on mail_unsubscribe/);
+    await client.query('truncate mail_unsubscribe');
+  });
+
+  it("claim suppresses the recipients unsubscribed from its lane's category, for a non-transactional lane only", async () => {
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    const to = (...addresses: string[]) => JSON.stringify(addresses.map((address) => ({ address })));
+    try {
+      await client.query(
+        `insert into mail_suppression (address, reason, source) values ('gone@example.com', 'hard bounce', 'bounce');
+         insert into mail_unsubscribe (address, category) values ('ann@example.com', 'newsletter'),
+                                                                  ('bob@example.com', 'newsletter'),
+                                                                  ('gone@example.com', 'newsletter')`,
+      );
+      const claim = async (recipients: string, unsubscribeCategory?: string) => {
+        const lane = `unsubscribe-${randomUUID().slice(0, 8)}`;
+        await client.query(
+          `insert into mail_outbox (id, message_id, lane, payload, max_attempts)
+           values (gen_random_uuid(), gen_random_uuid() || '@claim.test', $1,
+                   jsonb_build_object('to', $2::jsonb, 'cc', '[]'::jsonb, 'bcc', '[]'::jsonb, 'text', 'x'), 5)`,
+          [lane, recipients],
+        );
+        const [row] = await claimRows(sqlClientOf(pool), {
+          ...claimRequest('plan-test:5', 1),
+          lane,
+          unsubscribeCategory,
+        });
+        return { skipReason: row.skipReason, suppressed: [...row.suppressed].sort() };
+      };
+      expect(await claim(to('ann@example.com'), 'newsletter')).toEqual({
+        skipReason: 'suppressed',
+        suppressed: ['ann@example.com'],
+      });
+      // Each address once, whether it is on the suppression list, unsubscribed, or both.
+      expect(await claim(to('Ann@Example.com', 'gone@example.com', 'cid@example.com'), 'newsletter')).toEqual({
+        skipReason: null,
+        suppressed: ['ann@example.com', 'gone@example.com'],
+      });
+      expect(await claim(to('ann@example.com', 'bob@example.com', 'gone@example.com'), 'newsletter')).toEqual({
+        skipReason: 'suppressed',
+        suppressed: ['ann@example.com', 'bob@example.com', 'gone@example.com'],
+      });
+      expect(await claim(to('ann@example.com'), 'digest')).toEqual({ skipReason: null, suppressed: [] });
+      expect(await claim(to('ann@example.com', 'gone@example.com'))).toEqual({
+        skipReason: null,
+        suppressed: ['gone@example.com'],
+      });
+    } finally {
+      await client.query('truncate mail_unsubscribe; delete from mail_suppression');
+      await pool.end();
+    }
+  });
+
   it('the hand-back of unanswered claims reads the lease index, never a whole table', async () => {
     const plan = await plans(
       RELEASE_UNANSWERED.in(TABLES).text,

@@ -60,6 +60,33 @@ describe("reliable-mail's schema", () => {
     expect(stray).toEqual([]);
   });
 
+  it('version 12 keeps unsubscribes beside the suppression list, whose key stays the address: the code before it still records hard bounces', async () => {
+    const { client } = await open();
+    await migrateSchema(migrationConnection(client));
+    const keys = await client.query(
+      `select c.relname as table, array_agg(a.attname::text order by k.n) as columns
+       from pg_index i join pg_class c on c.oid = i.indrelid
+       cross join lateral unnest(i.indkey) with ordinality k(attnum, n)
+       join pg_attribute a on a.attrelid = c.oid and a.attnum = k.attnum
+       where i.indisprimary and c.relname in ('mail_suppression', 'mail_unsubscribe')
+         and c.relnamespace = 'reliable_mail'::regnamespace
+       group by c.relname order by c.relname`,
+    );
+    expect(keys.rows).toEqual([
+      { table: 'mail_suppression', columns: ['address'] },
+      { table: 'mail_unsubscribe', columns: ['address', 'category'] },
+    ]);
+    // The settle's statement of the versions before: an address unsubscribed from a category is no conflict.
+    await client.query(
+      `insert into reliable_mail.mail_unsubscribe (address, category) values ('ann@example.com', 'newsletter')`,
+    );
+    const { rowCount } = await client.query(
+      `insert into reliable_mail.mail_suppression (address, reason, source) values ('ann@example.com', '550 5.1.1', 'bounce')
+       on conflict (address) do nothing`,
+    );
+    expect(rowCount).toBe(1);
+  });
+
   it('payloads and metadata are written with lz4 where the server has it, which on 15 it has', async () => {
     const { client } = await open();
     await migrateSchema(migrationConnection(client));
@@ -168,7 +195,7 @@ describe("reliable-mail's schema", () => {
       `select table_schema, count(*)::int as tables from information_schema.tables
        where table_name like 'mail_%' group by table_schema`,
     );
-    expect(rows).toEqual([{ table_schema: 'mail_custom', tables: 9 }]);
+    expect(rows).toEqual([{ table_schema: 'mail_custom', tables: 11 }]);
   });
 
   describe('tables the earlier releases made in the app’s own schema', () => {

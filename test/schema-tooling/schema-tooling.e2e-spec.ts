@@ -31,7 +31,8 @@ import { createTestDatabase, type TestDatabase, withClient } from '../support/te
  */
 
 /** Anything that names reliable-mail's schema or one of its tables (`mail_outbox` also covers `mail_outbox_*`). */
-const RELIABLE_MAIL = /reliable_mail|mail_outbox|mail_suppression|mail_migrations|mail_template_source/i;
+const RELIABLE_MAIL =
+  /reliable_mail|mail_outbox|mail_suppression|mail_migrations|mail_template_source|mail_send_quota|mail_unsubscribe/i;
 const RELIABLE_MAIL_TABLES = [
   'mail_console_audit',
   'mail_instance',
@@ -40,8 +41,10 @@ const RELIABLE_MAIL_TABLES = [
   'mail_outbox_attempt',
   'mail_outbox_event',
   'mail_outbox_feedback',
+  'mail_send_quota',
   'mail_suppression',
   'mail_template_source',
+  'mail_unsubscribe',
 ];
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const DRIZZLE_KIT = fileURLToPath(new URL('../../node_modules/drizzle-kit/bin.cjs', import.meta.url));

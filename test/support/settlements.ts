@@ -18,6 +18,7 @@ export function sentSettlement(overrides: Partial<Settlement> = {}): Settlement 
     providerRequestId: null,
     providerAcceptedAt: null,
     deduplicatedByKey: false,
+    transport: null,
     acceptedRecipients: ['ann@example.com'],
     rejectedRecipients: [],
     attemptRecipients: [],

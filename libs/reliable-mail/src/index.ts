@@ -9,11 +9,13 @@ export type {
   EventOptions,
   HealthOptions,
   LaneOptions,
+  LaneQuotaOptions,
   LoggingOptions,
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
   TransportOption,
+  UnsubscribeOptions,
   VerpOptions,
 } from './options/reliable-mail-options.interface.js';
 export type { SmtpTransportOptions } from './transport/smtp/smtp-transport-options.js';
@@ -100,6 +102,10 @@ export type { ResendWebhookOptions } from './feedback/sources/resend-webhook-sou
 export type { PostmarkWebhookOptions } from './feedback/sources/postmark-webhook-source.js';
 export type { WebhookHeaders } from './feedback/sources/webhook-source.js';
 
+// One-click unsubscribe (RFC 8058) of the lanes marked transactional: false
+export { MailUnsubscribeService, type UnsubscribeResult } from './unsubscribe/mail-unsubscribe.service.js';
+export { type UnsubscribeRequest, UnsubscribeTokenError } from './unsubscribe/unsubscribe-token.js';
+
 // The web console
 export { ReliableMailConsoleModule } from './console/reliable-mail-console.module.js';
 export { ReliableMailPreviewModule } from './console/reliable-mail-preview.module.js';
@@ -152,6 +158,7 @@ export type {
   RecipientOutcome,
   RecipientStatus,
   RenderedMail,
+  ProviderSendQuota,
   SendOutcome,
   TransportContext,
 } from './transport/mail-transport.interface.js';
@@ -159,3 +166,8 @@ export { SesMailTransport, type SesTransportOptions } from './transport/ses/ses-
 export { PostmarkMailTransport, type PostmarkTransportOptions } from './transport/postmark/postmark-mail.transport.js';
 export { ResendMailTransport, type ResendTransportOptions } from './transport/resend/resend-mail.transport.js';
 export { EmlFileTransport, type EmlFileTransportOptions } from './transport/file/eml-file.transport.js';
+export {
+  type FailoverEntry,
+  FailoverTransport,
+  type FailoverTransportOptions,
+} from './transport/failover/failover-transport.js';

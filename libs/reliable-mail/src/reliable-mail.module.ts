@@ -20,6 +20,7 @@ import { ReliableMailStartup } from './startup/reliable-mail-startup.js';
 import { MailTemplateRegistry } from './templates/mail-template.registry.js';
 import { StoredTemplateVersions } from './templates/stored-template-versions.js';
 import { CallerTransactions } from './transactions/caller-transactions.js';
+import { MailUnsubscribeService } from './unsubscribe/mail-unsubscribe.service.js';
 
 /**
  * The outbox and its dispatcher. Needs, from the app: `EventEmitterModule.forRoot()`, `ScheduleModule.forRoot()`
@@ -48,10 +49,12 @@ import { CallerTransactions } from './transactions/caller-transactions.js';
     OutboxRetention,
     MailOutboxHealthIndicator,
     MailFeedbackService,
+    MailUnsubscribeService,
   ],
   exports: [
     MailOutboxService,
     MailFeedbackService,
+    MailUnsubscribeService,
     MailOutboxAdmin,
     MailOutboxHealthIndicator,
     MailDispatcher,

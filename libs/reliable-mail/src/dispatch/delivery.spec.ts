@@ -1,5 +1,8 @@
+import { Readable } from 'node:stream';
 import { describe, expect, it } from '@jest/globals';
 import type { Logger } from '@nestjs/common';
+import type { AttachmentResolver } from '../options/reliable-mail-options.interface.js';
+import type { LaneUnsubscribe } from '../options/resolve-unsubscribe.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import { handlebarsTemplate } from '../templates/handlebars-template.js';
@@ -12,6 +15,7 @@ import { Delivery } from './delivery.js';
 import { signalOf } from './lane-loop.js';
 import { MailRenderer } from './mail-renderer.js';
 import { settlementFor } from './settlement.js';
+import { readUnsubscribeToken } from '../unsubscribe/unsubscribe-token.js';
 import { claimedRow } from '../../../../test/support/settlements.js';
 
 const policy: RetryPolicy = { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 60_000, maxAgeMs: 86_400_000 };
@@ -54,14 +58,18 @@ function delivery(
   transport: MailTransport,
   templates: MailTemplate[] = [],
   storedVersions: StoredTemplateVersions | null = null,
+  {
+    unsubscribe = null,
+    attachmentResolver = null,
+  }: { unsubscribe?: LaneUnsubscribe | null; attachmentResolver?: AttachmentResolver | null } = {},
 ) {
   const logged: Array<{ level: string; entry: Record<string, unknown> }> = [];
   const log = (level: string) => (entry: Record<string, unknown>) => logged.push({ level, entry });
   const logger = { debug: log('debug'), warn: log('warn'), error: log('error') } as unknown as Logger;
   const registry = new MailTemplateRegistry();
   for (const template of templates) registry.register(template);
-  const renderer = new MailRenderer(registry, { attachmentResolver: null }, storedVersions);
-  const made = new Delivery(renderer, transport, SEND_TIMEOUT_MS, STATEMENT_BOUND_MS, logger, null);
+  const renderer = new MailRenderer(registry, { attachmentResolver }, storedVersions);
+  const made = new Delivery(renderer, transport, SEND_TIMEOUT_MS, STATEMENT_BOUND_MS, logger, null, unsubscribe);
   return {
     delivery: made,
     /** The attempt, and the settlement the lane loop decides on it. */
@@ -194,6 +202,207 @@ describe('Delivery', () => {
       status: 'pending',
       outcome: 'transient',
       lastError: 'the transport failed: a value that cannot be shown as text',
+    });
+  });
+
+  describe('a lane that is not transactional: a copy for each recipient, with its own one-click unsubscribe link', () => {
+    const unsubscribe: LaneUnsubscribe = {
+      url: 'https://example.com/webhooks/mail/unsubscribe',
+      secrets: ['s'.repeat(32)],
+      category: 'newsletter',
+    };
+    const id = '0190f0a2-1111-7000-8000-00000000000a';
+    /** Ann (To) and Bob (Cc), with a List-Unsubscribe of the mail's own. */
+    const row = (overrides: Partial<ClaimedRow> = {}) =>
+      claimedRow({
+        id,
+        idempotencyKey: 'order-7',
+        payload: { ...claimedRow().payload, headers: { 'X-Campaign': 'spring', 'List-Unsubscribe': '<mailto:u@x>' } },
+        ...overrides,
+      });
+    /** Answers each copy by its recipient: `accepted` unless `answers` says otherwise. */
+    const answering = (answers: Record<string, () => Promise<unknown>> = {}) =>
+      transportAnswering((message) => answers[message.recipients[0]]?.() ?? acceptedBy(message));
+    const deferredBy = (message: OutboundMessage, reply = '451 4.7.1 greylisted') =>
+      Promise.resolve({
+        kind: 'attempted',
+        recipients: message.recipients.map((address) => ({
+          address,
+          status: 'deferred',
+          replyCode: 451,
+          enhancedStatus: '4.7.1',
+          reply,
+          perRecipient: true,
+        })),
+        reply: null,
+        providerMessageId: null,
+        slowDown: false,
+      });
+    const tokenIn = (message: OutboundMessage) =>
+      new URL(/^<([^>]+)>$/.exec(message.mail.headers['List-Unsubscribe'])![1]).searchParams.get('token');
+
+    it('a transactional lane sends one message to every recipient, with the mail’s own headers and the row’s key', async () => {
+      const { transport, messages } = transportAnswering(acceptedBy);
+      await delivery(transport).delivery.attempt(row(), notStopping);
+      expect(messages).toHaveLength(1);
+      expect(messages[0]).toMatchObject({
+        idempotencyKey: 'order-7',
+        recipients: ['ann@example.com', 'bob@example.com'],
+        mail: { headers: { 'X-Campaign': 'spring', 'List-Unsubscribe': '<mailto:u@x>' } },
+      });
+    });
+
+    it('each recipient’s copy has the Message-ID, its own link signed for it, the one-click header and a key of its own', async () => {
+      const { transport, messages } = answering();
+      const { settlement } = await delivery(transport, [], null, { unsubscribe }).settled(row());
+      expect(settlement).toMatchObject({ status: 'sent', acceptedRecipients: ['ann@example.com', 'bob@example.com'] });
+      expect(
+        messages.map((message) => ({
+          messageId: message.messageId,
+          recipients: message.recipients,
+          idempotencyKey: message.idempotencyKey,
+          headers: Object.keys(message.mail.headers),
+          post: message.mail.headers['List-Unsubscribe-Post'],
+          link: readUnsubscribeToken(unsubscribe.secrets, tokenIn(message)),
+        })),
+      ).toEqual(
+        ['ann@example.com', 'bob@example.com'].map((address) => ({
+          messageId: '<row-1@test.example.com>',
+          recipients: [address],
+          idempotencyKey: `order-7:${address}`,
+          headers: ['X-Campaign', 'List-Unsubscribe', 'List-Unsubscribe-Post'],
+          post: 'List-Unsubscribe=One-Click',
+          link: { rowId: id, category: 'newsletter', address },
+        })),
+      );
+    });
+
+    it('a copy deferred: the rest are not tried in this attempt, and say why; the deferred one is retried', async () => {
+      const { transport, messages } = answering({
+        'ann@example.com': () => deferredBy({ recipients: ['ann@example.com'] } as OutboundMessage),
+      });
+      const { settlement } = await delivery(transport, [], null, { unsubscribe }).settled(row());
+      expect(messages).toHaveLength(1);
+      expect(settlement).toMatchObject({ status: 'pending', outcome: 'transient', refundAttempt: 0 });
+      expect(settlement.attemptRecipients?.map(({ address, status, reply }) => ({ address, status, reply }))).toEqual([
+        { address: 'ann@example.com', status: 'deferred', reply: '451 4.7.1 greylisted' },
+        {
+          address: 'bob@example.com',
+          status: 'deferred',
+          reply: 'not tried in this attempt: copy 1 of 2 was not taken (deferred: 451 4.7.1 greylisted)',
+        },
+      ]);
+    });
+
+    it('the first copy met an outage: the attempt is an outage, charged nothing, and the second copy is not tried', async () => {
+      const outage = { kind: 'outage', replyCode: 421, enhancedStatus: '4.3.2', reply: '421 4.3.2 shutting down' };
+      const { transport, messages } = answering({ 'ann@example.com': async () => outage });
+      const { result, settlement } = await delivery(transport, [], null, { unsubscribe }).settled(row());
+      expect(messages).toHaveLength(1);
+      expect(result).toEqual(outage);
+      expect(settlement).toMatchObject({ status: 'pending', outcome: 'outage', refundAttempt: 1 });
+    });
+
+    it('the second copy met an outage: the first stays taken, the second deferred with its reply', async () => {
+      const outage = { kind: 'outage', replyCode: 421, enhancedStatus: '4.3.2', reply: '421 4.3.2 shutting down' };
+      const { transport } = answering({ 'bob@example.com': async () => outage });
+      const { settlement } = await delivery(transport, [], null, { unsubscribe }).settled(row());
+      expect(settlement).toMatchObject({
+        status: 'pending',
+        outcome: 'partial',
+        acceptedRecipients: ['ann@example.com'],
+      });
+      expect(settlement.attemptRecipients?.map(({ status, reply }) => [status, reply])).toEqual([
+        ['accepted', '250 2.0.0 queued'],
+        ['deferred', '421 4.3.2 shutting down'],
+      ]);
+    });
+
+    it('the app began to shut down during the first copy: the second waits for the next claim, the attempt not charged', async () => {
+      const stopping = new AbortController();
+      const { transport, messages } = answering({
+        'ann@example.com': () => {
+          stopping.abort();
+          return acceptedBy({ recipients: ['ann@example.com'] } as OutboundMessage);
+        },
+      });
+      const made = delivery(transport, [], null, { unsubscribe }).delivery;
+      const { result } = await made.attempt(row(), stopping.signal);
+      expect(messages).toHaveLength(1);
+      expect(result).toMatchObject({
+        stoppedAtShutdown: true,
+        recipients: [
+          { address: 'ann@example.com', status: 'accepted' },
+          {
+            address: 'bob@example.com',
+            status: 'deferred',
+            reply: 'not tried in this attempt: the app shut down after copy 1 of 2',
+          },
+        ],
+      });
+      expect(settlementFor(row(), result, policy, new Date(), 0)).toMatchObject({
+        status: 'pending',
+        refundAttempt: 1,
+      });
+    });
+
+    it('the send deadline passed during the first copy: the second is not tried', async () => {
+      const { transport, messages } = answering({
+        'ann@example.com': async () => {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          return acceptedBy({ recipients: ['ann@example.com'] } as OutboundMessage);
+        },
+      });
+      const late = row({ leaseEndsAt: performance.now() + STATEMENT_BOUND_MS + SETTLE_MARGIN_MS + 100 });
+      const { result } = await delivery(transport, [], null, { unsubscribe }).delivery.attempt(late, notStopping);
+      expect(messages).toHaveLength(1);
+      expect(result).toMatchObject({
+        recipients: [
+          { address: 'ann@example.com', status: 'accepted' },
+          {
+            address: 'bob@example.com',
+            status: 'deferred',
+            reply: 'not tried in this attempt: the send deadline passed after copy 1 of 2',
+          },
+        ],
+      });
+    });
+
+    it('an attachment a resolver streams is read once, and every copy carries its bytes', async () => {
+      let resolved = 0;
+      const attachmentResolver: AttachmentResolver = () => {
+        resolved++;
+        return Readable.from([Buffer.from('%PDF-1.7 invoice')]);
+      };
+      const { transport, messages } = answering();
+      const withFile = row({
+        payload: {
+          ...row().payload,
+          attachments: [{ filename: 'invoice.pdf', contentType: 'application/pdf', ref: 'invoices/7' }],
+        } as never,
+      });
+      const { settlement } = await delivery(transport, [], null, { unsubscribe, attachmentResolver }).settled(withFile);
+      expect(settlement.status).toBe('sent');
+      expect(resolved).toBe(1);
+      expect(messages.map((message) => message.mail.attachments.map(({ content }) => content))).toEqual([
+        [Buffer.from('%PDF-1.7 invoice')],
+        [Buffer.from('%PDF-1.7 invoice')],
+      ]);
+    });
+
+    it('a mail to one recipient is one copy: an attachment stream goes to the transport unread, as on any lane', async () => {
+      const attachmentResolver: AttachmentResolver = () => Readable.from([Buffer.from('%PDF-1.7 invoice')]);
+      const { transport, messages } = answering();
+      const alone = row({
+        payload: {
+          ...row().payload,
+          cc: [],
+          attachments: [{ filename: 'invoice.pdf', contentType: 'application/pdf', ref: 'invoices/7' }],
+        } as never,
+      });
+      await delivery(transport, [], null, { unsubscribe, attachmentResolver }).delivery.attempt(alone, notStopping);
+      expect(messages.map((message) => message.recipients)).toEqual([['ann@example.com']]);
+      expect(messages[0].mail.attachments[0].content).toBeInstanceOf(Readable);
     });
   });
 });

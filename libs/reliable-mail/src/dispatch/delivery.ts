@@ -2,10 +2,18 @@ import type { Logger } from '@nestjs/common';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { startRowSpan } from '../shared/trace-context.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
+import type { LaneUnsubscribe } from '../options/resolve-unsubscribe.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import { everyRecipientDeferred } from '../transport/deferred-outcome.js';
-import type { MailTransport, RenderedMail } from '../transport/mail-transport.interface.js';
-import { releaseAttachmentStreams } from '../transport/outbound-content.js';
+import type {
+  MailTransport,
+  OutboundMessage,
+  RenderedMail,
+  SendOutcome,
+} from '../transport/mail-transport.interface.js';
+import { attachmentBytes, releaseAttachmentStreams } from '../transport/outbound-content.js';
+import { mergeSendParts, nextSendGoes, type SendPart, stopReasonOf } from '../transport/sequential-sends.js';
+import { listUnsubscribeHeaders } from '../unsubscribe/list-unsubscribe.js';
 import { MailRenderDeferral, MailRenderError, MailRenderer } from './mail-renderer.js';
 import { readOutcome, shownSafely } from './outcome-check.js';
 import { envelopeOf } from './envelope.js';
@@ -19,17 +27,36 @@ function possiblyTakenIn(possiblyTaken: string[], envelope: string[]): string[] 
   return possiblyTaken.filter((address) => sending.has(address));
 }
 
+/** What bounds the sends of one attempt: its deadline (`signal` aborts then), and the app's shutdown. */
+interface SendWindow {
+  signal: AbortSignal;
+  stopping: AbortSignal;
+  deadlineAt: number;
+}
+
 /** What one attempt came to, and how long it took (rendering and sending). */
 export interface Attempt {
   result: AttemptResult;
   durationMs: number;
 }
 
+/** The mail with its attachment streams read into bytes, so that each copy can be composed of it again. */
+async function withAttachmentBytes(mail: RenderedMail, signal: AbortSignal): Promise<RenderedMail> {
+  if (mail.attachments.every(({ content }) => Buffer.isBuffer(content))) return mail;
+  try {
+    return { ...mail, attachments: await attachmentBytes(mail, signal) };
+  } catch (error) {
+    releaseAttachmentStreams(mail);
+    throw error;
+  }
+}
+
 /**
  * Makes one attempt at a claimed row: renders it and sends it to the recipients still waiting for it, under a hard
  * deadline (`dispatcher.sendTimeoutMs`, and never so long that the lease leaves its settle less than a statement's
  * bound). It decides nothing about the row and never touches the database: the lane loop paces, decides and settles
- * with what it returns.
+ * with what it returns. On a lane that is not transactional, each recipient gets a copy of its own, sent on its own,
+ * with its own one-click unsubscribe link.
  */
 export class Delivery {
   constructor(
@@ -40,6 +67,8 @@ export class Delivery {
     private readonly statementBoundMs: number,
     private readonly logger: Logger,
     private readonly verp: Verp | null,
+    /** The lane's one-click unsubscribe; null for a transactional lane. */
+    private readonly unsubscribe: LaneUnsubscribe | null,
   ) {}
 
   /**
@@ -110,6 +139,7 @@ export class Delivery {
     let mail: RenderedMail;
     try {
       mail = await this.render(row, signal);
+      if (this.unsubscribe !== null && recipients.length > 1) mail = await withAttachmentBytes(mail, signal);
     } catch (error) {
       if (error instanceof MailRenderError) return { kind: 'unrenderable', reason: error.message };
       const reason = signal.aborted
@@ -119,31 +149,82 @@ export class Delivery {
           : `rendering failed: ${String(error)}`;
       return { ...everyRecipientDeferred(recipients, reason), renderDeferred: true };
     }
+    const window: SendWindow = { signal, stopping, deadlineAt };
+    if (this.unsubscribe === null) return this.sendMessage(row, this.messageOf(row, mail, recipients, window), signal);
+    return this.sendCopies(row, mail, recipients, this.unsubscribe, window);
+  }
+
+  /**
+   * Each recipient's copy, one after another, as SMTP's transactions and a provider's requests go: a copy that is
+   * not taken or refused for good leaves the rest to the next attempt, and the deadline and a shutdown stop them
+   * between two. Each has the row's Message-ID and its recipient's own unsubscribe link.
+   */
+  private async sendCopies(
+    row: ClaimedRow,
+    mail: RenderedMail,
+    recipients: string[],
+    unsubscribe: LaneUnsubscribe,
+    window: SendWindow,
+  ): Promise<SendOutcome> {
+    const sent: SendPart[] = [];
+    for (const [index, recipient] of recipients.entries()) {
+      if (index > 0) {
+        const untried = recipients.slice(index);
+        const after = `copy ${index} of ${recipients.length}`;
+        const previous = sent[index - 1].outcome;
+        if (!nextSendGoes(previous)) {
+          const why = `${after} was not taken (${stopReasonOf(previous)})`;
+          return mergeSendParts(sent, untried, `not tried in this attempt: ${why}`);
+        }
+        if (window.signal.aborted)
+          return mergeSendParts(sent, untried, `not tried in this attempt: the send deadline passed after ${after}`);
+        if (window.stopping.aborted) {
+          const merged = mergeSendParts(sent, untried, `not tried in this attempt: the app shut down after ${after}`);
+          return merged.kind === 'attempted' ? { ...merged, stoppedAtShutdown: true } : merged;
+        }
+      }
+      const copy = { ...mail, headers: listUnsubscribeHeaders(unsubscribe, row.id, recipient, mail.headers) };
+      const message = this.messageOf(row, copy, [recipient], window);
+      // A key of each copy's own: a provider that deduplicates by key would take the second copy for the first.
+      const keyed = { ...message, idempotencyKey: `${message.idempotencyKey}:${recipient}` };
+      sent.push({ recipients: [recipient], outcome: await this.sendMessage(row, keyed, window.signal) });
+    }
+    return mergeSendParts(sent, [], '');
+  }
+
+  private messageOf(
+    row: ClaimedRow,
+    mail: RenderedMail,
+    recipients: string[],
+    { stopping, deadlineAt }: SendWindow,
+  ): OutboundMessage {
+    return {
+      messageId: row.messageId,
+      idempotencyKey: row.idempotencyKey ?? row.id,
+      lane: row.lane,
+      mail,
+      recipients,
+      possiblyTakenBefore: possiblyTakenIn(row.possiblyTakenBefore, recipients),
+      envelopeSenders: this.verp
+        ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
+        : undefined,
+      stopping,
+      deadlineAt,
+    };
+  }
+
+  /** One send through the transport, its outcome read for the message's recipients. */
+  private async sendMessage(row: ClaimedRow, message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
     let outcome: unknown;
     try {
-      outcome = await this.transport.send(
-        {
-          messageId: row.messageId,
-          idempotencyKey: row.idempotencyKey ?? row.id,
-          lane: row.lane,
-          mail,
-          recipients,
-          possiblyTakenBefore: possiblyTakenIn(row.possiblyTakenBefore, recipients),
-          envelopeSenders: this.verp
-            ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
-            : undefined,
-          stopping,
-          deadlineAt,
-        },
-        signal,
-      );
+      outcome = await this.transport.send(message, signal);
     } catch (error) {
       // A transport reports what the server did; a throw is its own fault, and the message may be tried again.
       const shown = shownSafely(error);
       this.logger.error({ msg: 'the transport threw instead of reporting an outcome', id: row.id, error: shown });
-      return everyRecipientDeferred(recipients, `the transport failed: ${shown}`);
+      return everyRecipientDeferred(message.recipients, `the transport failed: ${shown}`);
     }
-    const { outcome: read, flaw, dropped } = readOutcome(outcome, recipients);
+    const { outcome: read, flaw, dropped } = readOutcome(outcome, message.recipients);
     if (dropped.length > 0)
       this.logger.warn({
         msg: 'the transport reported facts that cannot be kept; left out, the outcome kept without them',

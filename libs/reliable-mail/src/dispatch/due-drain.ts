@@ -57,6 +57,7 @@ export async function drainDue(
         workerId,
         leaseMs,
         maxAgeMs: deps.options.retry.maxAgeMs,
+        unsubscribeCategory: lane.unsubscribe?.category,
       });
       const again = rows.filter((row) => tried.has(row.id));
       if (again.length > 0) await releaseRows(deps.database, again);

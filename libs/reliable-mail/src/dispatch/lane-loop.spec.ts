@@ -95,6 +95,7 @@ function laneWith(answer: Answer, result: AttemptResult = accepted) {
     delivery,
     settler,
     priorities: new LanePriorities(options.lanes),
+    quota: null,
     publisher: { publish: quiet } as unknown as MailEventPublisher,
     metrics: { recordAttempt: quiet, recordFinal: quiet } as unknown as MailMetrics,
     options,

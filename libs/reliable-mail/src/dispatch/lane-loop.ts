@@ -25,6 +25,7 @@ import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.j
 import { loggedReply, type ReplyFacts } from './logged-reply.js';
 import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
+import type { SendQuotaState, SharedSendQuota } from '../quota/index.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
@@ -42,6 +43,8 @@ export interface LaneLoopDependencies {
   settler: Settler;
   /** Shared by the lanes of the instance: a lane starts no send while one of a higher priority is busy. */
   priorities: LanePriorities;
+  /** The provider's limits the lane shares with every instance (`lanes.<name>.quota`); null for none. */
+  quota: SharedSendQuota | null;
   publisher: MailEventPublisher;
   metrics: MailMetrics;
   options: ResolvedReliableMailOptions;
@@ -236,12 +239,12 @@ export class LaneLoop {
   private async claimAndStart(): Promise<void> {
     this.rerunRequested = false;
     this.pump();
-    const { batchSize, leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
+    const { batchSize, pollIntervalMs } = this.deps.options.dispatcher;
     // -1: the slots and the prefetch are full, and the next finished send or settle wakes the loop.
     let next = pollIntervalMs;
     try {
       const settlesBehind = this.settling.size >= this.lane.concurrency * PENDING_SETTLES_PER_SLOT;
-      const room = settlesBehind ? 0 : 2 * this.slots - this.inFlight.size - this.ready.length;
+      const room = settlesBehind ? 0 : this.prefetch * this.slots - this.inFlight.size - this.ready.length;
       const granted = room > 0 ? this.throttle.take(Math.min(batchSize, room), Date.now()) : 0;
       if (room <= 0) {
         this.backlogSeen = true;
@@ -250,29 +253,7 @@ export class LaneLoop {
         // A paused lane still ticks at the poll interval, so the health indicator sees its loop alive.
         next = Math.max(1, Math.min(this.throttle.waitMs(Date.now()), pollIntervalMs));
       } else {
-        await this.handBackUnanswered();
-        const lockToken = randomUUID();
-        const rows = await claimRows(this.deps.database, {
-          lane: this.lane.name,
-          limit: granted,
-          lockToken,
-          workerId,
-          leaseMs,
-          maxAgeMs: this.deps.options.retry.maxAgeMs,
-        }).catch((error: unknown) => {
-          // Only a claim that may have committed holds rows: one that never left, or that PostgreSQL refused (and
-          // so rolled back), has nothing to hand back.
-          if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
-          throw error;
-        });
-        this.throttle.giveBack(granted - rows.length);
-        if (rows.length > 0 && this.deps.options.logging.perMail)
-          this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
-        this.ready.push(...rows);
-        this.pump();
-        this.backlogSeen = rows.length === granted;
-        if (this.backlogSeen)
-          next = this.inFlight.size + this.ready.length < 2 * this.slots ? this.throttle.waitMs(Date.now()) : -1;
+        next = await this.claim(granted);
       }
     } catch (error) {
       // An outage fails every claim of every lane at every poll: the database logged it once.
@@ -289,6 +270,56 @@ export class LaneLoop {
     if (this.rerunRequested && next !== -1) next = Math.min(next, this.throttle.waitMs(Date.now()));
     // Scheduled once this tick is no longer running, so that an immediate rerun is not refused as an overlap.
     if (next >= 0) setImmediate(() => this.schedule(next));
+  }
+
+  /**
+   * Claims up to `granted` rows (what the lane's own rate allows), within the provider's limits that every instance
+   * shares when the lane has a `quota`; returns when to tick again, -1 when a finished send will.
+   */
+  private async claim(granted: number): Promise<number> {
+    const { leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
+    await this.handBackUnanswered();
+    const shared = this.deps.quota ? await this.deps.quota.take(granted) : null;
+    // When a take of the shared quota could grant again, on this process's clock: any lateness costs rate.
+    const sharedReadyAt = performance.now() + (shared?.waitMs ?? 0);
+    const limit = shared?.granted ?? granted;
+    this.throttle.giveBack(granted - limit);
+    // Over the provider's limits: nothing is claimed, so no attempt is charged.
+    if (limit === 0) return Math.max(1, Math.min(shared!.waitMs, pollIntervalMs));
+    const lockToken = randomUUID();
+    const rows = await claimRows(this.deps.database, {
+      lane: this.lane.name,
+      limit,
+      lockToken,
+      workerId,
+      leaseMs,
+      maxAgeMs: this.deps.options.retry.maxAgeMs,
+      unsubscribeCategory: this.lane.unsubscribe?.category,
+    }).catch((error: unknown) => {
+      // Only a claim that may have committed holds rows: one that never left, or that PostgreSQL refused (and
+      // so rolled back), has nothing to hand back.
+      if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
+      throw error;
+    });
+    this.throttle.giveBack(limit - rows.length);
+    if (shared) await this.deps.quota!.giveBack(shared, limit - rows.length);
+    if (rows.length > 0 && this.deps.options.logging.perMail)
+      this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
+    this.ready.push(...rows);
+    this.pump();
+    this.backlogSeen = rows.length === limit;
+    if (!this.backlogSeen) return pollIntervalMs;
+    if (this.inFlight.size + this.ready.length >= this.prefetch * this.slots) return -1;
+    return Math.max(this.throttle.waitMs(Date.now()), Math.ceil(sharedReadyAt - performance.now()));
+  }
+
+  /**
+   * How many slots' worth of rows the lane holds, sending and claimed ahead: two, so that a freed slot starts its
+   * next send at once; one for a lane with a shared quota, whose takes must be followed by their sends at once: a
+   * row granted now and sent a send later would put two seconds' grants into one second at the provider.
+   */
+  private get prefetch(): 1 | 2 {
+    return this.deps.quota ? 1 : 2;
   }
 
   /**
@@ -344,6 +375,11 @@ export class LaneLoop {
     const withinDeadline =
       performance.now() - oldest <= this.deps.options.dispatcher.sendTimeoutMs + SEND_ABORT_SLACK_MS;
     return withinDeadline ? new Date() : lastSeen;
+  }
+
+  /** The shared quota as the lane's latest take found it; null for a lane without one. */
+  get quotaState(): SendQuotaState | null {
+    return this.deps.quota?.state() ?? null;
   }
 
   /** Why the lane is paused, if it is (or was, while it probes with one message). */
@@ -466,6 +502,20 @@ export class LaneLoop {
       // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
       if (!wasPaused && this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
     }
+    const retryAfterMs = result.kind === 'unrenderable' ? undefined : result.retryAfterMs;
+    // The provider's Retry-After holds every instance sending through the same account, not this one alone.
+    if (this.deps.quota && retryAfterMs)
+      this.track(
+        this.deps.quota.pauseFor(retryAfterMs).catch((error: unknown) => {
+          if (!reportedAsOutage(error))
+            this.deps.logger.warn({
+              msg: "could not share the provider's Retry-After with the other instances",
+              lane: this.lane.name,
+              error: String(error),
+            });
+        }),
+        this.settling,
+      );
     return new Date(Date.now() + this.throttle.waitMs(Date.now()));
   }
 

@@ -21,6 +21,7 @@ import { undeclaredLanes } from '../outbox/sql/health.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { Delivery } from './delivery.js';
+import { type SendQuotaState, SharedSendQuota } from '../quota/index.js';
 import { summaryOf } from './dispatch-summary.js';
 import { type DrainReport, drainDue } from './due-drain.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
@@ -76,6 +77,16 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
     return Object.fromEntries([...this.lanes].map(([name, lane]) => [name, lane.pausedFor]));
   }
 
+  /** Each lane's shared quota as its latest take found it; lanes without one are left out. */
+  get laneQuotas(): Record<string, SendQuotaState> {
+    const states: Record<string, SendQuotaState> = {};
+    for (const [name, lane] of this.lanes) {
+      const state = lane.quotaState;
+      if (state) states[name] = state;
+    }
+    return states;
+  }
+
   /** Whether the wake-up listener is listening; polling covers for it while it is not. */
   get wakeUpState(): WakeUpState {
     return this.wakeUp.state;
@@ -106,6 +117,14 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
           delivery: this.deliveryFor(lane),
           settler,
           priorities,
+          quota: lane.quota
+            ? new SharedSendQuota(this.database, {
+                lane: lane.name,
+                quota: lane.quota,
+                transport: this.transports.get(lane.name)!,
+                logger: this.logger,
+              })
+            : null,
           publisher: this.publisher,
           metrics: this.metrics,
           options: this.options,
@@ -163,6 +182,7 @@ export class MailDispatcher implements OnApplicationBootstrap, BeforeApplication
       statementBoundMs(this.options.database.statementTimeoutMs),
       this.logger,
       this.options.verp,
+      lane.unsubscribe,
     );
   }
 

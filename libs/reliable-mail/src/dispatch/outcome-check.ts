@@ -78,6 +78,7 @@ const ATTEMPTED: readonly Field[] = [
   { name: 'stoppedAtShutdown', check: flag, kind: 'optional' },
   { name: 'heldBack', check: flag, kind: 'optional' },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
+  { name: 'transport', check: text, kind: 'fact' },
 ];
 const OUTAGE: readonly Field[] = [
   { name: 'replyCode', check: replyCode, kind: 'required' },
@@ -85,6 +86,7 @@ const OUTAGE: readonly Field[] = [
   { name: 'reply', check: text, kind: 'required' },
   { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
+  { name: 'transport', check: text, kind: 'fact' },
 ];
 const RECIPIENT: readonly Field[] = [
   { name: 'address', check: text, kind: 'required' },

@@ -113,6 +113,7 @@ describe('settlementFor an attempt', () => {
       providerRequestId: null,
       providerAcceptedAt: null,
       deduplicatedByKey: false,
+      transport: null,
       acceptedRecipients: ['ann@example.com', 'bob@example.com'],
       rejectedRecipients: null,
       attemptRecipients: result.recipients,

@@ -118,6 +118,7 @@ interface AttemptRecord {
   providerRequestId: string | null;
   providerAcceptedAt: Date | null;
   deduplicatedByKey: boolean;
+  transport: string | null;
 }
 
 /** A settlement without a server's answer (a row not sent, a mail not rendered), with the text it is closed for. */
@@ -131,6 +132,7 @@ const noAnswer = (reply: string | null): AttemptRecord => ({
   providerRequestId: null,
   providerAcceptedAt: null,
   deduplicatedByKey: false,
+  transport: null,
 });
 
 const unique = <T>(items: T[]): T[] => [...new Set(items)];
@@ -171,6 +173,7 @@ function afterAttempt(decision: Decision, result: Attempted): Settlement {
     providerRequestId: result.providerRequestId ?? null,
     providerAcceptedAt: result.acceptedAt ?? null,
     deduplicatedByKey: result.deduplicatedByKey ?? false,
+    transport: result.transport ?? null,
   });
   const asSent = recordedWith(acceptingReply(result) ?? problem);
   const asFailing = recordedWith(problem);
@@ -242,6 +245,7 @@ function afterOutage(decision: Decision, result: Outage): Settlement {
     replyCode: result.replyCode,
     enhancedStatus: result.enhancedStatus,
     providerRequestId: result.providerRequestId ?? null,
+    transport: result.transport ?? null,
   };
   const retry = decideRetry(row, false, decision.policy, now, decision.random);
   const nextAttemptAt = new Date(Math.max(decision.resumesAt.getTime(), now.getTime()));
@@ -287,7 +291,10 @@ function afterUnrenderable(decision: Decision, reason: string): Settlement {
 const SKIP_REASONS: Record<SkipReason, { cause: FailureCause; reason: string }> = {
   cancelled: { cause: 'cancelled', reason: 'cancelled while it was being sent' },
   expired: { cause: 'expired', reason: 'expired before it could be sent' },
-  suppressed: { cause: 'suppressed', reason: 'every recipient is on the suppression list' },
+  suppressed: {
+    cause: 'suppressed',
+    reason: "every recipient is on the suppression list, or unsubscribed from the lane's category",
+  },
   dead: {
     cause: 'crashes',
     reason: 'dead-lettered: its worker stopped without settling it until no attempt or age was left',

@@ -54,6 +54,10 @@ export class MailOutboxHealthIndicator {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
     }
 
+    // A provider's daily quota spent stops a lane until the day's first sends leave it: the reason the backlog and
+    // lag grow, so said first.
+    const quotas = this.quotaData();
+    if (Object.values(quotas).some((quota) => quota.exhausted === 'daily')) failing.push('quota');
     const lastActiveAt = this.dispatcher.lastActiveAt;
     const idleMs = lastActiveAt ? Date.now() - lastActiveAt.getTime() : null;
     if (this.dispatcher.enabled && (idleMs === null || idleMs > thresholds.maxDispatcherIdleMs))
@@ -87,6 +91,7 @@ export class MailOutboxHealthIndicator {
         idleMs,
         maxIdleMs: thresholds.maxDispatcherIdleMs,
         ...(this.dispatcher.enabled ? { wakeUp: this.wakeUpData(), lanes } : {}),
+        ...(Object.keys(quotas).length > 0 ? { quotas } : {}),
       },
       backlog: {
         count: figures.backlog,
@@ -137,6 +142,27 @@ export class MailOutboxHealthIndicator {
               until: pause.until.toISOString(),
               repeats: pause.repeats,
             },
+      ]),
+    );
+  }
+
+  /**
+   * Each quota lane's shared limits as its latest take found them: `exhausted: 'daily'` (failing) until `resetsAt`,
+   * a provider's Retry-After (`pausedUntil`) that any instance set, and a provider's limits that could not be read.
+   */
+  private quotaData() {
+    return Object.fromEntries(
+      Object.entries(this.dispatcher.laneQuotas).map(([name, quota]) => [
+        name,
+        {
+          exhausted: quota.exhausted,
+          resetsAt: quota.resetsAt?.toISOString() ?? null,
+          pausedUntil: quota.pausedUntil?.toISOString() ?? null,
+          sentToday: quota.sentToday,
+          perSecond: quota.limits.perSecond,
+          perDay: quota.limits.perDay,
+          providerReadFailure: quota.providerReadFailure,
+        },
       ]),
     );
   }

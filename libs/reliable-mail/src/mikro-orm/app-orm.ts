@@ -19,6 +19,8 @@ const ENTITY_TABLES = [
   'mail_console_audit',
   'mail_instance',
   'mail_template_source',
+  'mail_send_quota',
+  'mail_unsubscribe',
   'mail_migrations',
 ];
 /** Every table of reliable-mail's, for `schemaGenerator.skipTables`. */

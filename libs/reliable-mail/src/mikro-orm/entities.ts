@@ -107,6 +107,7 @@ export const MailOutboxAttempt = defineEntity({
     providerRequestId: p.text().nullable(),
     providerAcceptedAt: timestamp().nullable(),
     deduplicatedByKey: p.boolean().default(false),
+    transport: p.text().nullable(),
   },
 });
 
@@ -207,6 +208,33 @@ export const MailTemplateSource = defineEntity({
   },
 });
 
+export const MailSendQuota = defineEntity({
+  name: 'MailSendQuota',
+  tableName: 'mail_send_quota',
+  properties: {
+    key: p.text().primary(),
+    tokens: p.double(),
+    refilledAt: timestamp(),
+    recentAt: p.array().columnType('double precision[]').defaultRaw(`'{}'`),
+    recentCounts: p.array().columnType('int[]').defaultRaw(`'{}'`),
+    dayBucket: p.bigint().defaultRaw('0'),
+    dayCounts: p.array().columnType('int[]').defaultRaw(`'{}'`),
+    pausedUntil: timestamp().nullable(),
+    lastGranted: p.integer().default(0),
+  },
+});
+
+export const MailUnsubscribe = defineEntity({
+  name: 'MailUnsubscribe',
+  tableName: 'mail_unsubscribe',
+  properties: {
+    address: p.text().primary(),
+    category: p.text().primary(),
+    outboxId: p.uuid().nullable(),
+    createdAt: timestamp().defaultRaw('now()'),
+  },
+});
+
 /** The versions table, which `migrate` (or `database.migrateAtStart`) adds beside the tables when it first runs. */
 export const MailMigration = defineEntity({
   name: 'MailMigration',
@@ -235,5 +263,7 @@ export const reliableMailEntities = [
   MailConsoleAudit,
   MailInstance,
   MailTemplateSource,
+  MailSendQuota,
+  MailUnsubscribe,
   MailMigration,
 ];

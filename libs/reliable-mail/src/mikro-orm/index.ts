@@ -10,6 +10,8 @@ export {
   MailOutboxEvent,
   MailOutboxFeedback,
   MailSuppression,
+  MailSendQuota,
   MailTemplateSource,
+  MailUnsubscribe,
   reliableMailEntities,
 } from './entities.js';

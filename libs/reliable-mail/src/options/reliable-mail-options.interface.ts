@@ -346,6 +346,74 @@ export interface LaneOptions {
    * @default `transport`
    */
   transport?: TransportOption;
+  /**
+   * The provider's limits, kept by every instance on the database together (see `LaneQuotaOptions`): a mail over
+   * them is not claimed, so it is charged no attempt, and waits as in an outage until they allow it or
+   * `retry.maxAgeMs` ends it. `'provider'` reads both limits from the lane's transport (SES: the account's
+   * `MaxSendRate` and `Max24HourSend`).
+   * @default none: only `ratePerSecond`, per instance
+   */
+  quota?: LaneQuotaOptions | 'provider';
+  /**
+   * `false` for a lane of mail a recipient may opt out of (newsletters, digests, offers): each copy carries RFC 8058
+   * one-click `List-Unsubscribe` and `List-Unsubscribe-Post` headers with a link signed for its recipient (see
+   * `unsubscribe`, required then), so each recipient gets a message of its own, and a recipient who unsubscribed from
+   * the lane's `category` gets none of its mail (the row reports them suppressed). The mail's own `List-Unsubscribe`
+   * and `List-Unsubscribe-Post` headers are replaced. A transactional lane's mail (login codes, receipts) carries no
+   * such header and is never held back by an unsubscribe.
+   * @default true
+   */
+  transactional?: boolean;
+  /**
+   * What a recipient of this non-transactional lane unsubscribes from: lanes that give the same category share its
+   * list. Lower-case letters, digits, `_` and `-`, starting with a letter; only with `transactional: false`.
+   * @default the lane's name
+   */
+  category?: string;
+}
+
+/**
+ * A provider account's limits, shared by every instance on the database: its rate and rolling 24-hour quota, and
+ * the pause a provider's Retry-After asks for, which one instance reads and all honour. Each limit is a number,
+ * `'provider'` to read it from the lane's transport (one that implements `sendQuota`, such as SES's), or left out
+ * for none.
+ */
+export interface LaneQuotaOptions {
+  /**
+   * The most messages a second, all instances together: no second holds more (a fraction rounds down: 14.5 lets a
+   * second hold 14). They go at 95 % of it (20 per 1,050 ms for 20), which leaves room for sends that reach the
+   * provider a little unevenly.
+   */
+  perSecond?: number | 'provider';
+  /** The most messages in a rolling 24 hours, all instances together, as SES counts its quota. */
+  perDay?: number | 'provider';
+  /**
+   * The name the limits are kept under: lanes that send through one provider account give the same key (and the
+   * same limits), and share them.
+   * @default the lane's name
+   */
+  key?: string;
+}
+
+/**
+ * RFC 8058 one-click unsubscribe, for the lanes marked `transactional: false`: where `ReliableMailWebhooksModule`'s
+ * unsubscribe route is reached, and the key its links are signed with. A link names its recipient, the lane's
+ * category and the mail, under an HMAC: it unsubscribes nobody else, from nothing else.
+ */
+export interface UnsubscribeOptions {
+  /**
+   * The route's public URL: `https://<host>/<the webhooks module's path>/unsubscribe`, such as
+   * `https://example.com/webhooks/mail/unsubscribe`; each link adds `?token=…`. HTTPS, as RFC 8058 and the mailbox
+   * providers require (`http:` only on a loopback host, for tests).
+   */
+  url: string;
+  /**
+   * The key of the links' HMAC, at least 32 characters (`openssl rand -base64 32`); or `[old, new]` while one
+   * replaces another: links are signed with the last, and verify with any. A link signed with a key no longer given
+   * stops working: keep an old key for as long as mail sent under it may be read (CAN-SPAM asks for 30 days at
+   * least).
+   */
+  secret: string | string[];
 }
 
 export interface ReliableMailOptions {
@@ -394,6 +462,12 @@ export interface ReliableMailOptions {
    * @default none: the envelope sender is the mail's From
    */
   verp?: VerpOptions;
+  /**
+   * One-click unsubscribe links for the lanes marked `transactional: false` (see `UnsubscribeOptions`); required when
+   * a lane is.
+   * @default none: every lane is transactional
+   */
+  unsubscribe?: UnsubscribeOptions;
   /** What is logged, and how much (see `LoggingOptions`): by default no line per mail. */
   logging?: LoggingOptions;
   /**

@@ -30,3 +30,25 @@ export const requireSpan = (option: string, value: unknown): number =>
 /** A domain name, as `messageIdDomain` and `verp.domain` must be. */
 export const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** 128 bits of a random string's worth: what `openssl rand -base64 32` gives is 44 characters. */
+const MIN_SECRET_LENGTH = 32;
+
+/**
+ * An HMAC secret, or `[old, new]` while one replaces another (each 32 characters or more); `protects` says what the
+ * HMAC keeps anyone from forging, for the error.
+ */
+export function requireSecrets(option: string, value: unknown, protects: string): string[] {
+  const secrets = [value].flat();
+  if (
+    secrets.length === 0 ||
+    !secrets.every((secret) => typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH)
+  ) {
+    throw new InvalidOptionsError(
+      option,
+      `must be a secret of at least ${MIN_SECRET_LENGTH} characters (such as the output of \`openssl rand -base64 32\`), ` +
+        `or [old, new] while one replaces another: ${protects}`,
+    );
+  }
+  return secrets as string[];
+}

@@ -176,6 +176,8 @@ describe('resolveOptions', () => {
         ratePerSecond: null,
         priority: name === 'critical' ? 1 : 0,
         transport: { kind: 'smtp', options: transport },
+        quota: null,
+        unsubscribe: null,
       })),
       defaultLane: 'default',
       retention: { ...defaultRetention, enabled: resolvedDispatcher.enabled },
@@ -184,6 +186,7 @@ describe('resolveOptions', () => {
       events: defaultEvents,
       ...defaultContent,
       verp: null,
+      unsubscribe: null,
       requireTransaction: false,
       logging: { perMail: false, summaryIntervalMs: 60_000, ...logging },
     });
@@ -228,6 +231,8 @@ describe('resolveOptions', () => {
         ratePerSecond: null,
         priority: 3,
         transport: { kind: 'smtp', options: validSmtp },
+        quota: null,
+        unsubscribe: null,
       },
       {
         name: 'news',
@@ -235,6 +240,8 @@ describe('resolveOptions', () => {
         ratePerSecond: 5,
         priority: 0,
         transport: { kind: 'smtp', options: { ...defaultSmtp, host: 'bulk.example.com', port: 587, secure: false } },
+        quota: null,
+        unsubscribe: null,
       },
     ]);
     expect(resolved.defaultLane).toBe('login');

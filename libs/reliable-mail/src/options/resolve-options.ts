@@ -10,6 +10,13 @@ import type { Verp } from '../shared/verp.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { HOSTNAME_PATTERN, requirePositiveInteger, requireSpan } from './require.js';
 import { resolveHealth } from './resolve-health.js';
+import { requireAgreeingQuotas, type ResolvedLaneQuota, resolveQuota } from './resolve-quota.js';
+import {
+  type LaneUnsubscribe,
+  resolveLaneUnsubscribe,
+  type ResolvedUnsubscribe,
+  resolveUnsubscribe,
+} from './resolve-unsubscribe.js';
 import { resolveVerp } from './resolve-verp.js';
 import { resolveRetry } from './resolve-retry.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
@@ -36,6 +43,10 @@ export interface ResolvedLane {
   ratePerSecond: number | null;
   priority: number;
   transport: ResolvedTransport;
+  /** The provider's limits, shared by every instance; null when the lane has none. */
+  quota: ResolvedLaneQuota | null;
+  /** The one-click unsubscribe of a lane marked `transactional: false`; null for a transactional lane. */
+  unsubscribe: LaneUnsubscribe | null;
 }
 
 export interface ResolvedReliableMailOptions {
@@ -54,6 +65,8 @@ export interface ResolvedReliableMailOptions {
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
   verp: Verp | null;
+  /** The one-click links' route and keys: the route reads them even once no lane is non-transactional any more. */
+  unsubscribe: ResolvedUnsubscribe | null;
   requireTransaction: boolean;
   logging: Required<LoggingOptions>;
 }
@@ -161,7 +174,11 @@ export function resolveOptions(
   if (!laneOptions || typeof laneOptions !== 'object' || Object.keys(laneOptions).length === 0) {
     throw new InvalidOptionsError('lanes', 'must name at least one lane');
   }
-  const lanes = Object.entries(laneOptions).map(([name, lane]) => resolveLane(name, lane ?? {}, transport, dispatcher));
+  const unsubscribe = resolveUnsubscribe(options.unsubscribe);
+  const lanes = Object.entries(laneOptions).map(([name, lane]) =>
+    resolveLane(name, lane ?? {}, transport, dispatcher, unsubscribe),
+  );
+  requireAgreeingQuotas(lanes);
   const defaultLane = options.defaultLane ?? 'default';
   if (!lanes.some((lane) => lane.name === defaultLane)) {
     throw new InvalidOptionsError('defaultLane', `names no declared lane: ${JSON.stringify(defaultLane)}`);
@@ -229,6 +246,7 @@ export function resolveOptions(
     database,
     events,
     verp: resolveVerp(options.verp),
+    unsubscribe,
     requireTransaction,
     logging,
   };
@@ -239,6 +257,7 @@ function resolveLane(
   lane: LaneOptions,
   sharedTransport: ResolvedTransport,
   dispatcher: Required<DispatcherOptions>,
+  unsubscribe: ResolvedUnsubscribe | null,
 ): ResolvedLane {
   if (!LANE_NAME_PATTERN.test(name)) {
     throw new InvalidOptionsError(
@@ -264,7 +283,20 @@ function resolveLane(
   );
   const transport =
     lane.transport === undefined ? sharedTransport : resolveTransport(lane.transport, `lanes.${name}.transport`);
-  return { name, concurrency, ratePerSecond: lane.ratePerSecond ?? null, priority, transport };
+  const quota = resolveQuota(
+    name,
+    lane.quota,
+    transport.kind === 'object' && typeof transport.transport.sendQuota === 'function',
+  );
+  return {
+    name,
+    concurrency,
+    ratePerSecond: lane.ratePerSecond ?? null,
+    priority,
+    transport,
+    quota,
+    unsubscribe: resolveLaneUnsubscribe(name, lane, unsubscribe, transport),
+  };
 }
 
 /**

@@ -1,14 +1,13 @@
 import { InvalidOptionsError } from '../errors.js';
 import { type Verp, VERP_TOKEN_LENGTH } from '../shared/verp.js';
 import type { VerpOptions } from './reliable-mail-options.interface.js';
-import { HOSTNAME_PATTERN } from './require.js';
+import { HOSTNAME_PATTERN, requireSecrets } from './require.js';
 
 /** A dot-atom local part without `+`, which separates it from the token. */
 const VERP_LOCAL_PART_PATTERN = /^[a-z0-9!#$%&'*/=?^_`{|}~-]+(\.[a-z0-9!#$%&'*/=?^_`{|}~-]+)*$/i;
 /** RFC 5321 §4.5.3.1.1: a local part of 64 octets at most, of which `+` and the token take 43. */
 const MAX_LOCAL_PART_LENGTH = 64 - 1 - VERP_TOKEN_LENGTH;
 /** 128 bits of a random string's worth: what `openssl rand -base64 32` gives is 44 characters. */
-const MIN_SECRET_LENGTH = 32;
 
 /** The VERP return path, or null when the option is not given. */
 export function resolveVerp(verp: VerpOptions | undefined): Verp | null {
@@ -27,17 +26,10 @@ export function resolveVerp(verp: VerpOptions | undefined): Verp | null {
       `must be up to ${MAX_LOCAL_PART_LENGTH} characters of an address's local part, without "+", got ${JSON.stringify(localPart)}`,
     );
   }
-  const secrets = [verp.secret].flat();
-  if (
-    secrets.length === 0 ||
-    !secrets.every((secret) => typeof secret === 'string' && secret.length >= MIN_SECRET_LENGTH)
-  ) {
-    throw new InvalidOptionsError(
-      'verp.secret',
-      `must be a secret of at least ${MIN_SECRET_LENGTH} characters (such as the output of \`openssl rand -base64 32\`), ` +
-        'or [old, new] while one replaces another: every VERP address carries an HMAC of its row and recipient ' +
-        'under it, without which a recipient could forge a DSN that suppresses the others',
-    );
-  }
+  const secrets = requireSecrets(
+    'verp.secret',
+    verp.secret,
+    'every VERP address carries an HMAC of its row and recipient under it, without which a recipient could forge a DSN that suppresses the others',
+  );
   return { domain: verp.domain, localPart, secrets };
 }

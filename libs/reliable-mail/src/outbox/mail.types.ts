@@ -206,6 +206,8 @@ export interface OutboxAttempt {
    * is `unknown`, the retry cannot deliver a second copy.
    */
   deduplicatedByKey: boolean;
+  /** The transport that made the attempt, in a lane of several (`FailoverTransport`); null otherwise. */
+  transport: string | null;
 }
 
 export interface OutboxRow {

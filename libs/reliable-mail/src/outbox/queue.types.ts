@@ -89,6 +89,8 @@ export interface Settlement {
   providerAcceptedAt: Date | null;
   /** The provider deduplicates a retry of this request by its idempotency key (see `SendOutcome`). */
   deduplicatedByKey: boolean;
+  /** The transport that made the attempt, in a lane of several (`FailoverTransport`); null otherwise. */
+  transport: string | null;
   /** Every recipient that took the message so far; null when this attempt changed nothing. */
   acceptedRecipients: string[] | null;
   /** Every recipient that refused it so far (and, once final, those suppressed or given up on). */

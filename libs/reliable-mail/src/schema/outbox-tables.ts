@@ -23,6 +23,10 @@ export interface OutboxTables {
   readonly instance: string;
   /** The sources of each version of the templates from files, by name and version (their hash). */
   readonly templateSource: string;
+  /** The providers' rate and daily quotas and pauses, shared by every instance: a row per quota key. */
+  readonly sendQuota: string;
+  /** Who unsubscribed from which category of non-transactional mail, by one-click link: a row per pair. */
+  readonly unsubscribe: string;
   /** The schema's versions: one row for each applied (or recognised) version. */
   readonly migrations: string;
 }
@@ -50,6 +54,8 @@ export function tablesIn(schema: string): OutboxTables {
       audit: `${schema}.mail_console_audit`,
       instance: `${schema}.mail_instance`,
       templateSource: `${schema}.mail_template_source`,
+      sendQuota: `${schema}.mail_send_quota`,
+      unsubscribe: `${schema}.mail_unsubscribe`,
       migrations: `${schema}.mail_migrations`,
     };
     bySchema.set(schema, tables);

@@ -35,7 +35,8 @@ export interface OutboundMessage {
   messageId: string;
   /**
    * The row's idempotency key, or its id when it has none; the same on every attempt. A provider that
-   * deduplicates requests by key is given this, so a retry after an unknown outcome is not sent twice.
+   * deduplicates requests by key is given this, so a retry after an unknown outcome is not sent twice. A
+   * non-transactional lane's copy for one recipient has `<key>:<recipient>`.
    */
   idempotencyKey: string;
   /** The lane the row is sent through; a provider transport may map it to a stream of its own. */
@@ -141,6 +142,8 @@ export type SendOutcome =
        * and the row goes again once it resumes.
        */
       heldBack?: boolean;
+      /** The name of the transport that made the attempt, in a lane of several (`FailoverTransport`): recorded with it. */
+      transport?: string;
     }
   | {
       /**
@@ -155,7 +158,19 @@ export type SendOutcome =
       providerRequestId?: string | null;
       /** As for `attempted`: the lane's pause lasts at least this long. */
       retryAfterMs?: number;
+      /** As for `attempted`. */
+      transport?: string;
     };
+
+/** A provider account's sending limits, as its API reports them. */
+export interface ProviderSendQuota {
+  /** The most messages a second; null for none. */
+  perSecond: number | null;
+  /** The most messages in a rolling 24 hours; null for none (SES's -1). */
+  perDay: number | null;
+  /** The messages the account sent in the last 24 hours, from every sender on it, when the provider tells. */
+  sentLast24Hours?: number;
+}
 
 /** What the module tells a transport at start-up. */
 export interface TransportContext {
@@ -191,6 +206,12 @@ export interface MailTransport {
   warm?(): void;
   /** Resolves when the server or the API answers and accepts the credentials (the health check's `verifyTransports`). */
   verify(): Promise<void>;
+  /**
+   * The account's sending limits as the provider reports them (SES: `GetAccount`'s `SendQuota`), for a lane whose
+   * `quota` says `'provider'`; null when the provider reports none. Rejects when the provider could not be asked:
+   * the lane keeps the limits it read before, and asks again later.
+   */
+  sendQuota?(signal: AbortSignal): Promise<ProviderSendQuota | null>;
   /** Called at shutdown, once per transport object, after the sends in flight. */
   close(): Promise<void>;
 }

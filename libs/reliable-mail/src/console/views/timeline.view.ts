@@ -40,7 +40,10 @@ function attemptStep(page: PageContext, attempt: OutboxAttempt): Step {
     kind: `attempt ${attempt.outcome}`,
     body: html`<strong>Attempt ${attempt.attempt}: ${attempt.outcome}</strong>
       <span class="muted"
-        >by ${attempt.workerId}${attempt.durationMs === null ? '' : `, ${attempt.durationMs} ms`}</span
+        >by
+        ${attempt.workerId}${attempt.transport ? ` through ${attempt.transport}` : ''}${
+          attempt.durationMs === null ? '' : `, ${attempt.durationMs} ms`
+        }</span
       >
       ${
         attempt.replyCode !== null || attempt.reply

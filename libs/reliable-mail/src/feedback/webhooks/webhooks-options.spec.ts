@@ -19,10 +19,20 @@ describe('resolveWebhooksOptions', () => {
     expect(resolveWebhooksOptions({ sources }).sources).toEqual({ resend: { secret: 'whsec_abc' } });
   });
 
+  it.each<[string, unknown]>([
+    ['no sources', {}],
+    ['an empty sources object', { sources: {} }],
+    ['only undefined sources', { sources: { ses: undefined } }],
+  ])('takes %s: the module may serve only the one-click unsubscribe route (checked at start)', (_case, options) => {
+    expect(resolveWebhooksOptions(options as ReliableMailWebhooksOptions)).toEqual({
+      sources: {},
+      maxBodyBytes: 1_048_576,
+    });
+  });
+
   it.each<[string, unknown, string]>([
-    ['no sources', {}, 'sources'],
-    ['an empty sources object', { sources: {} }, 'sources'],
-    ['only undefined sources', { sources: { ses: undefined } }, 'sources'],
+    ['sources that are no object', { sources: 'ses' }, 'sources'],
+    ['sources as a list', { sources: ['ses'] }, 'sources'],
     ['dsn as a webhook source', { sources: { dsn: {} } }, 'sources.dsn'],
     ['ses without topics', { sources: { ses: { topicArns: [] } } }, 'sources.ses.topicArns'],
     [

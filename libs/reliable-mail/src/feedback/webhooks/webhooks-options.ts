@@ -15,8 +15,12 @@ export interface WebhookSourcesOptions {
 
 /** The options of `ReliableMailWebhooksModule.forRoot()` besides `path`. */
 export interface ReliableMailWebhooksOptions {
-  /** At least one source. DSN emails need none: the app hands them to `MailFeedbackService.ingestDsn`. */
-  sources: WebhookSourcesOptions;
+  /**
+   * The providers whose webhooks are taken. None for a module that serves only the one-click unsubscribe route
+   * (ReliableMailModule's `unsubscribe`); DSN emails need none: the app hands them to `MailFeedbackService.ingestDsn`.
+   * @default none
+   */
+  sources?: WebhookSourcesOptions;
   /**
    * The largest request body read, in bytes; a larger one is refused with 413. A body parser in front of the route
    * applies its own limit first (Nest's JSON parser: 100 KiB unless the app sets another).
@@ -45,14 +49,14 @@ function requireText(option: string, value: unknown): void {
 
 /** Checks the options at start-up, naming the one it refuses. */
 export function resolveWebhooksOptions(options: ReliableMailWebhooksOptions): ResolvedWebhooksOptions {
-  const { sources: given, maxBodyBytes = 1_048_576 } = options ?? {};
+  const { sources: given = {}, maxBodyBytes = 1_048_576 } = options ?? {};
+  if (!given || typeof given !== 'object' || Array.isArray(given)) {
+    throw invalid('sources', `must be an object of sources (${SOURCE_NAMES.join(', ')}), got ${JSON.stringify(given)}`);
+  }
   // A factory may leave a source it has no secret for as undefined: that source is simply not configured.
   const sources: WebhookSourcesOptions = Object.fromEntries(
-    Object.entries(given && typeof given === 'object' ? given : {}).filter(([, source]) => source !== undefined),
+    Object.entries(given).filter(([, source]) => source !== undefined),
   );
-  if (Object.keys(sources).length === 0) {
-    throw invalid('sources', `must configure at least one of ${SOURCE_NAMES.join(', ')}`);
-  }
   for (const name of Object.keys(sources)) {
     if (!SOURCE_NAMES.includes(name)) {
       throw invalid(`sources.${name}`, `is not a webhook source (${SOURCE_NAMES.join(', ')}; DSNs go to ingestDsn)`);

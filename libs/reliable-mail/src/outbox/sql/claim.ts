@@ -12,6 +12,11 @@ export interface ClaimRequest {
   leaseMs: number;
   /** `retry.maxAgeMs`: a row reclaimed after its worker died is closed as dead once it is older. */
   maxAgeMs: number;
+  /**
+   * The category of a lane marked `transactional: false` (`ResolvedLane.unsubscribe`): recipients unsubscribed from
+   * it are suppressed for this lane's rows. Absent or null for a transactional lane, which unsubscribes never stop.
+   */
+  unsubscribeCategory?: string | null;
 }
 
 /**
@@ -29,7 +34,8 @@ const TIME_ORDERED_UUID = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_u
  * Claims up to $2 due rows of lane $1 in one statement: pending rows whose time has come and `sending` rows whose
  * lease ran out (their worker died). Each claimed row gets the lock token $3, a lease of $5 ms, and, when it is to
  * be sent, one more attempt and an attempt record that exists before the SMTP conversation starts. The attempt a
- * dead worker left open is marked `unknown`: the server may or may not have taken that message.
+ * dead worker left open is marked `unknown`: the server may or may not have taken that message. Its recipients on
+ * the suppression list, and for a non-transactional lane those unsubscribed from its category $7, are suppressed.
  *
  * It reads only the partial indexes of due and leased rows: with 100,000 due rows a claim of 64 took 3–6 ms and
  * read ~1,400 buffers, the same with a million sent rows beside them (`npm run bench`).
@@ -86,10 +92,14 @@ export const CLAIM = new Statement((t) => ({
       from jsonb_array_elements((claimed.payload->'to') || (claimed.payload->'cc') || (claimed.payload->'bcc')) r
     ) recipients
     -- Looked up by primary key from the recipient list: a join on the expanded array would let the planner
-    -- read the whole suppression list for every claimed row.
+    -- read the whole suppression list for every claimed row. The unsubscribes of the lane's category too, by
+    -- (address, category); for a transactional lane (a null category) a one-time filter skips that scan.
     cross join lateral (
-      select coalesce(jsonb_agg(s.address), '[]'::jsonb) as addresses
-      from ${t.suppression} s where s.address = any(recipients.addresses)
+      select coalesce(jsonb_agg(listed.address), '[]'::jsonb) as addresses
+      from (select s.address from ${t.suppression} s where s.address = any(recipients.addresses)
+            union
+            select u.address from ${t.unsubscribe} u
+            where $7::text is not null and u.address = any(recipients.addresses) and u.category = $7::text) listed
     ) suppressed
     -- The recipients an earlier attempt may have reached: those it recorded as unknown, or every one when it recorded
     -- none (its worker died mid-send). A provider that deduplicates by key reads a refusal of the key as that attempt's
@@ -116,7 +126,15 @@ export const CLAIM = new Statement((t) => ({
 
 /** The claim's parameters in statement order, for a caller that runs or EXPLAINs the statement itself. */
 export function claimValues(request: ClaimRequest): unknown[] {
-  return [request.lane, request.limit, request.lockToken, request.workerId, request.leaseMs, request.maxAgeMs];
+  return [
+    request.lane,
+    request.limit,
+    request.lockToken,
+    request.workerId,
+    request.leaseMs,
+    request.maxAgeMs,
+    request.unsubscribeCategory ?? null,
+  ];
 }
 
 interface ClaimedRecord {

@@ -61,6 +61,8 @@ interface AttemptRecord {
   provider_request_id: string | null;
   provider_accepted_at: string | null;
   deduplicated_by_key: boolean;
+  /** Absent from the attempts recorded before schema version 11. */
+  transport?: string | null;
 }
 
 /** Feedback as `to_jsonb` renders it. */
@@ -175,6 +177,7 @@ function toAttempt(row: AttemptRecord): OutboxAttempt {
     providerRequestId: row.provider_request_id,
     providerAcceptedAt: toDateOrNull(row.provider_accepted_at),
     deduplicatedByKey: row.deduplicated_by_key,
+    transport: row.transport ?? null,
   };
 }
 

@@ -26,7 +26,7 @@ export const SETTLE = new Statement((t) => ({
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
       last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
       provider_message_ids text[], provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
-      bounced jsonb, event_name text, event_payload jsonb)
+      transport text, bounced jsonb, event_name text, event_payload jsonb)
   ), settled as (
     update ${t.outbox} o
     set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
@@ -56,7 +56,7 @@ export const SETTLE = new Statement((t) => ({
         enhanced_status = i.enhanced_status, reply = i.reply, duration_ms = i.duration_ms,
         recipients = i.attempt_recipients, provider_message_id = i.provider_message_id,
         provider_request_id = i.provider_request_id, provider_accepted_at = i.provider_accepted_at,
-        deduplicated_by_key = i.deduplicated_by_key
+        deduplicated_by_key = i.deduplicated_by_key, transport = i.transport
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     where a.id = any($4::uuid[]) and a.id = i.attempt_id
   ), suppressed as (
@@ -139,6 +139,7 @@ function settleInput(s: Settlement) {
     sent_at: s.sentAt?.toISOString() ?? null,
     outcome: s.outcome,
     duration_ms: s.durationMs,
+    transport: s.transport,
     bounced: s.bounced,
     event_name: s.eventName,
     // Serialised only when the event is to be recorded: most settles have no listener for theirs.

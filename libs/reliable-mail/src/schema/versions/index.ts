@@ -7,6 +7,9 @@ import { requestMessageIds } from './0006-request-message-ids.js';
 import { compressedPayloads } from './0007-compressed-payloads.js';
 import { consoleTables } from './0008-console.js';
 import { templateSources } from './0009-template-sources.js';
+import { sendQuotas } from './0010-send-quotas.js';
+import { attemptTransport } from './0011-attempt-transport.js';
+import { unsubscribes } from './0012-unsubscribes.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -20,6 +23,9 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   compressedPayloads,
   consoleTables,
   templateSources,
+  sendQuotas,
+  attemptTransport,
+  unsubscribes,
 ];
 
 export type { SchemaVersion } from './schema-version.js';

@@ -18,6 +18,25 @@ describe('networkFailure: a request without an answer', () => {
   });
 });
 
+describe('networkFailure of an error whose code was lost (the AWS SDK wraps an error of another realm)', () => {
+  it.each([
+    { message: 'AWS SDK error wrapper for Error: connect ECONNREFUSED 127.0.0.1:4566', status: 'deferred' },
+    {
+      message: 'AWS SDK error wrapper for Error: getaddrinfo ENOTFOUND email.eu-west-1.amazonaws.com',
+      status: 'deferred',
+    },
+    { message: 'AWS SDK error wrapper for Error: read ECONNRESET', status: 'unknown' },
+    { message: 'AWS SDK error wrapper for Error: socket hang up', status: 'unknown' },
+    { message: 'the server said connect ECONNREFUSED later', status: 'deferred' },
+  ])('$message: $status', ({ message, status }) => {
+    expect(networkFailure(undefined, message)).toMatchObject({ status, reply: message });
+  });
+
+  it('a code, when there is one, decides alone', () => {
+    expect(networkFailure('ECONNRESET', 'connect ECONNREFUSED 127.0.0.1:4566')).toMatchObject({ status: 'unknown' });
+  });
+});
+
 describe('outcomeOf', () => {
   const verdict = verdictsOn(422, '422 InactiveRecipientsError (406): …');
 

@@ -43,10 +43,18 @@ export function notSent(reason: string): ProviderVerdict {
   return { status: 'deferred', refusedRecipients: [], slowDown: false, replyCode: null, reply: reason };
 }
 
+/**
+ * Node's own text for a connection that could not be set up (`connect ECONNREFUSED 127.0.0.1:443`, `getaddrinfo
+ * ENOTFOUND host`), for an error that lost its code on the way: the AWS SDK wraps an error of another realm (jest's
+ * VM, a vm context) as `AWS SDK error wrapper for Error: connect ECONNREFUSED …`, which is only its text.
+ */
+const NOT_CONNECTED_TEXT = /\b(?:connect|getaddrinfo) (ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)\b/;
+
 /** A request that got no answer: `deferred` if it never reached the provider, `unknown` otherwise. */
 export function networkFailure(code: string | null | undefined, message: string): ProviderVerdict {
   const reply = code && !message.includes(code) ? `${message} (${code})` : message;
-  if (code && NOT_CONNECTED_CODES.has(code)) return notSent(reply);
+  const notConnected = code ? NOT_CONNECTED_CODES.has(code) : NOT_CONNECTED_TEXT.test(message);
+  if (notConnected) return notSent(reply);
   return { ...notSent(reply), status: 'unknown' };
 }
 

@@ -1,18 +1,13 @@
-import type { OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
-import { deferredRecipient, everyRecipientDeferred } from '../deferred-outcome.js';
+import type { OutboundMessage, SendOutcome } from '../mail-transport.interface.js';
+import { everyRecipientDeferred } from '../deferred-outcome.js';
 import { addressedTo } from '../outbound-content.js';
+import { mergeSendParts, nextSendGoes, type SendPart, stopReasonOf } from '../sequential-sends.js';
 import type { RequestPacer } from './request-pacer.js';
 
 // A provider API takes a message to at most so many recipients in one request (SES, Postmark and Resend: 50), and
 // refuses a larger request outright. An attempt to more goes out in several requests, one after another, each with
 // the same message and Message-ID, as SMTP sends it in several transactions (smtp-conversation.ts), and the
 // outcomes of those requests make the attempt's one `SendOutcome`.
-
-/** One request of a send: its recipients and what came of it. */
-interface SentRequest {
-  recipients: string[];
-  outcome: SendOutcome;
-}
 
 /** How a provider's API takes the recipients of one request. */
 export interface RequestLimits {
@@ -59,78 +54,16 @@ export function requestEnvelopes(
 }
 
 /**
- * Whether the send goes on to its next request: every recipient of this one took the message or was refused for
- * good, and the provider did not ask to slow down. After a deferral, an unknown outcome, a throttle or an outage the
- * rest wait for the next attempt, as SMTP's do after a failed transaction.
- */
-function goesOn(outcome: SendOutcome): boolean {
-  return (
-    outcome.kind === 'attempted' &&
-    !outcome.slowDown &&
-    outcome.recipients.every(({ status }) => status === 'accepted' || status === 'refused')
-  );
-}
-
-/** What a request that stopped the send came to: `deferred: 500 internal_server_error: …`. */
-function stopReason(outcome: SendOutcome): string {
-  if (outcome.kind === 'outage') return `outage: ${outcome.reply}`;
-  const unsettled = outcome.recipients.find(({ status }) => status !== 'accepted' && status !== 'refused');
-  const { status, reply } = unsettled ?? outcome.recipients[0] ?? { status: 'deferred', reply: null };
-  return `${outcome.slowDown ? 'slow down' : status}: ${reply ?? 'no reply'}`;
-}
-
-/**
- * The attempt's outcome from its requests' outcomes, in the order they were made, and the recipients left untried
- * (deferred, with `untriedReply`). An outage of the first request is the whole send's: nothing was taken, and the
- * lane pauses. Otherwise each recipient is reported once: as its request's outcome said, an outage's recipients
- * deferred. The reply, the provider's ids and the accept time are the first accepting request's (the request id,
- * when none accepted, the last request's); `slowDown` if any asked; `deduplicatedByKey` if every request was;
- * `retryAfterMs` the longest any asked for.
- */
-function mergeRequestOutcomes(sent: SentRequest[], untried: string[], untriedReply: string): SendOutcome {
-  const [first] = sent;
-  if (first.outcome.kind === 'outage' || (sent.length === 1 && untried.length === 0)) return first.outcome;
-  const recipients: RecipientOutcome[] = [];
-  const attempted: Array<Extract<SendOutcome, { kind: 'attempted' }>> = [];
-  for (const { recipients: envelope, outcome } of sent) {
-    if (outcome.kind === 'attempted') {
-      attempted.push(outcome);
-      recipients.push(...outcome.recipients);
-    } else recipients.push(...envelope.map((address) => deferredRecipient(address, outcome.reply, outcome.replyCode)));
-  }
-  recipients.push(...untried.map((address) => deferredRecipient(address, untriedReply)));
-  const accepting = attempted.find((outcome) => outcome.recipients.some(({ status }) => status === 'accepted'));
-  const retryAfters = sent.flatMap(({ outcome }) => (outcome.retryAfterMs === undefined ? [] : [outcome.retryAfterMs]));
-  return {
-    kind: 'attempted',
-    recipients,
-    reply: accepting?.reply ?? null,
-    providerMessageId: accepting?.providerMessageId ?? null,
-    providerRequestId: (accepting ?? sent[sent.length - 1].outcome).providerRequestId ?? null,
-    acceptedAt: accepting?.acceptedAt ?? null,
-    deduplicatedByKey: attempted.every((outcome) => outcome.deduplicatedByKey === true),
-    slowDown: attempted.some((outcome) => outcome.slowDown),
-    ...(retryAfters.length > 0 && { retryAfterMs: Math.max(...retryAfters) }),
-  };
-}
-
-/**
  * A send the pacer held back before request `index + 1` of `count`: no slot before the send's deadline (a provider's
  * Retry-After, or its rate limit). What went before is recorded and the rest were not tried, not charged
  * (`heldBack`): the lane waits until a slot could come (`retryAfterMs`), and the row goes again then.
  */
-function heldBack(
-  sent: SentRequest[],
-  untried: string[],
-  heldForMs: number,
-  index: number,
-  count: number,
-): SendOutcome {
+function heldBack(sent: SendPart[], untried: string[], heldForMs: number, index: number, count: number): SendOutcome {
   const why = `not tried in this attempt: the provider's Retry-After or rate limit allows no request before the send deadline (the next in ${heldForMs} ms)`;
   if (sent.length === 0) {
     return { ...everyRecipientDeferred(untried, why, { slowDown: true }), retryAfterMs: heldForMs, heldBack: true };
   }
-  const merged = mergeRequestOutcomes(sent, untried, `${why}, after request ${index} of ${count}`);
+  const merged = mergeSendParts(sent, untried, `${why}, after request ${index} of ${count}`);
   if (merged.kind === 'outage') return merged;
   return { ...merged, retryAfterMs: Math.max(merged.retryAfterMs ?? 0, heldForMs), heldBack: true };
 }
@@ -165,7 +98,7 @@ export async function sendInRequests(
   // request, within its deadline, so that the row is not charged for nothing.
   const stopping = message.stopping;
   let between: AbortSignal | undefined;
-  const sent: SentRequest[] = [];
+  const sent: SendPart[] = [];
   for (const [index, recipients] of envelopes.entries()) {
     if (index > 0 && (signal.aborted || stopping?.aborted)) break;
     if (limits.pacer) {
@@ -190,16 +123,16 @@ export async function sendInRequests(
     }
     if (outcome.retryAfterMs !== undefined) limits.pacer?.holdFor(outcome.retryAfterMs);
     sent.push({ recipients, outcome });
-    if (index === envelopes.length - 1) return mergeRequestOutcomes(sent, [], '');
-    if (!goesOn(outcome)) {
-      const why = `request ${index + 1} of ${envelopes.length} was not taken (${stopReason(outcome)})`;
-      return mergeRequestOutcomes(sent, envelopes.slice(index + 1).flat(), `not tried in this attempt: ${why}`);
+    if (index === envelopes.length - 1) return mergeSendParts(sent, [], '');
+    if (!nextSendGoes(outcome)) {
+      const why = `request ${index + 1} of ${envelopes.length} was not taken (${stopReasonOf(outcome)})`;
+      return mergeSendParts(sent, envelopes.slice(index + 1).flat(), `not tried in this attempt: ${why}`);
     }
   }
   const untried = envelopes.slice(sent.length).flat();
   const of = `request ${sent.length} of ${envelopes.length}`;
   if (signal.aborted)
-    return mergeRequestOutcomes(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
-  const merged = mergeRequestOutcomes(sent, untried, `not tried in this attempt: the app shut down after ${of}`);
+    return mergeSendParts(sent, untried, `not tried in this attempt: the send deadline passed after ${of}`);
+  const merged = mergeSendParts(sent, untried, `not tried in this attempt: the app shut down after ${of}`);
   return merged.kind === 'attempted' ? { ...merged, stoppedAtShutdown: true } : merged;
 }

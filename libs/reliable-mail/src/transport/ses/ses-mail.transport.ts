@@ -3,7 +3,13 @@ import { InvalidOptionsError } from '../../errors.js';
 import { acceptedOutcome, notSent, outcomeOf } from '../http/provider-outcome.js';
 import { loadSdk } from '../../shared/optional-package.js';
 import { sendInRequests } from '../http/send-in-requests.js';
-import type { MailTransport, OutboundMessage, SendOutcome, TransportContext } from '../mail-transport.interface.js';
+import type {
+  MailTransport,
+  OutboundMessage,
+  ProviderSendQuota,
+  SendOutcome,
+  TransportContext,
+} from '../mail-transport.interface.js';
 import { addressedTo, composeMime, releaseAttachmentStreams } from '../outbound-content.js';
 import { classifySesError, type SesError } from './ses-classification.js';
 
@@ -131,6 +137,23 @@ export class SesMailTransport implements MailTransport {
   async verify(): Promise<void> {
     const { client, sdk } = await this.connect();
     await client.send(new sdk.GetAccountCommand({}), { abortSignal: AbortSignal.timeout(10_000) });
+  }
+
+  /**
+   * The account's quotas in the client's region (`GetAccount`'s `SendQuota`, which needs `ses:GetAccount`):
+   * `MaxSendRate` a second and `Max24HourSend` in a rolling 24 hours, -1 meaning none; `SentLast24Hours`, what the
+   * account sent from every sender on it. SES counts each recipient as one message against both.
+   */
+  async sendQuota(signal: AbortSignal): Promise<ProviderSendQuota | null> {
+    const { client, sdk } = await this.connect();
+    const { SendQuota: quota } = await client.send(new sdk.GetAccountCommand({}), { abortSignal: signal });
+    if (!quota) return null;
+    const limit = (value: number | undefined): number | null => (value !== undefined && value > 0 ? value : null);
+    return {
+      perSecond: limit(quota.MaxSendRate),
+      perDay: limit(quota.Max24HourSend),
+      ...(quota.SentLast24Hours === undefined ? {} : { sentLast24Hours: quota.SentLast24Hours }),
+    };
   }
 
   async close(): Promise<void> {

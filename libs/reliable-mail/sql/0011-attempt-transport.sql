@@ -1,0 +1,6 @@
+-- reliable-mail schema version 11: attempt-transport
+begin;
+alter table reliable_mail.mail_outbox_attempt add column "transport" text null;
+insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
+   values (11, 'attempt-transport', 1);
+commit;

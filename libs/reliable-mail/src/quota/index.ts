@@ -1,0 +1,9 @@
+export {
+  QUOTA_DAY_MS,
+  type QuotaLimits,
+  type QuotaTake,
+  SharedSendQuota,
+  type SharedSendQuotaOptions,
+  type SendQuotaState,
+} from './shared-send-quota.js';
+export type { QuotaShortfall } from '../outbox/sql/take-send-quota.js';

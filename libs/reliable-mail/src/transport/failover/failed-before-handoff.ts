@@ -1,0 +1,25 @@
+import type { SendOutcome } from '../mail-transport.interface.js';
+
+/**
+ * Whether a send failed before the message was handed over, so that another transport may take it with no risk of a
+ * second copy: the session or the account refused every message (an outage: no connection, a refused greeting or
+ * login, a suspended account or key), or every recipient was deferred with no answer (the request never reached the
+ * provider: connection refused, DNS, TLS) or with a provider's 5xx, which its API documents as not taken.
+ *
+ * Never after an unknown outcome (the request was written and no answer came: the provider may have taken it), a
+ * recipient taken or refused (the message itself was judged), an SMTP server's 4yz (the recipient's server defers
+ * this mail, and would another provider's too), a request to slow down, which the lane honours, or a send held back
+ * or stopped at shutdown, which sent nothing and is not charged.
+ */
+export function failedBeforeHandoff(outcome: SendOutcome): boolean {
+  if (outcome.kind === 'outage') return true;
+  if (outcome.slowDown || outcome.heldBack || outcome.stoppedAtShutdown) return false;
+  return (
+    outcome.recipients.length > 0 &&
+    outcome.recipients.every(
+      (recipient) =>
+        recipient.status === 'deferred' &&
+        (recipient.replyCode === null || (recipient.replyCode >= 500 && recipient.enhancedStatus === null)),
+    )
+  );
+}
