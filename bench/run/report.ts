@@ -1,7 +1,7 @@
 // The table printed at the end of a run.
 import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
-import type { CriticalResult, SystemResult } from './types.js';
+import type { CriticalResult, LatencyFigure, SystemResult } from './types.js';
 import { phases, runStartedAt } from './context.js';
 
 export function fmt(value: number | null | undefined, digits = 0): string {
@@ -12,6 +12,11 @@ export function fmt(value: number | null | undefined, digits = 0): string {
 export function ratio(a: number | null | undefined, b: number | null | undefined): string {
   if (!a || !b) return '-';
   return `${(a / b).toFixed(2)}x`;
+}
+
+/** A latency figure's values in enqueue order, whole milliseconds. */
+function series(figure: LatencyFigure): string {
+  return figure.series.map((value) => (value === null ? 'lost' : value.toFixed(0))).join(' ');
 }
 
 export function table(headers: string[], rows: string[][]): string {
@@ -148,15 +153,20 @@ export function report(
     lines.push('');
   }
   if (critical) {
+    const idleP95 = results.find((result) => result.system === 'reliable-mail')?.idle?.p95;
     if (critical.error) lines.push(`critical lane: error ${critical.error}`);
     else {
       lines.push(
         `critical lane under a ${fmt(critical.bulk)}-email bulk backlog (bulk enqueued with enqueueMany at ${fmt(critical.bulkEnqueue.perSecond)}/s): ` +
           `${critical.critical.arrived}/${critical.critical.sent} critical arrived${critical.timedOut ? ' (timed out)' : ''}, ` +
-          `p50 ${fmt(critical.critical.p50, 1)} ms, p95 ${fmt(critical.critical.p95, 1)} ms, max ${fmt(critical.critical.max, 1)} ms; ` +
+          `p50 ${fmt(critical.critical.p50, 1)} ms, p95 ${fmt(critical.critical.p95, 1)} ms ` +
+          `(${ratio(critical.critical.p95, idleP95)} the idle p95), max ${fmt(critical.critical.max, 1)} ms; ` +
           `bulk still pending when the last critical arrived: ${fmt(critical.bulkPendingWhenLastCriticalArrived)} ` +
           `(${fmt(critical.bulkSentBeforeLastCritical)} bulk sent by then, ${fmt(critical.bulkPerSecond)}/s)`,
-        `  critical latencies in ms, in enqueue order: ${critical.critical.series.map((v) => (v === null ? 'lost' : v.toFixed(0))).join(' ')}`,
+        `  critical latencies in ms, in enqueue order: ${series(critical.critical)}`,
+        `  the ${critical.startup.sent} critical emails of the first second after the worker started, before those: ` +
+          `${critical.startup.arrived} arrived, p50 ${fmt(critical.startup.p50, 1)} ms, max ${fmt(critical.startup.max, 1)} ms; ` +
+          `in enqueue order: ${series(critical.startup)}`,
       );
     }
     lines.push('');

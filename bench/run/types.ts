@@ -64,6 +64,9 @@ export interface SystemResult {
 export interface CriticalResult {
   bulk: number;
   bulkEnqueue: EnqueueFigure;
+  /** The critical emails of the first second after the worker started. */
+  startup: LatencyFigure;
+  /** The critical emails after those, the worker running. */
   critical: LatencyFigure;
   bulkSentBeforeLastCritical: number | null;
   /** Bulk mails accepted per second from the first of them to the last critical one. */

@@ -79,12 +79,12 @@ describe('SmtpMailTransport', () => {
       await server.close();
     });
 
-    const sendingTo = (maxMessages: number) => {
+    const sendingTo = (maxMessages: number, connections = 1) => {
       const options = resolveSmtpOptions(
         { host: '127.0.0.1', port: Number(new URL(server.url).port), secure: false, ignoreTLS: true, maxMessages },
         'transport',
       );
-      transport = new SmtpMailTransport(options, 1, 'shop@example.com');
+      transport = new SmtpMailTransport(options, connections, 'shop@example.com');
       return (signal = new AbortController().signal) => transport!.send(message(), signal);
     };
 
@@ -120,6 +120,27 @@ describe('SmtpMailTransport', () => {
       });
       expect(server.received).toHaveLength(0);
       greet();
+    });
+
+    it('a mail that takes the last open connection has the next opened meanwhile: a mail that comes while it is sent finds it', async () => {
+      // The first message is held after its final dot until the test lets it go: the second comes while it is sent.
+      let acceptFirst = () => {};
+      const firstAccepted = new Promise<void>((resolve) => (acceptFirst = resolve));
+      let messages = 0;
+      server.script = { onData: () => (++messages === 1 ? { acceptWhen: firstAccepted } : undefined) };
+      const send = sendingTo(100, 2);
+      transport!.warm();
+      await waitFor('the connection opened ahead', () => server.sessions.length === 1, 5_000);
+      const first = send();
+      await waitFor('the first message written', () => server.received.length === 1, 5_000);
+      // Opened before any second mail: without it, that mail would connect and wait for the greeting itself.
+      await waitFor('a second connection, opened ahead', () => server.sessions.length === 2, 5_000);
+      await expect(send()).resolves.toMatchObject({ kind: 'attempted' });
+      acceptFirst();
+      await expect(first).resolves.toMatchObject({ kind: 'attempted' });
+      expect(server.received.map((received) => received.sessionId)).toEqual(server.sessions);
+      // The lane's two connections are both taken: none more.
+      expect(server.sessions).toHaveLength(2);
     });
 
     it('verify opens a connection of its own and keeps it for the next mail', async () => {

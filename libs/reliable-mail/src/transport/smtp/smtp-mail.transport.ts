@@ -83,7 +83,7 @@ export class SmtpMailTransport implements MailTransport {
       this.options,
       AbortSignal.timeout(this.options.connectionTimeout + this.options.greetingTimeout),
     );
-    this.pool.release(session, true);
+    this.pool.adopt(session);
   }
 
   async close(): Promise<void> {

@@ -8,15 +8,19 @@ const IDLE_TIMEOUT_MS = 30_000;
 /**
  * The SMTP connections of one lane. The lane's `concurrency` bounds the sends in flight, so a send never waits
  * for a connection: it takes an idle one, or the one being opened ahead, or opens its own, and at most `size` stay
- * open when idle. A connection is opened ahead when the lane starts, and to replace one that carried `maxMessages`:
- * the next mail, maybe a login code into an idle lane, finds one open rather than paying a connect, a greeting and
- * an EHLO. The greeting alone may be long on purpose: servers pause before it to catch clients that talk too soon
- * (smtp-server 100 ms, Postfix's postscreen up to 6 s).
+ * open when idle. A connection is opened ahead when the lane starts, to replace one that carried `maxMessages`, and
+ * when a send has taken the last one left while the lane has room for another: the next mail, maybe a login code
+ * arriving while the one before is still being sent, finds one open rather than paying a connect, a greeting and an
+ * EHLO. The greeting alone may be long on purpose: servers pause before it to catch clients that talk too soon
+ * (smtp-server 100 ms, Postfix's postscreen up to 6 s); in `npm run bench` a login code that came while the one
+ * before was being sent opened a connection of its own and took 130-150 ms instead of 10-40.
  */
 export class SmtpSessionPool {
   private readonly idle: Array<{ session: SmtpSession; timer: NodeJS.Timeout }> = [];
   /** A connection being opened ahead of any send, null once it failed; the first send to need one takes it. */
   private ahead: Promise<SmtpSession | null> | null = null;
+  /** Connections handed to sends and not yet given back. */
+  private inUse = 0;
   private closed = false;
   /** Aborted at close: a replacement still connecting is given up. */
   private readonly closing = new AbortController();
@@ -27,6 +31,16 @@ export class SmtpSessionPool {
   ) {}
 
   async acquire(signal: AbortSignal): Promise<SmtpSession> {
+    const session = await this.take(signal);
+    this.inUse++;
+    // None left for the next send: one is opened while this one talks, so that a send arriving meanwhile does not
+    // open its own and wait for the greeting on its path. Only once this one's opened: a server refusing
+    // connections gets no more attempts than sends.
+    if (this.idle.length === 0 && this.inUse < this.size) this.openAhead();
+    return session;
+  }
+
+  private async take(signal: AbortSignal): Promise<SmtpSession> {
     while (this.idle.length > 0) {
       const { session, timer } = this.idle.pop()!;
       clearTimeout(timer);
@@ -59,7 +73,8 @@ export class SmtpSessionPool {
       this.ahead = null;
       if (!session) return;
       if (this.closed) session.quit();
-      else this.keepIdle(session);
+      // Under those already idle: a send takes the connection used last, so the least used ones time out first.
+      else this.keepIdle(session, 'under');
     });
   }
 
@@ -68,6 +83,7 @@ export class SmtpSessionPool {
    * fresh session rather than the one a sick server or a broken state gave the failure on.
    */
   release(session: SmtpSession, reusable: boolean): void {
+    this.inUse--;
     if (!reusable || this.closed || !session.usable) {
       session.quit();
       return;
@@ -80,7 +96,13 @@ export class SmtpSessionPool {
     this.keepIdle(session);
   }
 
-  private keepIdle(session: SmtpSession): void {
+  /** Keeps a connection opened outside any send (`verify`) for the next one. */
+  adopt(session: SmtpSession): void {
+    if (this.closed || !session.usable) session.quit();
+    else this.keepIdle(session);
+  }
+
+  private keepIdle(session: SmtpSession, place: 'over' | 'under' = 'over'): void {
     if (this.idle.length >= this.size) {
       session.quit();
       return;
@@ -91,7 +113,8 @@ export class SmtpSessionPool {
       session.quit();
     }, IDLE_TIMEOUT_MS);
     timer.unref();
-    this.idle.push({ session, timer });
+    if (place === 'over') this.idle.push({ session, timer });
+    else this.idle.unshift({ session, timer });
   }
 
   close(): void {
