@@ -199,6 +199,7 @@ describe('settle values against PostgreSQL', () => {
       skipReason: null,
       suppressed: [],
       possiblyTakenBefore: [],
+      possiblyTakenThrough: null,
       acceptedRecipients: [],
       rejectedRecipients: [],
       leaseEndsAt: performance.now() + 60_000,

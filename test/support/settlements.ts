@@ -60,6 +60,7 @@ export function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
     skipReason: null,
     suppressed: [],
     possiblyTakenBefore: [],
+    possiblyTakenThrough: null,
     acceptedRecipients: [],
     rejectedRecipients: [],
     leaseEndsAt: performance.now() + 600_000,

@@ -205,6 +205,7 @@ export class Delivery {
       mail,
       recipients,
       possiblyTakenBefore: possiblyTakenIn(row.possiblyTakenBefore, recipients),
+      possiblyTakenThrough: row.possiblyTakenThrough ?? undefined,
       envelopeSenders: this.verp
         ? Object.fromEntries(recipients.map((address) => [address, verpAddress(this.verp!, row.id, address)]))
         : undefined,

@@ -12,6 +12,7 @@ import { resolveOptions } from '../options/resolve-options.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { Attempt, Delivery } from './delivery.js';
 import type { AttemptResult } from './settlement.js';
+import type { SharedSendQuota } from '../quota/index.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
 import type { Settler } from './settler.js';
@@ -67,7 +68,7 @@ const accepted: AttemptResult = {
 };
 
 /** A lane loop whose database answers each statement by `answer` (an empty result when it gives none). */
-function laneWith(answer: Answer, result: AttemptResult = accepted) {
+function laneWith(answer: Answer, result: AttemptResult = accepted, quota: SharedSendQuota | null = null) {
   const statements: string[] = [];
   const database: SqlClient = {
     query<R>(statement: Statement): Promise<R[]> {
@@ -84,7 +85,13 @@ function laneWith(answer: Answer, result: AttemptResult = accepted) {
       return new Promise<Attempt>((resolve) => sends.push(() => resolve({ result, durationMs: 1 })));
     },
   } as unknown as Delivery;
-  const settler = { settle: async () => ({ applied: true, event: null }) } as unknown as Settler;
+  const settled: string[] = [];
+  const settler = {
+    settle: async ({ id }: { id: string }) => {
+      settled.push(id);
+      return { applied: true, event: null };
+    },
+  } as unknown as Settler;
   const quiet = () => undefined;
   const logged: Array<{ level: string; msg: unknown }> = [];
   const log = (level: string) => (entry: { msg?: unknown }) => logged.push({ level, msg: entry.msg });
@@ -95,16 +102,21 @@ function laneWith(answer: Answer, result: AttemptResult = accepted) {
     delivery,
     settler,
     priorities: new LanePriorities(options.lanes),
-    quota: null,
+    quota,
     publisher: { publish: quiet } as unknown as MailEventPublisher,
     metrics: { recordAttempt: quiet, recordFinal: quiet } as unknown as MailMetrics,
     options,
     logger,
   });
-  return { loop, statements, delivered, sends, logged };
+  return { loop, statements, delivered, sends, logged, settled };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Polls until `holds`, failing with `what` after 5 s. */
+async function waitFor(what: string, holds: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !holds(); await wait(5))
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for: ${what}`);
+}
 /** An error as pg raises it for a server's ErrorResponse. */
 const databaseError = (code: string, severity: string) =>
   Object.assign(new pg.DatabaseError('refused', 0, 'error'), { code, severity });
@@ -188,14 +200,36 @@ describe('LaneLoop', () => {
     // The outage's event names the recipients still waiting, which a row without a payload cannot say.
     const outage: AttemptResult = { kind: 'outage', replyCode: 421, enhancedStatus: null, reply: '421 4.3.2 bye' };
     const lane = started(laneWith(oneRow, outage));
-    await wait(50);
+    await waitFor('the send', () => lane.sends.length === 1);
     lane.sends.shift()!();
-    await wait(50);
+    await waitFor('the throw logged', () => lane.logged.length > 0);
     expect(lane.logged).toContainEqual({
       level: 'error',
       msg: 'the send of a row threw; a row left unsettled is claimed again after its lease',
     });
     expect(lane.statements).not.toContain('reliable_mail_settle');
+  });
+
+  it('a quota give-back that fails costs only its grants: the rows claimed are still handled', async () => {
+    let claimed = false;
+    // A row closed at its claim (all its recipients suppressed) sends nothing: its grant goes back.
+    const oneRow: Answer = (statement) => {
+      if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+      claimed = true;
+      return Promise.resolve([{ ...claimRecord('first'), skip_reason: 'suppressed', attempt_id: null }]);
+    };
+    const quota = {
+      take: async (wanted: number) => ({ granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null }),
+      giveBack: () => Promise.reject(new Error('Query read timeout')),
+      pauseFor: async () => undefined,
+      state: () => null,
+    } as unknown as SharedSendQuota;
+    const lane = started(laneWith(oneRow, accepted, quota));
+    await waitFor('the give-back to fail', () =>
+      lane.logged.some(({ msg }) => msg === 'could not give back unused quota'),
+    );
+    expect(lane.logged.map(({ msg }) => msg)).not.toContain('claim failed; trying again after the poll interval');
+    expect(lane.settled).toEqual(['first']);
   });
 
   describe('a row claimed ahead', () => {

@@ -25,7 +25,7 @@ import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.j
 import { loggedReply, type ReplyFacts } from './logged-reply.js';
 import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
-import type { SendQuotaState, SharedSendQuota } from '../quota/index.js';
+import type { QuotaTake, SendQuotaState, SharedSendQuota } from '../quota/index.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
@@ -116,6 +116,8 @@ export class LaneLoop {
    */
   private readonly unansweredClaims = new Map<string, number>();
   private nextHandBackAt = 0;
+  /** When the shared quota, found spent or paused, may grant again (`performance.now()`); 0 when it may now. */
+  private quotaReadyAt = 0;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -279,13 +281,30 @@ export class LaneLoop {
   private async claim(granted: number): Promise<number> {
     const { leaseMs, workerId, pollIntervalMs } = this.deps.options.dispatcher;
     await this.handBackUnanswered();
-    const shared = this.deps.quota ? await this.deps.quota.take(granted) : null;
+    // While the last take found the quota spent or paused, a wake-up (every enqueue's NOTIFY) takes nothing more
+    // from the one row every instance shares before the next poll.
+    const quotaWaitMs = Math.ceil(this.quotaReadyAt - performance.now());
+    if (this.deps.quota && quotaWaitMs > 0) {
+      this.throttle.giveBack(granted);
+      return Math.min(quotaWaitMs, pollIntervalMs);
+    }
+    let shared: QuotaTake | null = null;
+    try {
+      shared = this.deps.quota ? await this.deps.quota.take(granted) : null;
+    } catch (error) {
+      this.throttle.giveBack(granted);
+      throw error;
+    }
     // When a take of the shared quota could grant again, on this process's clock: any lateness costs rate.
     const sharedReadyAt = performance.now() + (shared?.waitMs ?? 0);
     const limit = shared?.granted ?? granted;
     this.throttle.giveBack(granted - limit);
-    // Over the provider's limits: nothing is claimed, so no attempt is charged.
-    if (limit === 0) return Math.max(1, Math.min(shared!.waitMs, pollIntervalMs));
+    if (limit === 0) {
+      // Over the provider's limits: nothing is claimed, so no attempt is charged.
+      // Asked again at the next poll at the latest: another instance may give grants back, or the limits change.
+      this.quotaReadyAt = performance.now() + Math.min(shared!.waitMs, pollIntervalMs);
+      return Math.max(1, Math.min(shared!.waitMs, pollIntervalMs));
+    }
     const lockToken = randomUUID();
     const rows = await claimRows(this.deps.database, {
       lane: this.lane.name,
@@ -297,20 +316,41 @@ export class LaneLoop {
       unsubscribeCategory: this.lane.unsubscribe?.category,
     }).catch((error: unknown) => {
       // Only a claim that may have committed holds rows: one that never left, or that PostgreSQL refused (and
-      // so rolled back), has nothing to hand back.
+      // so rolled back), has nothing to hand back, and what it was granted goes back.
       if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
+      else {
+        this.throttle.giveBack(limit);
+        if (shared) this.giveBackQuota(shared, limit);
+      }
       throw error;
     });
     this.throttle.giveBack(limit - rows.length);
-    if (shared) await this.deps.quota!.giveBack(shared, limit - rows.length);
     if (rows.length > 0 && this.deps.options.logging.perMail)
       this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
     this.ready.push(...rows);
     this.pump();
+    // Rows closed at their claim (suppressed, unsubscribed, cancelled) send nothing: their grants go back too.
+    if (shared) this.giveBackQuota(shared, limit - rows.filter((row) => row.skipReason === null).length);
     this.backlogSeen = rows.length === limit;
     if (!this.backlogSeen) return pollIntervalMs;
     if (this.inFlight.size + this.ready.length >= this.prefetch * this.slots) return -1;
     return Math.max(this.throttle.waitMs(Date.now()), Math.ceil(sharedReadyAt - performance.now()));
+  }
+
+  /** Returns unused grants of the shared quota, after the rows are in hand: a failure costs only those grants. */
+  private giveBackQuota(take: QuotaTake, unused: number): void {
+    if (unused <= 0) return;
+    this.track(
+      this.deps.quota!.giveBack(take, unused).catch((error: unknown) => {
+        if (!reportedAsOutage(error))
+          this.deps.logger.warn({
+            msg: 'could not give back unused quota',
+            lane: this.lane.name,
+            error: String(error),
+          });
+      }),
+      this.settling,
+    );
   }
 
   /**
@@ -502,7 +542,11 @@ export class LaneLoop {
       // A paused lane sends nothing more, so the rows it claimed ahead go back rather than wait out the pause.
       if (!wasPaused && this.throttle.isPaused(Date.now())) this.track(this.handBackReady(), this.settling);
     }
-    const retryAfterMs = result.kind === 'unrenderable' ? undefined : result.retryAfterMs;
+    // A send held back (`heldBack`) waited for this instance's own request pacing, not for the provider.
+    const retryAfterMs =
+      result.kind === 'unrenderable' || (result.kind === 'attempted' && result.heldBack)
+        ? undefined
+        : result.retryAfterMs;
     // The provider's Retry-After holds every instance sending through the same account, not this one alone.
     if (this.deps.quota && retryAfterMs)
       this.track(

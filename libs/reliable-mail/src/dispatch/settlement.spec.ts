@@ -39,6 +39,7 @@ function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
     skipReason: null,
     suppressed: [],
     possiblyTakenBefore: [],
+    possiblyTakenThrough: null,
     acceptedRecipients: [],
     rejectedRecipients: [],
     leaseEndsAt: 0,

@@ -15,7 +15,6 @@ export interface LaneUnsubscribe extends ResolvedUnsubscribe {
   category: string;
 }
 
-/** 128 bits of a random string's worth: what `openssl rand -base64 32` gives is 44 characters. */
 /**
  * A link is the URL, `?token=` and up to some 470 characters of token (the longest address and category): the
  * header line stays well within RFC 5322's 998 characters.

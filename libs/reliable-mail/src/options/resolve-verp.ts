@@ -7,7 +7,6 @@ import { HOSTNAME_PATTERN, requireSecrets } from './require.js';
 const VERP_LOCAL_PART_PATTERN = /^[a-z0-9!#$%&'*/=?^_`{|}~-]+(\.[a-z0-9!#$%&'*/=?^_`{|}~-]+)*$/i;
 /** RFC 5321 §4.5.3.1.1: a local part of 64 octets at most, of which `+` and the token take 43. */
 const MAX_LOCAL_PART_LENGTH = 64 - 1 - VERP_TOKEN_LENGTH;
-/** 128 bits of a random string's worth: what `openssl rand -base64 32` gives is 44 characters. */
 
 /** The VERP return path, or null when the option is not given. */
 export function resolveVerp(verp: VerpOptions | undefined): Verp | null {

@@ -55,6 +55,11 @@ export interface ClaimedRow {
    * recorded one (its worker died mid-send). Empty for a row never sent before.
    */
   possiblyTakenBefore: string[];
+  /**
+   * The transport (in a lane of several, `FailoverTransport`) of the latest attempt that may have reached some of
+   * `possiblyTakenBefore`; null when none recorded one (a lane of one transport, or a worker that died mid-send).
+   */
+  possiblyTakenThrough: string | null;
   /** Recipients that took the message in an earlier attempt, lower case: this one leaves them out. */
   acceptedRecipients: string[];
   /** Recipients that refused it in an earlier attempt: this one leaves them out too. */

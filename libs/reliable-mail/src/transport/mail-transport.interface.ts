@@ -62,6 +62,12 @@ export interface OutboundMessage {
    */
   possiblyTakenBefore?: string[];
   /**
+   * The transport (a `FailoverTransport` entry's name) the earlier attempt that may have reached them went through,
+   * when it recorded one: a retry then goes through it alone, so that a mail the provider may have taken never
+   * reaches another provider too.
+   */
+  possiblyTakenThrough?: string;
+  /**
    * Aborted when the app begins to shut down. A transport that sends a message in several requests or transactions
    * makes no further one once it is, and reports the rest deferred, so that what went out is settled before the
    * process exits rather than sent again after the lease. It never cuts a request or transaction under way.

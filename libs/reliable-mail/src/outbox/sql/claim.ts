@@ -74,6 +74,7 @@ export const CLAIM = new Statement((t) => ({
               o.traceparent, o.tracestate
   ), screened as (
     select claimed.*, suppressed.addresses as suppressed, earlier.addresses as possibly_taken,
+           earlier.transport as possibly_taken_through,
            case when claimed.cancel_requested_at is not null then 'cancelled'
                 when claimed.expires_at <= now() then 'expired'
                 -- A row past its limits is closed here: its worker died without a settle to decide. Past its
@@ -109,7 +110,9 @@ export const CLAIM = new Statement((t) => ({
       select case when bool_or(jsonb_typeof(a.recipients) is distinct from 'array') then to_jsonb(recipients.addresses)
                   else coalesce(jsonb_agg(distinct lower(r->>'address'))
                                   filter (where r->>'status' = 'unknown' and r->>'address' is not null), '[]'::jsonb)
-             end as addresses
+             end as addresses,
+             -- The transport of the latest such attempt, in a lane of several: the retry goes through it alone.
+             (array_agg(a.transport order by a.attempt desc) filter (where a.transport is not null))[1] as transport
       from ${t.attempt} a
       left join lateral jsonb_array_elements(
         case when jsonb_typeof(a.recipients) = 'array' then a.recipients else '[]'::jsonb end) r on true
@@ -152,6 +155,7 @@ interface ClaimedRecord {
   skip_reason: ClaimedRow['skipReason'];
   suppressed: string[];
   possibly_taken: string[];
+  possibly_taken_through: string | null;
   accepted_recipients: string[] | null;
   rejected_recipients: RejectedRecipient[] | null;
   traceparent: string | null;
@@ -177,6 +181,7 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     skipReason: row.skip_reason ?? null,
     suppressed: row.suppressed,
     possiblyTakenBefore: row.possibly_taken,
+    possiblyTakenThrough: row.possibly_taken_through,
     acceptedRecipients: row.accepted_recipients ?? [],
     rejectedRecipients: row.rejected_recipients ?? [],
     traceparent: row.traceparent,

@@ -170,6 +170,61 @@ describe('FailoverTransport', () => {
     expect(postmark.sent).toEqual([]);
   });
 
+  it('the retry of a mail an earlier attempt may have handed over goes through that transport alone', async () => {
+    const ses = scripted(outage, taken);
+    const postmark = scripted(taken);
+    const failover = new FailoverTransport([
+      { name: 'ses', transport: ses.transport },
+      { name: 'postmark', transport: postmark.transport },
+    ]);
+    // Another mail finds SES refusing connections: the lane is on Postmark now.
+    expect(await failover.send(message(1), never)).toMatchObject({ transport: 'postmark' });
+    const retry = { ...message(2), possiblyTakenBefore: RECIPIENTS, possiblyTakenThrough: 'ses' };
+    expect(await failover.send(retry, never)).toMatchObject({
+      transport: 'ses',
+      recipients: [{ status: 'accepted' }, { status: 'accepted' }],
+    });
+    expect(postmark.sent).toEqual(['<1@example.com>']);
+  });
+
+  it('such a retry never moves on within its attempt, whatever the transport answers; with none recorded, through the one the lane is on', async () => {
+    const ses = scripted(outage);
+    const postmark = scripted(taken);
+    const failover = new FailoverTransport([
+      { name: 'ses', transport: ses.transport },
+      { name: 'postmark', transport: postmark.transport },
+    ]);
+    const retry = { ...message(1), possiblyTakenBefore: RECIPIENTS, possiblyTakenThrough: 'ses' };
+    expect(await failover.send(retry, never)).toMatchObject({ kind: 'outage', transport: 'ses' });
+    // A worker died mid-send: its attempt recorded no transport.
+    expect(await failover.send({ ...message(2), possiblyTakenBefore: RECIPIENTS }, never)).toMatchObject({
+      kind: 'outage',
+      transport: 'ses',
+    });
+    expect(postmark.sent).toEqual([]);
+  });
+
+  it('a probe whose outcome is unknown does not bring the lane back to the first transport', async () => {
+    let now = 0;
+    const ses = scripted(outage, everyRecipient('unknown', null), taken);
+    const postmark = scripted(taken);
+    const failover = new FailoverTransport(
+      [
+        { name: 'ses', transport: ses.transport },
+        { name: 'postmark', transport: postmark.transport },
+      ],
+      { probeAfterMs: 1_000 },
+      () => now,
+    );
+    expect(await failover.send(message(1), never)).toMatchObject({ transport: 'postmark' });
+    now += 1_000;
+    expect(await failover.send(message(2), never)).toMatchObject({
+      transport: 'ses',
+      recipients: [{ status: 'unknown' }, { status: 'unknown' }],
+    });
+    expect(await failover.send(message(3), never)).toMatchObject({ transport: 'postmark' });
+  });
+
   it('the last transport failing too reports its own outcome', async () => {
     const failover = new FailoverTransport([
       { name: 'ses', transport: scripted(outage).transport },
@@ -181,7 +236,7 @@ describe('FailoverTransport', () => {
     });
   });
 
-  it('makes no second request once the send deadline passed or the app began to shut down', async () => {
+  it('makes no second request once the send deadline passed', async () => {
     const postmark = scripted(taken);
     const deadline = new AbortController();
     const ses: MailTransport = {
@@ -196,6 +251,26 @@ describe('FailoverTransport', () => {
       { name: 'postmark', transport: postmark.transport },
     ]);
     expect(await failover.send(message(1), deadline.signal)).toMatchObject({ transport: 'ses' });
+    expect(postmark.sent).toEqual([]);
+  });
+
+  it('makes no second request once the app began to shut down', async () => {
+    const postmark = scripted(taken);
+    const stopping = new AbortController();
+    const ses: MailTransport = {
+      ...scripted(outage).transport,
+      send: async () => {
+        stopping.abort();
+        return outage;
+      },
+    };
+    const failover = new FailoverTransport([
+      { name: 'ses', transport: ses },
+      { name: 'postmark', transport: postmark.transport },
+    ]);
+    expect(await failover.send({ ...message(1), stopping: stopping.signal }, never)).toMatchObject({
+      transport: 'ses',
+    });
     expect(postmark.sent).toEqual([]);
   });
 

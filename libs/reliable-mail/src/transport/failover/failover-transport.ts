@@ -45,6 +45,7 @@ export class FailoverTransport implements MailTransport {
   /** When a send tries the first transport again (on the `now` clock), while `active` is not the first. */
   private probeAt = 0;
   private probing = false;
+  sendQuota?: (signal: AbortSignal) => Promise<ProviderSendQuota | null>;
 
   constructor(
     private readonly entries: readonly FailoverEntry[],
@@ -64,12 +65,17 @@ export class FailoverTransport implements MailTransport {
         throw new InvalidOptionsError(`FailoverTransport[${index}].transport`, 'must be a MailTransport');
       names.add(entry.name);
     }
+    // The first transport's limits, when it reports them: the one the lane sends through unless it is down. Only
+    // then, so that a lane's quota: 'provider' is refused at start for a first transport that reports none.
+    const first = entries[0].transport;
+    if (first.sendQuota) this.sendQuota = (signal) => first.sendQuota!(signal);
     this.probeAfterMs = options.probeAfterMs ?? 60_000;
     if (!Number.isInteger(this.probeAfterMs) || this.probeAfterMs < 1)
       throw new InvalidOptionsError('FailoverTransport.probeAfterMs', 'must be a positive integer of milliseconds');
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    if ((message.possiblyTakenBefore?.length ?? 0) > 0) return this.sendPinned(message, signal);
     const probe = this.active > 0 && !this.probing && this.now() >= this.probeAt;
     if (probe) this.probing = true;
     for (let index = probe ? 0 : this.active; ; index++) {
@@ -87,17 +93,32 @@ export class FailoverTransport implements MailTransport {
     }
   }
 
+  /**
+   * A retry of a mail an earlier attempt may have handed over: through the transport that attempt went through (or,
+   * when it recorded none, a worker having died mid-send, through the one the lane is on), and never on to another
+   * within the attempt, whatever it answers: the provider may hold the first copy, and only a retry through it can be
+   * deduplicated (Resend's key) or keep the duplicate to that one provider.
+   */
+  private async sendPinned(message: OutboundMessage, signal: AbortSignal): Promise<SendOutcome> {
+    const recorded = this.entries.findIndex(({ name }) => name === message.possiblyTakenThrough);
+    const index = recorded >= 0 ? recorded : this.active;
+    const outcome = await this.entries[index].transport.send(message, signal);
+    return { ...outcome, transport: this.entries[index].name };
+  }
+
   /** Moves the lane to the next transport when the one it was on failed, and back to the first when it answers. */
   private note(index: number, failed: boolean, outcome: SendOutcome): void {
     const reply = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
-    if (!failed && index < this.active) {
+    const taken = outcome.kind === 'attempted' && outcome.recipients.some(({ status }) => status === 'accepted');
+    if (taken && index < this.active) {
       this.logger.log({
         msg: 'lane back on its first transport',
         transport: this.entries[index].name,
         from: this.entries[this.active].name,
       });
       this.active = index;
-    } else if (failed && index === 0 && this.active > 0) {
+    } else if (index === 0 && this.active > 0) {
+      // A probe that took nothing: the next waits another probeAfterMs.
       this.probeAt = this.now() + this.probeAfterMs;
     } else if (failed && index === this.active && index < this.entries.length - 1) {
       this.active = index + 1;
@@ -130,12 +151,6 @@ export class FailoverTransport implements MailTransport {
       );
       throw new Error(`no transport answers (${reasons.join('; ')})`, { cause: error });
     }
-  }
-
-  /** The first transport's limits: the one the lane sends through unless it is down. */
-  sendQuota(signal: AbortSignal): Promise<ProviderSendQuota | null> {
-    const first = this.entries[0].transport;
-    return first.sendQuota ? first.sendQuota(signal) : Promise.resolve(null);
   }
 
   async close(): Promise<void> {
