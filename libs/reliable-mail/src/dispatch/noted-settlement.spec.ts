@@ -32,7 +32,7 @@ const row: ClaimedRow = {
   skipReason: null,
   suppressed: [],
   possiblyTakenBefore: [],
-    possiblyTakenThrough: null,
+  possiblyTakenThrough: null,
   acceptedRecipients: [],
   rejectedRecipients: [],
   leaseEndsAt: 0,
