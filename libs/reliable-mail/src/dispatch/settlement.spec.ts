@@ -587,14 +587,15 @@ describe("a provider's request id, accept time and deduplication", () => {
     });
   });
 
+  const outage: SendOutcome = {
+    kind: 'outage',
+    replyCode: 403,
+    enhancedStatus: null,
+    reply: '403 AccountSuspendedException',
+    providerRequestId: 'req-9',
+  };
+
   it("an outage keeps the provider's request id", () => {
-    const outage: SendOutcome = {
-      kind: 'outage',
-      replyCode: 403,
-      enhancedStatus: null,
-      reply: '403 AccountSuspendedException',
-      providerRequestId: 'req-9',
-    };
     expect(settle(claimedRow(), outage)).toMatchObject({
       status: 'pending',
       outcome: 'outage',
@@ -603,13 +604,6 @@ describe("a provider's request id, accept time and deduplication", () => {
   });
 
   it("an outage that closes a row too old for another try keeps the provider's request id too", () => {
-    const outage: SendOutcome = {
-      kind: 'outage',
-      replyCode: 403,
-      enhancedStatus: null,
-      reply: '403 AccountSuspendedException',
-      providerRequestId: 'req-9',
-    };
     expect(settle(claimedRow({ ageFrom: at(-86_400_000) }), outage)).toMatchObject({
       status: 'dead',
       outcome: 'outage',

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
 import {
   readUnsubscribeToken,
   type UnsubscribeRequest,
@@ -104,5 +106,33 @@ describe('one-click unsubscribe tokens', () => {
     expect(readUnsubscribeToken([newer], signedNew)).toEqual(ann);
     expect(readUnsubscribeToken([secret, newer], token)).toEqual(ann);
     expect(refusal([newer], token)).toMatch(forged);
+  });
+});
+
+describe('readUnsubscribeToken of hostile input (a query parameter anyone can send)', () => {
+  it('any value that this secret did not sign: an UnsubscribeTokenError, never another error', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.anything()), (token) => {
+        try {
+          readUnsubscribeToken([secret], token);
+          throw new Error(`accepted ${JSON.stringify(token)}`);
+        } catch (error) {
+          expect(error).toBeInstanceOf(UnsubscribeTokenError);
+        }
+      }),
+      propertyRuns('unsubscribe token of any value'),
+    );
+  });
+
+  it('a signed token with any one character changed never reads as a request (another address, category or row)', () => {
+    const token = unsubscribeToken([secret], ann);
+    fc.assert(
+      fc.property(fc.nat({ max: token.length - 1 }), fc.string({ minLength: 1, maxLength: 1 }), (at, character) => {
+        fc.pre(token[at] !== character);
+        const altered = token.slice(0, at) + character + token.slice(at + 1);
+        expect(() => readUnsubscribeToken([secret], altered)).toThrow(UnsubscribeTokenError);
+      }),
+      propertyRuns('unsubscribe token altered'),
+    );
   });
 });
