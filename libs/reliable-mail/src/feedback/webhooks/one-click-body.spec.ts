@@ -82,6 +82,11 @@ describe('isOneClickPost: whether a POST is RFC 8058’s List-Unsubscribe=One-Cl
       oneClick: false,
     },
     {
+      name: "a JSON body Express's parser read and did not keep",
+      request: () => ({ headers: { 'content-type': 'application/json' }, body: { 'List-Unsubscribe': 'One-Click' } }),
+      oneClick: false,
+    },
+    {
       name: 'a multipart body without a boundary in its type',
       request: () => unread('multipart/form-data', multipart({ 'List-Unsubscribe': 'One-Click' })),
       oneClick: false,

@@ -50,6 +50,10 @@ export async function isOneClickPost(request: WebhookRequest & Partial<Readable>
   ) {
     return (body as Record<string, unknown>)[FIELD] === ONE_CLICK;
   }
+  // Another parser's object (a JSON body, read and not kept) holds no form field: a 400 says so, where asking for
+  // the bytes it did not keep would be a 500.
+  const parsedElsewhere = typeof body === 'object' && body !== null && !Buffer.isBuffer(body);
+  if (parsedElsewhere && !Buffer.isBuffer(request.rawBody) && type !== 'multipart/form-data') return false;
   // A Buffer is what a content type parser of the app's own made of a multipart body on Fastify, within its limit.
   const raw = Buffer.isBuffer(body) ? body : await rawBodyOf(request, limit);
   if (type === 'multipart/form-data') {
