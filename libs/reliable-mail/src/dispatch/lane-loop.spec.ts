@@ -78,10 +78,13 @@ function laneWith(answer: Answer, result: AttemptResult = accepted, quota: Share
     },
   };
   const delivered: string[] = [];
+  /** When each send started (`Date.now()`). */
+  const startedAt: number[] = [];
   const sends: Array<() => void> = [];
   const delivery = {
     attempt: (row: ClaimedRow) => {
       delivered.push(row.id);
+      startedAt.push(Date.now());
       return new Promise<Attempt>((resolve) => sends.push(() => resolve({ result, durationMs: 1 })));
     },
   } as unknown as Delivery;
@@ -108,7 +111,7 @@ function laneWith(answer: Answer, result: AttemptResult = accepted, quota: Share
     options,
     logger,
   });
-  return { loop, statements, delivered, sends, logged, settled };
+  return { loop, statements, delivered, startedAt, sends, logged, settled };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -219,7 +222,7 @@ describe('LaneLoop', () => {
       return Promise.resolve([{ ...claimRecord('first'), skip_reason: 'suppressed', attempt_id: null }]);
     };
     const quota = {
-      take: async (wanted: number) => ({ granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null }),
+      take: async (wanted: number) => ({ granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 }),
       giveBack: () => Promise.reject(new Error('Query read timeout')),
       pauseFor: async () => undefined,
       state: () => null,
@@ -230,6 +233,28 @@ describe('LaneLoop', () => {
     );
     expect(lane.logged.map(({ msg }) => msg)).not.toContain('claim failed; trying again after the poll interval');
     expect(lane.settled).toEqual(['first']);
+  });
+
+  it("a rate-limited lane starts a row's send at its grant's time, not as soon as the row is in hand", async () => {
+    let claimed = false;
+    const oneRow: Answer = (statement) => {
+      if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+      claimed = true;
+      return Promise.resolve([claimRecord('first')]);
+    };
+    let sendsStartAt = 0;
+    const quota = {
+      take: async (wanted: number) => {
+        sendsStartAt = Date.now() + 200;
+        return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt };
+      },
+      giveBack: async () => undefined,
+      pauseFor: async () => undefined,
+      state: () => null,
+    } as unknown as SharedSendQuota;
+    const lane = started(laneWith(oneRow, accepted, quota));
+    await waitFor('the send', () => lane.delivered.length === 1);
+    expect(lane.startedAt[0]).toBeGreaterThanOrEqual(sendsStartAt);
   });
 
   describe('a row claimed ahead', () => {

@@ -118,6 +118,10 @@ export class LaneLoop {
   private nextHandBackAt = 0;
   /** When the shared quota, found spent or paused, may grant again (`performance.now()`); 0 when it may now. */
   private quotaReadyAt = 0;
+  /** Rows of a rate-limited lane whose send waits for its grant's time (`SharedSendQuota`'s clock, `Date.now()`). */
+  private readonly heldUntil = new WeakMap<ClaimedRow, number>();
+  /** The pump that starts the first held row when its time comes. */
+  private heldRowTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly lane: ResolvedLane,
@@ -147,6 +151,7 @@ export class LaneLoop {
   async stop(timeoutMs: number): Promise<number> {
     this.stopSignal.abort();
     this.clearTimer();
+    if (this.heldRowTimer) clearTimeout(this.heldRowTimer);
     // Whatever the database does, shutdown takes no longer than timeoutMs: a claim or a hand-back that hangs on a
     // dead connection is left behind, and its rows come back after their lease.
     const deadline = sleep(timeoutMs, undefined, { ref: false });
@@ -327,6 +332,7 @@ export class LaneLoop {
     this.throttle.giveBack(limit - rows.length);
     if (rows.length > 0 && this.deps.options.logging.perMail)
       this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
+    if (shared && shared.sendsStartAt > 0) for (const row of rows) this.heldUntil.set(row, shared.sendsStartAt);
     this.ready.push(...rows);
     this.pump();
     // Rows closed at their claim (suppressed, unsubscribed, cancelled) send nothing: their grants go back too.
@@ -370,7 +376,10 @@ export class LaneLoop {
     return this.deps.priorities.holdsBack(this.lane.name) ? 1 : this.lane.concurrency;
   }
 
-  /** Starts sends from the prefetched rows while there are free slots and the lane is not paused. */
+  /**
+   * Starts sends from the prefetched rows while there are free slots and the lane is not paused; a row held for its
+   * grant's time (and those claimed after it) waits for a timer.
+   */
   private pump(): void {
     while (
       !this.stopping &&
@@ -378,6 +387,14 @@ export class LaneLoop {
       this.inFlight.size < this.slots &&
       this.ready.length > 0
     ) {
+      const heldForMs = (this.heldUntil.get(this.ready[0]) ?? 0) - Date.now();
+      if (heldForMs > 0) {
+        this.heldRowTimer ??= setTimeout(() => {
+          this.heldRowTimer = null;
+          this.pump();
+        }, heldForMs);
+        break;
+      }
       this.track(this.process(this.ready.shift()!));
     }
     this.noteBusy();

@@ -5,7 +5,7 @@ import { pauseSendQuota } from '../outbox/sql/pause-send-quota.js';
 import { type QuotaShortfall, type SendQuotaPace, takeSendQuota } from '../outbox/sql/take-send-quota.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { ProviderLimits, type QuotaLogger } from './provider-limits.js';
-import { paceFor } from './quota-pace.js';
+import { GrantClock, paceFor } from './quota-pace.js';
 
 /** SES's day: its quota counts the sends of the last 24 hours. */
 export const QUOTA_DAY_MS = 86_400_000;
@@ -26,6 +26,12 @@ export interface QuotaTake {
   waitMs: number;
   /** Why fewer were granted than asked for; null when all were. */
   shortBy: QuotaShortfall | null;
+  /**
+   * When the granted sends may start, on this instance's clock: a fixed delay after the grant for a lane with a
+   * rate (see `GRANT_TO_SEND_MS`), so that they reach the provider as evenly as they were granted; 0 for a lane with
+   * only a daily quota.
+   */
+  sendsStartAt: number;
 }
 
 /** The quota as the lane's latest take and pause found it, for the health indicator and the console. */
@@ -73,6 +79,7 @@ export class SharedSendQuota {
   /** The database's time of the latest take, which a give-back of it adjusts `sentToday` for. */
   private latestTakenAtMs: number | null = null;
   private pausedUntil = 0;
+  private readonly grantClock = new GrantClock();
 
   constructor(
     private readonly db: SqlClient,
@@ -108,13 +115,20 @@ export class SharedSendQuota {
       providerSentToday: this.options.quota.perDay === 'provider' ? this.provider!.takeSentToday() : null,
     });
     const at = this.clock();
+    this.grantClock.note(grant.takenAtMs, at);
     this.sentToday = grant.sentToday;
     this.latestTakenAtMs = grant.takenAtMs;
     // Spent when a take finds nothing left for the day: an idle lane takes the day's last sends at every poll and
     // gives them back, and is not out of its quota meanwhile.
     this.dayResetsAt = grant.granted === 0 && grant.dayResetsInMs !== null ? at + grant.dayResetsInMs : 0;
     if (grant.pausedForMs !== null) this.pausedUntil = Math.max(this.pausedUntil, at + grant.pausedForMs);
-    return { granted: grant.granted, takenAtMs: grant.takenAtMs, waitMs: grant.waitMs, shortBy: grant.shortBy };
+    return {
+      granted: grant.granted,
+      takenAtMs: grant.takenAtMs,
+      waitMs: grant.waitMs,
+      shortBy: grant.shortBy,
+      sendsStartAt: this.pace ? this.grantClock.sendsStartAt(grant.takenAtMs) : 0,
+    };
   }
 
   /** Returns `unused` of the sends `take` granted, which the lane did not use (its claim found fewer due rows). */

@@ -68,11 +68,11 @@ const DAY_SLOTS = DAY_BUCKETS + 1;
  * The bucket: with 20 tokens a second and a burst of 2, a take 30 ms after one that emptied it finds
  * 0 + 0.03 × 20 = 0.6 tokens and grants none; one at 50 ms finds 1.0 and grants 1. It never holds more than the burst.
  *
- * The window: the takes of the last `$9` ms (1,050 for 20 a second), with what each granted (those given back whole
+ * The window: the takes of the last `$9` ms (1,075 for 20 a second), with what each granted (those given back whole
  * are dropped); a take grants no more than leaves them within `$8` (20). The bucket alone would let a second hold
  * burst + rate - 1 (21), and a take that comes late loses what the bucket could not hold; the window holds every
- * second to the limit, 50 ms to spare for sends that reach the provider unevenly, and a late take loses nothing:
- * 20 sends per 1,050 ms, 19.05 a second.
+ * second to the limit, 75 ms to spare for sends that reach the provider unevenly, and a late take loses nothing:
+ * 20 sends per 1,075 ms, 18.6 a second.
  *
  * The day: `day_counts` shifted to the current quarter-hour (a count whose quarter-hour left the day reads as 0:
  * its subscript, kept within int, falls outside the array, where PostgreSQL answers null), summed. With a quota of
