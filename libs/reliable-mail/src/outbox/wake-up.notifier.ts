@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { reportedAsOutage } from '../database/database-availability.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { CallerTransaction, TransactionEnds } from '../transactions/caller-transaction.js';
@@ -26,14 +26,15 @@ export interface WakeUpPlan {
  * whose stack does not report its commit (Prisma, Drizzle, Kysely, pg: no hook) always notifies in its statement.
  */
 @Injectable()
-export class WakeUpNotifier implements TransactionEnds {
+export class WakeUpNotifier implements TransactionEnds, BeforeApplicationShutdown {
   private readonly logger = new Logger('ReliableMail');
   /** Enqueue statements running outside a transaction (each commits on its own). */
   private ownStatements = 0;
   /** Open top-level transactions with an enqueue, and the lanes to notify after their commit (null: notified in statement). */
   private readonly transactions = new Map<object, Set<string> | null>();
   private readonly due = new Set<string>();
-  private sending = false;
+  /** The NOTIFY statements under way, until every lane queued is notified; never rejects. */
+  private sending: Promise<void> | null = null;
 
   constructor(private readonly database: OutboxDatabase) {}
 
@@ -92,11 +93,18 @@ export class WakeUpNotifier implements TransactionEnds {
   /** Queues the lanes for the next NOTIFY statement; one runs at a time and takes every lane queued meanwhile. */
   private notifyLater(lanes: Iterable<string>): void {
     addAll(this.due, lanes);
-    if (this.due.size > 0 && !this.sending) void this.send();
+    if (this.due.size > 0 && !this.sending) this.sending = this.send();
+  }
+
+  /**
+   * Lets the NOTIFY of the last commits go before reliable-mail's connections close: a script that enqueues and
+   * closes the app at once would otherwise leave its mail to the next poll, with a warning that it could not notify.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.sending;
   }
 
   private async send(): Promise<void> {
-    this.sending = true;
     try {
       while (this.due.size > 0) {
         const lanes = [...this.due];
@@ -112,7 +120,7 @@ export class WakeUpNotifier implements TransactionEnds {
         });
       }
     } finally {
-      this.sending = false;
+      this.sending = null;
     }
   }
 }

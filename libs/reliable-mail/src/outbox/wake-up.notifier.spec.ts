@@ -1,0 +1,39 @@
+import { describe, expect, it } from '@jest/globals';
+import type { OutboxDatabase } from '../database/outbox-database.js';
+import { WakeUpNotifier } from './wake-up.notifier.js';
+
+describe('WakeUpNotifier', () => {
+  it('lets the NOTIFY after a commit go before shutdown goes on to close the connections', async () => {
+    const notified: unknown[][] = [];
+    let answer = (): void => undefined;
+    const database = {
+      query: (_statement: unknown, values: unknown[]) =>
+        new Promise((resolve) => {
+          answer = () => {
+            notified.push(values);
+            resolve([]);
+          };
+        }),
+    } as unknown as OutboxDatabase;
+    const notifier = new WakeUpNotifier(database);
+    // Two enqueues open at once: the second's NOTIFY follows its commit, in a statement of its own.
+    const first = notifier.plan(null);
+    const second = notifier.plan(null);
+    expect([first.inStatement, second.inStatement]).toEqual([true, false]);
+    second.inserted(['default']);
+    first.inserted(['default']);
+
+    let shutDown = false;
+    const shutdown = notifier.beforeApplicationShutdown().then(() => (shutDown = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(shutDown).toBe(false);
+    answer();
+    await shutdown;
+    expect(notified).toHaveLength(1);
+  });
+
+  it('shuts down at once when no NOTIFY is under way', async () => {
+    const notifier = new WakeUpNotifier({} as OutboxDatabase);
+    await expect(notifier.beforeApplicationShutdown()).resolves.toBeUndefined();
+  });
+});
