@@ -4,12 +4,17 @@ import type { SendOutcome } from '../mail-transport.interface.js';
  * Whether a send failed before the message was handed over, so that another transport may take it with no risk of a
  * second copy: the session or the account refused every message (an outage: no connection, a refused greeting or
  * login, a suspended account or key), or every recipient was deferred with no answer (the request never reached the
- * provider: connection refused, DNS, TLS) or with a provider's 5xx, which its API documents as not taken.
+ * provider: connection refused, DNS, TLS) or with a 503, which says the service did not take the request in (RFC 9110
+ * §15.6.4: unavailable, maintenance).
  *
- * Never after an unknown outcome (the request was written and no answer came: the provider may have taken it), a
- * recipient taken or refused (the message itself was judged), an SMTP server's 4yz (the recipient's server defers
- * this mail, and would another provider's too), a request to slow down, which the lane honours, or a send held back
- * or stopped at shutdown, which sent nothing and is not charged.
+ * Never after another 5xx: a 500 may come after the message was stored (SES's InternalFailure, Postmark's and Resend's
+ * internal_server_error say nothing of it), and a 502 or 504 from a gateway whose backend may have taken it. It is
+ * retried as any deferral, through the transport the lane is on then: the same one, unless an outage of another mail's
+ * send moved the lane meanwhile (a 500 is not read as an unknown outcome, whose retry is pinned). Nor after an unknown
+ * outcome (the request was written and no answer came: the provider may have taken it), a recipient taken or refused
+ * (the message itself was judged), an SMTP server's 4yz (the recipient's server defers this mail, and would another
+ * provider's too), a request to slow down, which the lane honours, or a send held back or stopped at shutdown, which
+ * sent nothing and is not charged.
  */
 export function failedBeforeHandoff(outcome: SendOutcome): boolean {
   if (outcome.kind === 'outage') return true;
@@ -19,7 +24,7 @@ export function failedBeforeHandoff(outcome: SendOutcome): boolean {
     outcome.recipients.every(
       (recipient) =>
         recipient.status === 'deferred' &&
-        (recipient.replyCode === null || (recipient.replyCode >= 500 && recipient.enhancedStatus === null)),
+        (recipient.replyCode === null || (recipient.replyCode === 503 && recipient.enhancedStatus === null)),
     )
   );
 }

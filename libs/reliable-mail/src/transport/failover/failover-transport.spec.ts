@@ -37,7 +37,12 @@ describe('failedBeforeHandoff', () => {
       outcome: everyRecipient('deferred', null),
       expected: true,
     },
-    { name: "a provider's 5xx, documented as not taken", outcome: everyRecipient('deferred', 503), expected: true },
+    { name: "a provider's 503 (unavailable: not taken in)", outcome: everyRecipient('deferred', 503), expected: true },
+    ...[500, 502, 504].map((status) => ({
+      name: `a provider's ${status} (it may have stored the message)`,
+      outcome: everyRecipient('deferred', status),
+      expected: false,
+    })),
     { name: 'an unknown outcome (written, no answer)', outcome: everyRecipient('unknown', null), expected: false },
     { name: 'taken', outcome: everyRecipient('accepted', 250, '2.0.0'), expected: false },
     { name: 'refused (the message itself was judged)', outcome: everyRecipient('refused', 422), expected: false },
