@@ -191,6 +191,33 @@ describe('one-click unsubscribe (RFC 8058) of the lanes marked transactional: fa
     expect(await unsubscribes()).toEqual([unsubscribed]);
   });
 
+  it('operators list the unsubscribes a page at a time, by address and category, and bad pages are refused', async () => {
+    const { send, post, admin } = await start();
+    const news = await send([ann, bob], 'news');
+    const digest = await send([ann], 'digest');
+    for (const link of [...news.copies.map(linkOf), linkOf(digest.copies[0])])
+      expect((await post(link)).status).toBe(200);
+
+    const entry = (address: string, category: string, outboxId: string) => ({
+      address,
+      category,
+      outboxId,
+      createdAt: expect.any(Date),
+    });
+    expect(await admin.listUnsubscribes()).toEqual([
+      entry(ann, 'digest', digest.mail.id),
+      entry(ann, 'newsletter', news.mail.id),
+      entry(bob, 'newsletter', news.mail.id),
+    ]);
+    const [first, second] = await admin.listUnsubscribes({ limit: 2 });
+    expect(await admin.listUnsubscribes({ limit: 2, after: second })).toEqual([entry(bob, 'newsletter', news.mail.id)]);
+    expect(await admin.listUnsubscribes({ after: first })).toHaveLength(2);
+
+    for (const after of [ann, { address: ann }, null]) {
+      await expect(admin.listUnsubscribes({ after } as never)).rejects.toThrow(/page\.after/);
+    }
+  });
+
   it.each<{ name: string; token: (annToken: string) => string | null; reason: RegExp }>([
     {
       name: "Ann's token altered for Bob",

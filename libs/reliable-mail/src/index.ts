@@ -145,7 +145,8 @@ export { htmlToText } from './templates/html-to-text.js';
 
 // Operating it: the runbook's verbs, health, retention
 export { MailOutboxAdmin } from './admin/mail-outbox-admin.js';
-export type { OutboxFilter, OutboxStats, Suppression } from './outbox/operations.types.js';
+export type { OutboxFilter, OutboxStats, Suppression, Unsubscribe } from './outbox/operations.types.js';
+export type { UnsubscribeCursor } from './unsubscribe/sql/unsubscribes.js';
 export { MailOutboxHealthIndicator } from './health/mail-outbox.health.js';
 export { OutboxRetention } from './retention/outbox-retention.js';
 

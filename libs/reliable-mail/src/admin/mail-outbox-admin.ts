@@ -4,7 +4,7 @@ import type { OutboxRowWithAttempts, OutboxStatus } from '../outbox/mail.types.j
 import { MailOutboxService } from '../outbox/mail-outbox.service.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
 import { checkStorable } from '../outbox/validation/json.js';
-import type { OutboxFilter, OutboxStats, Suppression } from '../outbox/operations.types.js';
+import type { OutboxFilter, OutboxStats, Suppression, Unsubscribe } from '../outbox/operations.types.js';
 import { outboxStats } from '../outbox/sql/health.js';
 import { exportPage, listRows } from '../outbox/sql/list.js';
 import { countMatching, matchingIds } from '../outbox/sql/filter.js';
@@ -13,6 +13,7 @@ import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { checkFilter, checkLimit, checkPeriod, checkRowId, checkTextCursor } from './outbox-filter.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { addSuppression, listSuppressions, removeSuppression } from '../outbox/sql/suppression.js';
+import { listUnsubscribes, type UnsubscribeCursor } from '../unsubscribe/sql/unsubscribes.js';
 
 const EXPORT_PAGE = 500;
 const MAX_LIST = 1_000;
@@ -31,7 +32,22 @@ function pageOf<T extends object>(page: T | undefined): Partial<T> {
   return page;
 }
 
-/** The runbook's verbs: inspect, requeue, cancel, purge, export, the suppression list, and the figures. */
+/** A page's cursor on unsubscribes: the address and category of the last of the page before, as they came. */
+function unsubscribeCursor(after: unknown): UnsubscribeCursor | undefined {
+  if (after === undefined) return undefined;
+  const { address, category } = (after && typeof after === 'object' ? after : {}) as Record<string, unknown>;
+  if (address === undefined || category === undefined)
+    throw new OutboxFilterError('page.after', 'must be { address, category }: the last unsubscribe of the page before');
+  return {
+    address: checkTextCursor('page.after.address', address)!,
+    category: checkTextCursor('page.after.category', category)!,
+  };
+}
+
+/**
+ * The runbook's verbs: inspect, requeue, cancel, purge, export, the suppression list, the unsubscribes, and the
+ * figures.
+ */
 @Injectable()
 export class MailOutboxAdmin {
   private readonly logger = new Logger('ReliableMail');
@@ -117,6 +133,15 @@ export class MailOutboxAdmin {
       checkLimit('page.limit', limit, 100, MAX_LIST),
       checkTextCursor('page.after', after),
     );
+  }
+
+  /**
+   * The one-click unsubscribes, by address and category, a page at a time (`after`: the last of the page before).
+   * `MailUnsubscribeService.resubscribe` takes one back when its recipient opts in again.
+   */
+  async listUnsubscribes(page?: { limit?: number; after?: UnsubscribeCursor }): Promise<Unsubscribe[]> {
+    const { limit, after } = pageOf(page);
+    return listUnsubscribes(await this.db(), checkLimit('page.limit', limit, 100, MAX_LIST), unsubscribeCursor(after));
   }
 
   async suppress(address: string, reason: string): Promise<void> {

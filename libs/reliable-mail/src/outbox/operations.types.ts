@@ -47,6 +47,15 @@ export interface OutboxStats extends HealthFigures {
   failed: { lastMinute: number; lastHour: number };
 }
 
+/** A recipient's one-click unsubscribe from a category of non-transactional mail. */
+export interface Unsubscribe {
+  address: string;
+  category: string;
+  /** The mail whose link was used; null where it was not recorded. */
+  outboxId: string | null;
+  createdAt: Date;
+}
+
 export interface Suppression {
   address: string;
   reason: string;

@@ -1,4 +1,6 @@
 import { type SqlClient, Statement } from '../../database/sql-client.js';
+import type { Unsubscribe } from '../../outbox/operations.types.js';
+import { toDate } from '../../outbox/sql/timestamps.js';
 import type { UnsubscribeRequest } from '../unsubscribe-token.js';
 
 // The unsubscribes, one row per (address, category), read by the claim (claim.ts) through their primary key.
@@ -23,4 +25,35 @@ export async function addUnsubscribe(
 /** Takes an unsubscribe back; returns whether there was one. */
 export async function removeUnsubscribe(db: SqlClient, address: string, category: string): Promise<boolean> {
   return (await db.query(REMOVE, [address, category])).length > 0;
+}
+
+/** Unsubscribes in the order of their primary key, after the pair `$2`, `$3` (a page's last, excluded). */
+const LIST = new Statement((t) => ({
+  text: `select address, category, outbox_id, created_at from ${t.unsubscribe}
+         where $2::text is null or (address, category) > ($2::text, $3::text)
+         order by address, category limit $1`,
+}));
+
+/** Where a page of unsubscribes starts: after the last of the page before. */
+export interface UnsubscribeCursor {
+  address: string;
+  category: string;
+}
+
+export async function listUnsubscribes(
+  db: SqlClient,
+  limit: number,
+  after: UnsubscribeCursor | undefined,
+): Promise<Unsubscribe[]> {
+  const rows = await db.query<{ address: string; category: string; outbox_id: string | null; created_at: Date }>(LIST, [
+    limit,
+    after?.address ?? null,
+    after?.category ?? null,
+  ]);
+  return rows.map((row) => ({
+    address: row.address,
+    category: row.category,
+    outboxId: row.outbox_id,
+    createdAt: toDate(row.created_at),
+  }));
 }
