@@ -156,17 +156,21 @@ describe('LaneLoop', () => {
       { name: 'that PostgreSQL refused to serialize (40001)', error: databaseError('40001', 'ERROR') },
     ])('$name holds no rows: nothing is handed back for it', async ({ error }) => {
       const { statements } = started(laneWith(failingOnce(error)));
-      await wait(150);
-      expect(statements.filter((name) => name === 'reliable_mail_claim').length).toBeGreaterThan(2);
+      // Polled rather than timed: a loaded machine may take longer than a few poll intervals for three claims.
+      await waitFor(
+        'two claims after the failed one',
+        () => statements.filter((name) => name === 'reliable_mail_claim').length > 2,
+      );
       expect(statements).not.toContain('reliable_mail_release_unanswered');
     });
 
     it('failing at every poll through an outage the database reported: not a line; failing otherwise: a line each', async () => {
       const availability = new DatabaseAvailability();
+      // The first three claims fail, then the database answers again.
       const failing = (reported: boolean): Answer => {
-        const until = performance.now() + 100;
+        let failures = 0;
         return (statement) => {
-          if (statement !== 'reliable_mail_claim' || performance.now() > until) return undefined;
+          if (statement !== 'reliable_mail_claim' || failures++ >= 3) return undefined;
           const error = new StatementNotSentError('no database connection in 10 ms');
           if (reported) availability.failed(error, Date.now());
           return Promise.reject(error);
@@ -174,9 +178,11 @@ describe('LaneLoop', () => {
       };
       const duringOutage = started(laneWith(failing(true)));
       const alone = started(laneWith(failing(false)));
-      await wait(200);
+      const claims = ({ statements }: ReturnType<typeof laneWith>) =>
+        statements.filter((name) => name === 'reliable_mail_claim').length;
+      await waitFor('a claim after the three failed in each lane', () => claims(duringOutage) > 3 && claims(alone) > 3);
       expect(duringOutage.logged).toEqual([]);
-      expect(alone.logged.length).toBeGreaterThan(2);
+      expect(alone.logged).toHaveLength(3);
       expect(new Set(alone.logged.map(({ level, msg }) => `${level} ${String(msg)}`))).toEqual(
         new Set(['error claim failed; trying again after the poll interval']),
       );
@@ -188,8 +194,7 @@ describe('LaneLoop', () => {
       { name: 'whose session was terminated (FATAL)', error: databaseError('57P01', 'FATAL') },
     ])('$name may have committed: its rows are handed back', async ({ error }) => {
       const { statements } = started(laneWith(failingOnce(error)));
-      await wait(150);
-      expect(statements).toContain('reliable_mail_release_unanswered');
+      await waitFor('the hand-back', () => statements.includes('reliable_mail_release_unanswered'));
     });
   });
 
@@ -242,11 +247,12 @@ describe('LaneLoop', () => {
       claimed = true;
       return Promise.resolve([claimRecord('first')]);
     };
-    let sendsStartAt = 0;
+    // The start each take gives its grant: the row is claimed under the first.
+    const startsGiven: number[] = [];
     const quota = {
       take: async (wanted: number) => {
-        sendsStartAt = Date.now() + 200;
-        return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt };
+        startsGiven.push(Date.now() + 200);
+        return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: startsGiven.at(-1) };
       },
       giveBack: async () => undefined,
       pauseFor: async () => undefined,
@@ -254,7 +260,7 @@ describe('LaneLoop', () => {
     } as unknown as SharedSendQuota;
     const lane = started(laneWith(oneRow, accepted, quota));
     await waitFor('the send', () => lane.delivered.length === 1);
-    expect(lane.startedAt[0]).toBeGreaterThanOrEqual(sendsStartAt);
+    expect(lane.startedAt[0]).toBeGreaterThanOrEqual(startsGiven[0]);
   });
 
   describe('a row claimed ahead', () => {
@@ -271,22 +277,22 @@ describe('LaneLoop', () => {
 
     it('whose lease would no longer hold a whole send and its settle is renewed before its send', async () => {
       const lane = started(laneWith(twoRows(() => Promise.resolve([{ id: 'second' }]))));
-      await wait(50);
-      expect(lane.delivered).toEqual(['first']);
+      await waitFor('the first send', () => lane.delivered.length === 1);
+      // Past the point where the second row's lease no longer holds a whole send and its settle.
       await wait(1_000);
       lane.sends.shift()!();
-      await wait(50);
+      await waitFor('the second send', () => lane.delivered.length === 2);
       expect(lane.statements).toContain('reliable_mail_extend_lease');
       expect(lane.delivered).toEqual(['first', 'second']);
     });
 
     it('whose renewal fails is not sent when a whole send and its settle no longer fit in its lease', async () => {
       const lane = started(laneWith(twoRows(() => Promise.reject(new Error('Query read timeout')))));
-      await wait(50);
+      await waitFor('the first send', () => lane.delivered.length === 1);
       await wait(1_000);
       lane.sends.shift()!();
+      await waitFor('the renewal', () => lane.statements.includes('reliable_mail_extend_lease'));
       await wait(50);
-      expect(lane.statements).toContain('reliable_mail_extend_lease');
       expect(lane.delivered).toEqual(['first']);
     });
   });
