@@ -59,6 +59,8 @@ function inline(sql: string, params: unknown[]): string {
     const value = params[Number(position) - 1];
     if (typeof value === 'number') return String(value);
     if (typeof value === 'string') return `'${value.replace(/'/g, "''")}'`;
+    // The lane's unsubscribe category, none for a transactional lane: each use of it in the statement is cast.
+    if (value === null) return 'null';
     throw new Error(`unexpected parameter ${JSON.stringify(value)}`);
   });
 }
