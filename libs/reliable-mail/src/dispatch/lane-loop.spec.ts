@@ -12,7 +12,7 @@ import { resolveOptions } from '../options/resolve-options.js';
 import type { ClaimedRow } from '../outbox/queue.types.js';
 import type { Attempt, Delivery } from './delivery.js';
 import type { AttemptResult } from './settlement.js';
-import type { SharedSendQuota } from '../quota/index.js';
+import { GRANT_TO_SEND_MS, type SharedSendQuota } from '../quota/index.js';
 import { LaneLoop } from './lane-loop.js';
 import { LanePriorities } from './lane-priorities.js';
 import type { Settler } from './settler.js';
@@ -240,27 +240,48 @@ describe('LaneLoop', () => {
     expect(lane.settled).toEqual(['first']);
   });
 
-  it("a rate-limited lane starts a row's send at its grant's time, not as soon as the row is in hand", async () => {
-    let claimed = false;
-    const oneRow: Answer = (statement) => {
-      if (statement !== 'reliable_mail_claim' || claimed) return undefined;
-      claimed = true;
-      return Promise.resolve([claimRecord('first')]);
+  describe('a rate-limited lane', () => {
+    const oneRow = (): Answer => {
+      let claimed = false;
+      return (statement) => {
+        if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+        claimed = true;
+        return Promise.resolve([claimRecord('first')]);
+      };
     };
-    // The start each take gives its grant: the row is claimed under the first.
-    const startsGiven: number[] = [];
-    const quota = {
-      take: async (wanted: number) => {
-        startsGiven.push(Date.now() + 200);
-        return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: startsGiven.at(-1) };
-      },
-      giveBack: async () => undefined,
-      pauseFor: async () => undefined,
-      state: () => null,
-    } as unknown as SharedSendQuota;
-    const lane = started(laneWith(oneRow, accepted, quota));
-    await waitFor('the send', () => lane.delivered.length === 1);
-    expect(lane.startedAt[0]).toBeGreaterThanOrEqual(startsGiven[0]);
+    /** A quota whose every take grants all it is asked for, its sends to start `inMs` after the take. */
+    const quotaStartingIn = (inMs: number, startsGiven: number[] = []) =>
+      ({
+        take: async (wanted: number) => {
+          startsGiven.push(Date.now() + inMs);
+          return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: startsGiven.at(-1) };
+        },
+        giveBack: async () => undefined,
+        pauseFor: async () => undefined,
+        state: () => null,
+      }) as unknown as SharedSendQuota;
+
+    it("starts a row's send at its grant's time, not as soon as the row is in hand", async () => {
+      // The start each take gives its grant: the row is claimed under the first.
+      const startsGiven: number[] = [];
+      const lane = started(laneWith(oneRow(), accepted, quotaStartingIn(100, startsGiven)));
+      await waitFor('the send', () => lane.delivered.length === 1);
+      expect(lane.startedAt[0]).toBeGreaterThanOrEqual(startsGiven[0]);
+    });
+
+    it('holds a row no longer than GRANT_TO_SEND_MS, whatever start the take gave (a clock stepped back)', async () => {
+      const lane = started(laneWith(oneRow(), accepted, quotaStartingIn(60_000)));
+      await waitFor('the send', () => lane.delivered.length === 1);
+    });
+
+    it('hands a held row back at shutdown, unsent', async () => {
+      const lane = laneWith(oneRow(), accepted, quotaStartingIn(GRANT_TO_SEND_MS));
+      lane.loop.start();
+      await waitFor('the claim', () => lane.statements.includes('reliable_mail_claim'));
+      await lane.loop.stop(1_000);
+      expect(lane.statements).toContain('reliable_mail_release');
+      expect(lane.delivered).toEqual([]);
+    });
   });
 
   describe('a row claimed ahead', () => {

@@ -25,7 +25,7 @@ import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.j
 import { loggedReply, type ReplyFacts } from './logged-reply.js';
 import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
-import type { QuotaTake, SendQuotaState, SharedSendQuota } from '../quota/index.js';
+import { GRANT_TO_SEND_MS, type QuotaTake, type SendQuotaState, type SharedSendQuota } from '../quota/index.js';
 
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
@@ -118,7 +118,11 @@ export class LaneLoop {
   private nextHandBackAt = 0;
   /** When the shared quota, found spent or paused, may grant again (`performance.now()`); 0 when it may now. */
   private quotaReadyAt = 0;
-  /** Rows of a rate-limited lane whose send waits for its grant's time (`SharedSendQuota`'s clock, `Date.now()`). */
+  /**
+   * Rows of a rate-limited lane whose send waits for its grant's time (`performance.now()`, so that a step of the
+   * wall clock neither holds them longer nor lets them go early). They take no slot while held: a lane's sends are
+   * not made fewer by the hold, only later.
+   */
   private readonly heldUntil = new WeakMap<ClaimedRow, number>();
   /** The pump that starts the first held row when its time comes. */
   private heldRowTimer: NodeJS.Timeout | null = null;
@@ -251,7 +255,7 @@ export class LaneLoop {
     let next = pollIntervalMs;
     try {
       const settlesBehind = this.settling.size >= this.lane.concurrency * PENDING_SETTLES_PER_SLOT;
-      const room = settlesBehind ? 0 : this.prefetch * this.slots - this.inFlight.size - this.ready.length;
+      const room = settlesBehind ? 0 : this.prefetch * this.slots - this.inFlight.size - this.unheldReady();
       const granted = room > 0 ? this.throttle.take(Math.min(batchSize, room), Date.now()) : 0;
       if (room <= 0) {
         this.backlogSeen = true;
@@ -332,15 +336,25 @@ export class LaneLoop {
     this.throttle.giveBack(limit - rows.length);
     if (rows.length > 0 && this.deps.options.logging.perMail)
       this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
-    if (shared && shared.sendsStartAt > 0) for (const row of rows) this.heldUntil.set(row, shared.sendsStartAt);
+    // At most GRANT_TO_SEND_MS from now, whatever the clock did since the take; rows closed at their claim send
+    // nothing and are not held.
+    const holdMs = Math.min(GRANT_TO_SEND_MS, Math.max(0, (shared?.sendsStartAt ?? 0) - Date.now()));
+    if (holdMs > 0)
+      for (const row of rows) if (row.skipReason === null) this.heldUntil.set(row, performance.now() + holdMs);
     this.ready.push(...rows);
     this.pump();
     // Rows closed at their claim (suppressed, unsubscribed, cancelled) send nothing: their grants go back too.
     if (shared) this.giveBackQuota(shared, limit - rows.filter((row) => row.skipReason === null).length);
     this.backlogSeen = rows.length === limit;
     if (!this.backlogSeen) return pollIntervalMs;
-    if (this.inFlight.size + this.ready.length >= this.prefetch * this.slots) return -1;
+    if (this.inFlight.size + this.unheldReady() >= this.prefetch * this.slots) return -1;
     return Math.max(this.throttle.waitMs(Date.now()), Math.ceil(sharedReadyAt - performance.now()));
+  }
+
+  /** The rows claimed ahead that are not held for their grant's time. */
+  private unheldReady(): number {
+    const now = performance.now();
+    return this.ready.filter((row) => (this.heldUntil.get(row) ?? 0) <= now).length;
   }
 
   /** Returns unused grants of the shared quota, after the rows are in hand: a failure costs only those grants. */
@@ -387,7 +401,7 @@ export class LaneLoop {
       this.inFlight.size < this.slots &&
       this.ready.length > 0
     ) {
-      const heldForMs = (this.heldUntil.get(this.ready[0]) ?? 0) - Date.now();
+      const heldForMs = (this.heldUntil.get(this.ready[0]) ?? 0) - performance.now();
       if (heldForMs > 0) {
         this.heldRowTimer ??= setTimeout(() => {
           this.heldRowTimer = null;

@@ -5,8 +5,8 @@ const BURST_SHARE = 1 / 20;
 const LEAST_BURST = 2;
 /**
  * How much later one send may reach the provider than another after their grants, and every second still hold no
- * more than the limit where the provider counts: 21 grants 75 ms apart fit in a second with a millisecond to spare
- * for the first. Sends start a fixed time after their grant (`GRANT_TO_SEND_MS`); what is left is how late a process
+ * more than the limit where the provider counts: the window puts the 21st grant at least 1,075 ms after the first,
+ * so their sends are a second apart even when the first reaches the provider 75 ms later than the 21st does. Sends start a fixed time after their grant (`GRANT_TO_SEND_MS`); what is left is how late a process
  * gets to a timer and its request reaches the provider: 2 ms at the median, 14 at the 90th percentile and 64 at the
  * 99th in `npm run bench:quota` with the 2-core machine's load at 5-7; with 50 ms allowed, the busiest second at SES
  * held 21-22 requests for a limit of 20 with the load at 1.3-2.
@@ -20,9 +20,10 @@ export const JITTER_ALLOWANCE_MS = 75;
  * for its WAL flush (6 ms on average, 52-70 ms at worst in `npm run bench`'s drain). Started as soon as its row was in
  * hand, the sends of one instance's grants could land in one second with those another instance was granted 100 ms
  * earlier: rows were in hand 1 to 176 ms after their grant in `npm run bench:quota`. Each starts at grant + 150 ms
- * instead (99 % of the rows were in hand by then), so that the spread left is what the window allows for
- * (`JITTER_ALLOWANCE_MS`); a row in hand later than that starts at once. A rate-limited lane's mail waits these
- * 150 ms more than its row needs.
+ * instead (99 % of the rows were in hand by then), so that what spreads the sends is how late a process gets to
+ * its timer and its request to the provider, which the window allows 75 ms for (`JITTER_ALLOWANCE_MS`): on a busy
+ * machine a second at the provider can still hold one more than the limit. A row in hand later starts at once. A rate-limited lane's mail waits up to
+ * 150 ms more than its row needs (less the take's and the claim's time), and the held row takes no send slot.
  */
 export const GRANT_TO_SEND_MS = 150;
 
