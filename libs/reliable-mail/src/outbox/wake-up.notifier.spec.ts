@@ -32,6 +32,34 @@ describe('WakeUpNotifier', () => {
     expect(notified).toHaveLength(1);
   });
 
+  it('waits at shutdown for the NOTIFY under way and one more, not for those of enqueues that go on meanwhile', async () => {
+    const answers: Array<() => void> = [];
+    const database = {
+      query: () => new Promise((resolve) => answers.push(() => resolve([]))),
+    } as unknown as OutboxDatabase;
+    const notifier = new WakeUpNotifier(database);
+    /** A commit whose NOTIFY follows it (another enqueue is open meanwhile). */
+    const commitAfterAnother = (lane: string) => {
+      const open = notifier.plan(null);
+      notifier.plan(null).inserted([lane]);
+      open.inserted([]);
+    };
+    const settled = () => new Promise((resolve) => setImmediate(resolve));
+    commitAfterAnother('a');
+    await settled();
+    let shutDown = false;
+    const shutdown = notifier.beforeApplicationShutdown().then(() => (shutDown = true));
+    commitAfterAnother('b');
+    answers.shift()!();
+    await settled();
+    // The lanes due when shutdown began go in one more statement; an enqueue that commits during it waits for a poll.
+    commitAfterAnother('c');
+    answers.shift()!();
+    await shutdown;
+    expect(shutDown).toBe(true);
+    expect(answers).toHaveLength(0);
+  });
+
   it('shuts down at once when no NOTIFY is under way', async () => {
     const notifier = new WakeUpNotifier({} as OutboxDatabase);
     await expect(notifier.beforeApplicationShutdown()).resolves.toBeUndefined();

@@ -35,6 +35,9 @@ export class WakeUpNotifier implements TransactionEnds, BeforeApplicationShutdow
   private readonly due = new Set<string>();
   /** The NOTIFY statements under way, until every lane queued is notified; never rejects. */
   private sending: Promise<void> | null = null;
+  /** NOTIFY statements sent since the start; at shutdown, the last one to send (none past it). */
+  private sent = 0;
+  private lastToSend = Infinity;
 
   constructor(private readonly database: OutboxDatabase) {}
 
@@ -99,16 +102,20 @@ export class WakeUpNotifier implements TransactionEnds, BeforeApplicationShutdow
   /**
    * Lets the NOTIFY of the last commits go before reliable-mail's connections close: a script that enqueues and
    * closes the app at once would otherwise leave its mail to the next poll, with a warning that it could not notify.
+   * The statement under way and one more, for every lane due by now: an app still enqueueing while it shuts down
+   * keeps shutdown waiting no longer than that, and its later mail is found at the dispatchers' next poll.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    this.lastToSend = this.sent + 1;
     await this.sending;
   }
 
   private async send(): Promise<void> {
     try {
-      while (this.due.size > 0) {
+      while (this.due.size > 0 && this.sent < this.lastToSend) {
         const lanes = [...this.due];
         this.due.clear();
+        this.sent++;
         await notifyLanes(this.database, lanes);
       }
     } catch (error) {
