@@ -298,7 +298,7 @@ async function ownedTempFolder(): Promise<string> {
 }
 
 /** A port the OS has just handed out as free; released again for the server to bind. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

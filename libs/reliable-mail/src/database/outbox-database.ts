@@ -10,23 +10,12 @@ import {
   isOutage,
   PoolExhaustedError,
 } from './database-availability.js';
+import { type ConnectionPlan, connectionPlan } from './connection-plan.js';
 import { type QueryBound, type SqlClient, type Statement, statementsOnClient } from './sql-client.js';
 import { statementBoundMs } from './statement-bound.js';
 import { sqlStateOf, StatementNotSentError } from './statement-refusal.js';
 
-/**
- * The settings of reliable-mail's own connections.
- * - Each named statement is prepared once per connection and planned once, at its first run (a generic plan): planning
- *   the claim at every run cost 0.4-0.6 ms (the bench's claim figures at 87df0c2) on the path of every idle mail. A
- *   generic plan made while the tables were empty is kept once they have grown, so every statement reaches every
- *   table through an index condition, whatever the statistics (primary key arrays, partial indexes;
- *   test/generic-plans checks each); with sequential scans off, the planner takes that path even on an empty table,
- *   where a whole scan looks as cheap.
- * - Claims and settles must survive a crash of the server (see claim.ts), whatever the database's or the role's
- *   default: with synchronous_commit off, a crash during a send would take the claim with it.
- */
-export const CONNECTION_SETTINGS =
-  '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c synchronous_commit=on';
+export { CONNECTION_SETTINGS } from './connection-plan.js';
 
 /** A half-open connection (the server vanished without a reset) is found by TCP keepalive after this idle time. */
 const KEEPALIVE_DELAY_MS = 10_000;
@@ -46,9 +35,10 @@ export const POOL_CLOSE_TIMEOUT_MS = 5_000;
  * discarded, and so is every connection idle then that has not answered since: what silenced one (a partition, a
  * vanished primary) silenced them all, and each would otherwise cost a whole bound to find out. A caller may bound a
  * statement more tightly still (`QueryBound`: a settle by its lease), the wait for a connection included.
- * Statements with a name are parsed and planned once per connection (see CONNECTION_SETTINGS). Where the connections go is
- * set by the start (`connectTo`): `database.url`, or the app's own MikroORM settings. An outage of the database is
- * logged here, once as it begins and once as it ends (`availability`), rather than by each task it fails.
+ * Statements with a name are parsed and planned once per connection (see connection-plan.ts), and how the settings
+ * reach the server depends on `database.pooler` (`plan`). Where the connections go is set by the start
+ * (`connectTo`): `database.url`, or the app's own MikroORM settings. An outage of the database is logged here, once as
+ * it begins and once as it ends (`availability`), rather than by each task it fails.
  */
 @Injectable()
 export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
@@ -68,11 +58,19 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   private silentSince = -Infinity;
   /** Whether the database answers, from every statement's outcome: read by the dispatcher's summary. */
   readonly availability = new DatabaseAvailability();
+  /** How the connections keep their settings and statements through `database.pooler`. */
+  readonly plan: ConnectionPlan;
+  /** The connections that have had `plan.onConnect`. */
+  private readonly setUp = new WeakSet<pg.ClientBase>();
+  /** Connections left in a transaction they could not roll back: never used again. */
+  private readonly spoiled = new WeakSet<pg.ClientBase>();
 
   constructor(
     private readonly schema: OutboxSchema,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: Pick<ResolvedReliableMailOptions, 'database'>,
-  ) {}
+  ) {
+    this.plan = connectionPlan(options.database);
+  }
 
   async query<R>(statement: Statement, values: readonly unknown[], bound?: QueryBound): Promise<R[]> {
     if (this.closed)
@@ -93,8 +91,8 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       if (ownBound) this.noteAvailability(this.availability.failed(error, Date.now()));
       throw error;
     }
-    const config: pg.QueryConfig & { query_timeout: number } = {
-      name,
+    const config: TimedQuery = {
+      ...(this.plan.namedStatements ? { name } : {}),
       text,
       values: [...values],
       // pg reads 0 as no timeout at all.
@@ -106,7 +104,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     const silentIfUnanswered = ownBound && config.query_timeout > statementTimeoutMs;
     const sentAt = performance.now();
     try {
-      const result = await client.query<R & pg.QueryResultRow>(config);
+      const result = await this.run<R & pg.QueryResultRow>(client, config, deadline);
       this.answeredAt.set(client, performance.now());
       client.release();
       this.noteAvailability(this.availability.answered(Date.now()));
@@ -121,9 +119,49 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       // Without an answer it is never reused, as pool.query() would have it: pg-pool ends a connection released with
       // an error, and pg destroys the socket of one whose statement is still unanswered (a timeout) rather than wait
       // for goodbye.
-      client.release(answered ? undefined : error instanceof Error ? error : true);
+      client.release(answered && !this.spoiled.has(client) ? undefined : error instanceof Error ? error : true);
       throw error;
     }
+  }
+
+  /**
+   * Runs one statement on `client` as `plan` has it: after the connection's session settings, or in a transaction
+   * of its own that sets them. Each step is bounded by what is left until `deadline`.
+   */
+  private async run<R extends pg.QueryResultRow>(
+    client: pg.PoolClient,
+    config: TimedQuery,
+    deadline: number,
+  ): Promise<pg.QueryResult<R>> {
+    const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
+    const step = (text: string): TimedQuery => ({ text, query_timeout: left() });
+    await this.setUpSession(client, left());
+    if (!this.plan.statementInTransaction) return client.query<R>(config);
+    try {
+      await client.query(step(this.plan.begin));
+      const statement: TimedQuery = { ...config, query_timeout: left() };
+      const result = await client.query<R>(statement);
+      await client.query(step('commit'));
+      return result;
+    } catch (error) {
+      // A refused statement leaves its transaction open and aborted; one unanswered leaves the connection unused.
+      if (sqlStateOf(error) !== null) {
+        const rolledBack = await client.query(step('rollback')).then(
+          () => true,
+          () => false,
+        );
+        if (!rolledBack) this.spoiled.add(client);
+      }
+      throw error;
+    }
+  }
+
+  /** Sends `plan.onConnect` on a connection that has not had it. */
+  private async setUpSession(client: pg.ClientBase, timeoutMs: number): Promise<void> {
+    if (this.plan.onConnect === null || this.setUp.has(client)) return;
+    const setUp: TimedQuery = { text: this.plan.onConnect, query_timeout: timeoutMs };
+    await client.query(setUp);
+    this.setUp.add(client);
   }
 
   /**
@@ -151,7 +189,8 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     const pool = await (this.pool ??= this.createPool());
     const client = await this.checkOutAnswering(pool, performance.now() + this.options.database.connectTimeoutMs);
     try {
-      await client.query('begin');
+      await this.setUpSession(client, statementBoundMs(this.options.database.statementTimeoutMs));
+      await client.query(this.plan.begin);
       const result = await work(statementsOnClient(client, tables));
       await client.query('commit');
       client.release();
@@ -167,12 +206,33 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     }
   }
 
-  /** A connection outside the pool, for a session that must stay open (LISTEN); the caller ends it. */
+  /**
+   * A connection outside the pool, for the start's own statements; the caller ends it. Under a pooler it has none of
+   * the settings: the migration sets its own in each of its transactions, and the client's bound stays.
+   */
   client(): pg.Client {
-    const client = new pg.Client(this.connectionConfig());
-    // An error of an idle connection is an event: without a listener it would take the process down.
-    client.on('error', () => undefined);
-    return client;
+    return quietClient(this.connectionConfig());
+  }
+
+  /**
+   * A connection outside every pool for LISTEN, a session that must stay open: where the pool connects, or to
+   * `database.listenUrl` (`plan.listen`); the caller ends it. Not for a plan with no LISTEN (`plan.listen` null):
+   * this would be a connection to the transaction pooler, where LISTEN hears nothing.
+   */
+  listenClient(): pg.Client {
+    const { listenUrl } = this.options.database;
+    const config = this.connectionConfig();
+    if (listenUrl === null) return quietClient(config);
+    // Only the bounds are kept: the pooler's address, credentials and TLS settings are not PostgreSQL's.
+    const { application_name, keepAlive, keepAliveInitialDelayMillis, connectionTimeoutMillis, query_timeout } = config;
+    return quietClient({
+      connectionString: listenUrl,
+      application_name,
+      keepAlive,
+      keepAliveInitialDelayMillis,
+      connectionTimeoutMillis,
+      query_timeout,
+    });
   }
 
   /** The figures of the pool, for health and the soak test. */
@@ -189,14 +249,17 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
   connectTo(base: pg.ClientConfig, appPoolDeadCheckouts: DeadCheckouts | null): void {
     const { statementTimeoutMs, connectTimeoutMs } = this.options.database;
     this.appPoolDeadCheckouts = appPoolDeadCheckouts;
+    const { startup } = this.plan;
     this.config = {
       ...base,
-      options: `${base.options ?? ''} ${CONNECTION_SETTINGS}`.trim(),
+      ...(startup && {
+        options: `${base.options ?? ''} ${startup.options}`.trim(),
+        statement_timeout: startup.statementTimeoutMs,
+      }),
       application_name: 'reliable-mail',
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       connectionTimeoutMillis: connectTimeoutMs,
-      statement_timeout: statementTimeoutMs,
       query_timeout: statementBoundMs(statementTimeoutMs),
     };
   }
@@ -269,6 +332,17 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       throw new StatementNotSentError("reliable-mail's database connection is not set: the app has not started");
     return this.config;
   }
+}
+
+/** A statement with pg's client-side bound, which its QueryConfig type leaves out. */
+type TimedQuery = pg.QueryConfig & { query_timeout: number };
+
+/** A connection outside every pool whose errors while idle are left to its holder. */
+function quietClient(config: pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config);
+  // An error of an idle connection is an event: without a listener it would take the process down.
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** pg-pool's error for a wait for a busy connection that outlasted its `connectionTimeoutMillis`. */

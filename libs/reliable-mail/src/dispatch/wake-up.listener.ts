@@ -18,6 +18,10 @@ const HEARTBEAT_MS = 30_000;
  */
 const FAILURES_BEFORE_OWN_LINE = 3;
 
+/** Why the listener does not listen at all (`lastError`): a transaction pooler keeps no session to LISTEN on. */
+const POLLING_ONLY =
+  "polling only: database.pooler is 'transaction', which delivers no notifications, and no database.listenUrl is set";
+
 /** What the health indicator shows of the wake-up listener. */
 export interface WakeUpState {
   listening: boolean;
@@ -32,7 +36,8 @@ export interface WakeUpState {
  * Holds one connection of its own (outside every pool) that LISTENs for the NOTIFY an enqueue sends at commit, so
  * an idle dispatcher starts at once instead of at its next poll. Polling stays the safety net: while the listener
  * cannot connect or LISTEN (a hot standby answers "cannot execute LISTEN during recovery"), it tries again with a
- * capped exponential backoff, each failed connection ended before the next is made.
+ * capped exponential backoff, each failed connection ended before the next is made. Behind a transaction pooler it
+ * listens on `database.listenUrl`, and without one not at all (see ConnectionPlan.listen).
  */
 @Injectable()
 export class WakeUpListener {
@@ -55,6 +60,15 @@ export class WakeUpListener {
   start(onWakeUp: (lane: string) => void): void {
     this.onWakeUp = onWakeUp;
     this.stopped = false;
+    if (this.database.plan.listen === null) {
+      this.current = { listening: false, since: new Date(), failures: 0, lastError: POLLING_ONLY };
+      this.logger.log({
+        msg:
+          'dispatchers wake up by polling (dispatcher.pollIntervalMs) only: no LISTEN through a transaction pooler ' +
+          "(database.pooler 'transaction'); database.listenUrl, a connection to PostgreSQL itself, would take one",
+      });
+      return;
+    }
     void this.connect();
   }
 
@@ -70,7 +84,7 @@ export class WakeUpListener {
     if (this.stopped) return;
     let client: pg.Client | null = null;
     try {
-      client = this.database.client();
+      client = this.database.listenClient();
       client.on('notification', (message) => {
         if (message.channel === WAKE_UP_CHANNEL) this.onWakeUp?.(message.payload ?? '');
       });

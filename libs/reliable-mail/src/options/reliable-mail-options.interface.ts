@@ -82,12 +82,37 @@ export interface DispatcherOptions {
 /** reliable-mail's own connections (dispatcher, wake-up listener, events, retention, health): a pool of their own. */
 export interface DatabaseOptions {
   /**
-   * Where those connections go, as a `postgres://` URL. Behind a PgBouncer in transaction mode, point this at
-   * PostgreSQL itself (or a session-mode pool): LISTEN needs a session of its own. Required in an app without
-   * MikroORM.
+   * Where those connections go, as a `postgres://` URL: PostgreSQL itself, or a pooler such as PgBouncer (say
+   * which in `pooler`). Required in an app without MikroORM.
    * @default the MikroORM connection's settings
    */
   url?: string;
+  /**
+   * What `url` (or the MikroORM connection) goes through. `'none'`: PostgreSQL itself. `'session'`: a pooler that
+   * gives each connection a server session of its own while it lasts (PgBouncer's `pool_mode = session`): the
+   * settings are SET once per connection instead of sent at connect, which PgBouncer refuses. `'transaction'`: a
+   * pooler that lends a server session per transaction (PgBouncer's `pool_mode = transaction`): no session state at
+   * all, so each statement runs in a transaction of its own with its settings SET LOCAL, statements are not
+   * prepared (see `preparedStatements`), and there is no LISTEN but on `listenUrl`: without it the dispatchers
+   * poll.
+   * @default 'none'
+   */
+  pooler?: 'none' | 'session' | 'transaction';
+  /**
+   * Whether statements are prepared once per connection and run by name. Under `pooler: 'transaction'` only with
+   * PgBouncer 1.21 or later and its `max_prepared_statements` above 0 (reliable-mail cannot ask PgBouncer: say so
+   * here); with an older one or with it 0, a statement meets another server session than the one that prepared it.
+   * @default true, and false with pooler 'transaction'
+   */
+  preparedStatements?: boolean;
+  /**
+   * A `postgres://` URL of PostgreSQL itself, for the one long-lived connection that LISTENs for the NOTIFY of an
+   * enqueue, so that an idle dispatcher starts at once instead of at its next poll; its credentials and TLS settings
+   * (`?sslmode=`) are its own. Only with a pooler, and not to the pooler's host and port: without one, `url` takes
+   * LISTEN itself.
+   * @default none: LISTEN through `url`, or no LISTEN at all with pooler 'transaction'
+   */
+  listenUrl?: string;
   /**
    * The PostgreSQL schema of reliable-mail's tables. Installations whose tables the MikroORM migrations of earlier
    * releases made in the app's own schema (`public`) are found there when this is not set, and stay there.

@@ -27,6 +27,9 @@ export function requirePositiveInteger(option: string, value: unknown, minimum =
 export const requireSpan = (option: string, value: unknown): number =>
   requirePositiveInteger(option, value, 1, LONGEST_SPAN_MS);
 
+/** What a PostgreSQL connection URL begins with, as `database.url` and `database.listenUrl` must. */
+export const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
 /** A domain name, as `messageIdDomain` and `verp.domain` must be. */
 export const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;

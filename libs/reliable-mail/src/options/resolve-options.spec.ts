@@ -50,6 +50,9 @@ const defaultDatabase = {
   connectTimeoutMs: 10_000,
   migrateAtStart: false,
   startTimeoutMs: 60_000,
+  pooler: 'none',
+  preparedStatements: true,
+  listenUrl: null,
 };
 const defaultContent = { templates: [], maxMessageBytes: 5 * 1024 * 1024, attachmentResolver: null };
 // 58 attempts: their delays, at the shortest, reach a day (2.5 s, 5 s, … doubling, then half an hour each).

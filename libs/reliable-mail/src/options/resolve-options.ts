@@ -8,7 +8,7 @@ import type { MailTemplate } from '../templates/mail-template.js';
 import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-import { HOSTNAME_PATTERN, requirePositiveInteger, requireSpan } from './require.js';
+import { HOSTNAME_PATTERN, POSTGRES_URL, requirePositiveInteger, requireSpan } from './require.js';
 import { resolveHealth } from './resolve-health.js';
 import { requireAgreeingQuotas, type ResolvedLaneQuota, resolveQuota } from './resolve-quota.js';
 import {
@@ -18,6 +18,7 @@ import {
   resolveUnsubscribe,
 } from './resolve-unsubscribe.js';
 import { resolveVerp } from './resolve-verp.js';
+import { type ResolvedPooler, resolvePooler } from './resolve-pooler.js';
 import { resolveRetry } from './resolve-retry.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
@@ -59,7 +60,10 @@ export interface ResolvedReliableMailOptions {
   defaultLane: string;
   retention: Required<RetentionOptions>;
   health: Required<HealthOptions>;
-  database: Omit<Required<DatabaseOptions>, 'url' | 'schema'> & { url: string | null; schema: string | null };
+  database: Omit<Required<DatabaseOptions>, 'url' | 'schema' | keyof ResolvedPooler> & {
+    url: string | null;
+    schema: string | null;
+  } & ResolvedPooler;
   events: Required<EventOptions>;
   templates: Array<MailTemplate | MailTemplateFolder>;
   maxMessageBytes: number;
@@ -77,7 +81,7 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   intervalMs: 600_000,
 };
 
-const DEFAULT_DATABASE_OPTIONS: ResolvedReliableMailOptions['database'] = {
+const DEFAULT_DATABASE_OPTIONS: Omit<ResolvedReliableMailOptions['database'], keyof ResolvedPooler> = {
   url: null,
   schema: null,
   poolSize: 10,
@@ -190,7 +194,7 @@ export function resolveOptions(
   for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
   const health = resolveHealth(options.health);
 
-  const database = withDefaults(DEFAULT_DATABASE_OPTIONS, options.database);
+  const database = { ...withDefaults(DEFAULT_DATABASE_OPTIONS, options.database), ...resolvePooler(options.database) };
   for (const key of ['poolSize', 'statementTimeoutMs', 'connectTimeoutMs', 'startTimeoutMs'] as const) {
     requirePositiveInteger(`database.${key}`, database[key]);
   }
@@ -205,7 +209,7 @@ export function resolveOptions(
   }
   const requireTransaction = options.requireTransaction ?? false;
   if (typeof requireTransaction !== 'boolean') throw new InvalidOptionsError('requireTransaction', 'must be a boolean');
-  if (database.url !== null && !/^postgres(ql)?:\/\//.test(String(database.url))) {
+  if (database.url !== null && !POSTGRES_URL.test(String(database.url))) {
     throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
   }
   const leaseForSendAndSettle = leaseForSendAndSettleMs(dispatcher.sendTimeoutMs, database.statementTimeoutMs);

@@ -8,14 +8,22 @@ const FIRST_RETRY_MS = 250;
 const LONGEST_RETRY_MS = 5_000;
 
 /**
- * Refusals that waiting does not mend: a wrong password or role (class 28), a database that does not exist (3D000).
- * Everything else (no answer, a refused connection, a server starting up or in recovery, too many connections) is
- * what a deploy during a failover or restart meets, and is tried again.
+ * Refusals that waiting does not mend: a wrong password or role (class 28), a database that does not exist (3D000),
+ * a pooler that takes none of the settings (see below). Everything else (no answer, a refused connection, a server
+ * starting up or in recovery, too many connections) is what a deploy during a failover or restart meets, and is tried
+ * again.
  */
 const lasting = (error: unknown): boolean => {
   const state = sqlStateOf(error);
-  return state !== null && (state.startsWith('28') || state === '3D000');
+  return state !== null && (state.startsWith('28') || state === '3D000' || refusedByPooler(error));
 };
+
+/**
+ * PgBouncer's refusal (08P01) of a startup parameter it does not track: reliable-mail's settings and
+ * statement_timeout, sent at connect when `database.pooler` says there is no pooler.
+ */
+const refusedByPooler = (error: unknown): boolean =>
+  sqlStateOf(error) === '08P01' && /^unsupported startup parameter/.test((error as Error).message);
 
 /** host:port of a connection's settings, for messages (never its password). */
 export function hostOf(config: pg.ClientConfig): string {
@@ -53,7 +61,11 @@ export async function openStartConnection(
         throw new ReliableMailSetupError(
           `reliable-mail could not connect to the database at ${hostOf(config)}` +
             (lasting(error) ? '' : ` within database.startTimeoutMs (${timeoutMs} ms)`) +
-            `: ${problem}`,
+            `: ${problem}` +
+            (refusedByPooler(error)
+              ? ". A pooler such as PgBouncer is in the way: say which mode it pools in, database.pooler 'session' " +
+                "or 'transaction'"
+              : ''),
         );
       }
       if (problem !== lastProblem) {
