@@ -189,6 +189,18 @@ describe('LaneLoop', () => {
     });
 
     it.each([
+      { name: 'a serialization failure (40001)', error: databaseError('40001', 'ERROR') },
+      { name: 'a deadlock (40P01)', error: databaseError('40P01', 'ERROR') },
+    ])('that met a concurrent change, $name, is no error: logged at debug, and claimed again', async ({ error }) => {
+      const lane = started(laneWith(failingOnce(error)));
+      await waitFor(
+        'a claim after the failed one',
+        () => lane.statements.filter((name) => name === 'reliable_mail_claim').length > 1,
+      );
+      expect(lane.logged).toEqual([{ level: 'debug', msg: 'claim met a concurrent change' }]);
+    });
+
+    it.each([
       { name: 'whose answer never came', error: new Error('Query read timeout') },
       { name: 'whose connection ended under it', error: new Error('Connection terminated unexpectedly') },
       { name: 'whose session was terminated (FATAL)', error: databaseError('57P01', 'FATAL') },

@@ -14,7 +14,7 @@ import { releaseRows } from '../outbox/sql/release.js';
 import { releaseUnansweredClaims } from '../outbox/sql/release-unanswered.js';
 import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
-import { mayHaveCommittedUnanswered } from '../database/statement-refusal.js';
+import { mayHaveCommittedUnanswered, sqlStateOf } from '../database/statement-refusal.js';
 import { DISPATCHER_TIMEOUT_NAME } from '../reliable-mail.constants.js';
 import type { ResolvedLane, ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { Attempt, Delivery } from './delivery.js';
@@ -27,6 +27,8 @@ import { type AttemptResult, acceptingReply, settlementFor } from './settlement.
 import type { Settler } from './settler.js';
 import { GRANT_TO_SEND_MS, type QuotaTake, type SendQuotaState, type SharedSendQuota } from '../quota/index.js';
 
+/** PostgreSQL's answers to a statement that met another transaction's change: a serialization failure, a deadlock. */
+const CONCURRENT_CHANGE = new Set(['40001', '40P01']);
 /** Settles that may wait per send slot before the lane stops claiming: a slow database slows the lane down. */
 const PENDING_SETTLES_PER_SLOT = 4;
 /**
@@ -267,8 +269,13 @@ export class LaneLoop {
         next = await this.claim(granted);
       }
     } catch (error) {
+      if (CONCURRENT_CHANGE.has(sqlStateOf(error) ?? '')) {
+        // Another transaction changed a row under the claim (retention moving a kept row to today's partition, an
+        // operator's requeue): nothing is wrong, and the claim, which took nothing, runs again at the next poll.
+        this.deps.logger.debug({ msg: 'claim met a concurrent change', lane: this.lane.name, error: String(error) });
+      }
       // An outage fails every claim of every lane at every poll: the database logged it once.
-      if (!reportedAsOutage(error))
+      else if (!reportedAsOutage(error))
         this.deps.logger.error({
           msg: 'claim failed; trying again after the poll interval',
           lane: this.lane.name,
