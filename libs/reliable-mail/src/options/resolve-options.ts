@@ -75,6 +75,7 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
+  partitionsAhead: 3,
 };
 
 const DEFAULT_DATABASE_OPTIONS: ResolvedReliableMailOptions['database'] = {
@@ -187,7 +188,9 @@ export function resolveOptions(
   const retention = withDefaults({ ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled }, options.retention);
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
   requireSpan('retention.keepClosedForMs', retention.keepClosedForMs);
-  for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
+  for (const key of ['batchSize', 'intervalMs', 'partitionsAhead'] as const) {
+    requirePositiveInteger(`retention.${key}`, retention[key]);
+  }
   const health = resolveHealth(options.health);
 
   const database = withDefaults(DEFAULT_DATABASE_OPTIONS, options.database);
