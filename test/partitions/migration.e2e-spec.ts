@@ -2,9 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { claimRows } from '../../libs/reliable-mail/src/outbox/sql/claim.js';
+import { partitionsAhead } from '../../libs/reliable-mail/src/outbox/sql/health.js';
 import { insertRows } from '../../libs/reliable-mail/src/outbox/sql/insert.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
-import { convertToPartitions, daysAhead } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+import { convertToPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -105,7 +106,7 @@ describe('converting a plain outbox to the partitioned layout', () => {
       { relname: 'mail_outbox_attempt', relkind: 'p' },
       { relname: 'mail_outbox_feedback', relkind: 'p' },
     ]);
-    expect(await daysAhead(connection, TABLES)).toBe(3);
+    expect(await partitionsAhead(sqlClientOf(pool))).toBe(3);
     await end();
 
     const { rows: lost } = await pool.query(

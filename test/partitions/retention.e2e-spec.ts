@@ -4,23 +4,17 @@ import pg from 'pg';
 import { CONNECTION_SETTINGS } from '../../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlStateOf } from '../../libs/reliable-mail/src/database/statement-refusal.js';
 import { claimRows } from '../../libs/reliable-mail/src/outbox/sql/claim.js';
+import { partitionsAhead } from '../../libs/reliable-mail/src/outbox/sql/health.js';
 import { insertRows } from '../../libs/reliable-mail/src/outbox/sql/insert.js';
 import { settleInputOf, settleRows } from '../../libs/reliable-mail/src/outbox/sql/settle.js';
 import { retainPartitions } from '../../libs/reliable-mail/src/retention/partition-retention.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
-import {
-  addDays,
-  convertToPartitions,
-  createPartitionsAhead,
-  daysAhead,
-  outboxPartitions,
-  today,
-} from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+import { addDays, outboxPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { sentSettlement } from '../support/settlements.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow } from './partition-rows.js';
+import { ddlConnection, newRow, partitionedSince } from './partition-rows.js';
 
 // Retention of a partitioned outbox drops a day's partitions whole, once it has moved forward every row of that day
 // it keeps. Here the oldest day (40 days ago, past a retention of 30) holds sent rows to drop and rows to keep: a
@@ -90,24 +84,8 @@ describe('retention of a partitioned outbox', () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     await migrate(database.url);
-    const { connection, end } = await ddlConnection(database.url);
-    await convertToPartitions(connection, TABLES, 3);
-    // The converted outbox was empty: its partitions go, and the days start 40 days ago, up to 3 days ahead.
-    oldDay = addDays(await today(connection), -40);
-    for (const { name } of await outboxPartitions(connection, TABLES)) {
-      for (const table of [TABLES.outbox, TABLES.attempt, TABLES.feedback]) {
-        await connection.run(`drop table ${table}${name.slice(TABLES.outbox.length)}`);
-      }
-    }
-    for (const table of [TABLES.outbox, TABLES.attempt, TABLES.feedback]) {
-      const partition = `${table}_p${oldDay.replaceAll('-', '')}`;
-      await connection.run(`create table ${partition} (like ${table} including all)`);
-      await connection.run(
-        `alter table ${table} attach partition ${partition} for values from ('${oldDay}') to ('${addDays(oldDay, 1)}')`,
-      );
-    }
-    await createPartitionsAhead(connection, TABLES, 3);
-    await end();
+    // Partitioned since 40 days ago, up to 3 days ahead.
+    oldDay = await partitionedSince(database.url, TABLES, 40);
 
     pool = new pg.Pool({ connectionString: database.url, max: 6, options: CONNECTION_SETTINGS });
     const old = (status: string, lane: string, extra: string) =>
@@ -126,6 +104,7 @@ describe('retention of a partitioned outbox', () => {
       dead: old('dead', 'default', `now(), now() - interval '40 days', now() - interval '40 days'`),
       failed: old('failed', 'default', `now(), now() - interval '40 days', now() - interval '40 days'`),
       sentAnHourAgo: old('sent', 'default', `now(), now() - interval '1 hour', now() - interval '40 days'`),
+      beingSent: old('pending', 'slow', `now(), now() - interval '40 days', now() - interval '40 days'`),
     };
     for (const [name, statement] of Object.entries(keptRows)) {
       const { rows } = await pool.query(statement, [name]);
@@ -164,6 +143,30 @@ describe('retention of a partitioned outbox', () => {
   });
 
   it('drops a past day while two instances drain: nothing lost or sent twice, and what it keeps survives', async () => {
+    // A row of the old day being sent by a third instance (claimed, its lease running) is not moved, and keeps its
+    // day's partitions: its settle finds it where its claim left it.
+    const db = sqlClientOf(pool);
+    const lockToken = randomUUID();
+    const [beingSent] = await claimRows(db, {
+      lane: 'slow',
+      limit: 1,
+      lockToken,
+      workerId: 'w-slow',
+      leaseMs: 60_000,
+      maxAgeMs: 86_400_000 * 100,
+    });
+    expect(beingSent.id).toBe(kept.beingSent);
+    const { connection: ddl, end: endDdl } = await ddlConnection(database.url);
+    const options = { keepClosedForMs: KEEP_CLOSED_FOR_MS, batchSize: 50, partitionsAhead: 3 };
+    expect(await retainPartitions(ddl, db, TABLES, options)).toEqual({ made: [], dropped: [] });
+    await endDdl();
+    const settledSlow = await settleRows(
+      db,
+      [settleInputOf(sentSettlement({ id: beingSent.id, lockToken, attemptId: beingSent.attemptId }))],
+      30_000,
+    );
+    expect(settledSlow.size).toBe(1);
+
     let draining = true;
     // Each with the settings of reliable-mail's own connections, as the dispatcher's pool has them.
     const instances = [0, 1].map(
@@ -177,11 +180,7 @@ describe('retention of a partitioned outbox', () => {
       // Each run as the retention timer makes it; a day that still holds a row being sent waits for the next.
       for (let run = 0; run < 200 && !runs.flat().length; run++) {
         const runStarted = performance.now();
-        const { dropped } = await retainPartitions(connection, sqlClientOf(pool), TABLES, {
-          keepClosedForMs: KEEP_CLOSED_FOR_MS,
-          batchSize: 50,
-          partitionsAhead: 3,
-        });
+        const { dropped } = await retainPartitions(connection, db, TABLES, options);
         runs.push(dropped);
         runTimes.push(performance.now() - runStarted);
       }
@@ -207,7 +206,7 @@ describe('retention of a partitioned outbox', () => {
       `select count(*)::int as tables from pg_class where relname like any(array['mail_outbox%_p${oldDay.replaceAll('-', '')}'])`,
     );
     expect(leftOver).toEqual([{ tables: 0 }]);
-    expect(await daysAhead(connection, TABLES)).toBe(3);
+    expect(await partitionsAhead(sqlClientOf(pool))).toBe(3);
     await end();
 
     // Sent once each: no row claimed twice, every due row sent, one attempt each.
@@ -231,14 +230,20 @@ describe('retention of a partitioned outbox', () => {
       [Object.values(kept)],
     );
     expect(survivors).toEqual(
-      ['kept-dead', 'kept-failed', 'kept-futureDated', 'kept-pending', 'kept-sentAnHourAgo'].map((key) => ({
-        idempotency_key: key,
-        status: { 'kept-dead': 'dead', 'kept-failed': 'failed', 'kept-sentAnHourAgo': 'sent' }[key] ?? 'pending',
-        moved: true,
-        attempts: 1,
-        feedback: 1,
-        keys: 1,
-      })),
+      ['kept-beingSent', 'kept-dead', 'kept-failed', 'kept-futureDated', 'kept-pending', 'kept-sentAnHourAgo'].map(
+        (key) => ({
+          idempotency_key: key,
+          status:
+            { 'kept-dead': 'dead', 'kept-failed': 'failed', 'kept-sentAnHourAgo': 'sent', 'kept-beingSent': 'sent' }[
+              key
+            ] ?? 'pending',
+          moved: true,
+          // The row being sent has its claim's attempt besides the one set up.
+          attempts: key === 'kept-beingSent' ? 2 : 1,
+          feedback: 1,
+          keys: 1,
+        }),
+      ),
     );
     const { rows: gone } = await pool.query(
       `select (select count(*)::int from mail_outbox where message_id like '%@old.test') as rows,

@@ -1,3 +1,4 @@
+import { DEFAULT_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
 import { CLIENT_TIMEOUT_MARGIN_MS } from '../database/statement-bound.js';
 import { isPlainIdentifier } from '../schema/outbox-tables.js';
 import { withDefaults } from './with-defaults.js';
@@ -75,7 +76,7 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
-  partitionsAhead: 3,
+  partitionsAhead: DEFAULT_PARTITIONS_AHEAD,
 };
 
 const DEFAULT_DATABASE_OPTIONS: ResolvedReliableMailOptions['database'] = {

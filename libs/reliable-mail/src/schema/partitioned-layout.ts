@@ -9,6 +9,9 @@ import { PARTITION_DAY_DEFAULT } from './versions/0013-partition-days.js';
 // is the same in both layouts; what differs is DDL, here: the conversion of an installation, the partitions made
 // ahead, and the drop of a day's partitions by retention.
 
+/** The days after today whose partitions are made ahead, unless `retention.partitionsAhead` (or --ahead) says. */
+export const DEFAULT_PARTITIONS_AHEAD = 3;
+
 /** The tables partitioned alike: a day's partition of each holds the rows of that day, their attempts and feedback. */
 const partitionedTables = (t: OutboxTables): string[] => [t.outbox, t.attempt, t.feedback];
 
@@ -61,14 +64,6 @@ export async function outboxPartitions(session: SchemaSession, t: OutboxTables):
       return { name, from: match[1] ?? null, to: match[2] };
     })
     .sort((a, b) => a.to.localeCompare(b.to));
-}
-
-/** How many days after today the partitions cover: health wants 2 at least, so that a missed day does not stop enqueues. */
-export async function daysAhead(session: SchemaSession, t: OutboxTables): Promise<number> {
-  const partitions = await outboxPartitions(session, t);
-  if (partitions.length === 0) return 0;
-  const covered = (Date.parse(partitions.at(-1)!.to) - Date.parse(await today(session))) / 86_400_000;
-  return covered - 1;
 }
 
 /**

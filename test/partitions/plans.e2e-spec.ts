@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { CONNECTION_SETTINGS } from '../../libs/reliable-mail/src/database/outbox-database.js';
+import type { Statement } from '../../libs/reliable-mail/src/database/sql-client.js';
+import { CLAIM, claimValues } from '../../libs/reliable-mail/src/outbox/sql/claim.js';
+import { SETTLE, settleInputOf, settleValues } from '../../libs/reliable-mail/src/outbox/sql/settle.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
+import { sentSettlement } from '../support/settlements.js';
+import { migrate } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { partitionedSince } from './partition-rows.js';
+
+// The claim and the settle over 30 days' partitions, planned once on empty tables as reliable-mail's connections plan
+// them (a generic plan, kept), then run on grown ones: the claim reads the due and lease partial indexes of every
+// partition, merged in order (Merge Append), and the settle each partition's (id, day) index; neither scans a
+// partition whole. Prints what a claim of 64 and a settle of 64 then take.
+
+const TABLES = tablesIn(DEFAULT_SCHEMA);
+const DAYS_BACK = 26; // With today and 3 ahead: 30 partitions.
+
+/** The plan's scans of the outbox's or attempts' partitions that read one whole. */
+const wholeScans = (plan: string): string[] =>
+  plan
+    .split('\n')
+    .filter((line) => /Seq Scan on mail_outbox|Seq Scan on mail_outbox_attempt/.test(line))
+    .map((line) => line.trim());
+
+describe('the claim and the settle over 30 partitions', () => {
+  let database: TestDatabase;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+    await partitionedSince(database.url, TABLES, DAYS_BACK);
+    client = new pg.Client({ connectionString: database.url, options: CONNECTION_SETTINGS });
+    await client.connect();
+    await client.query('analyze');
+  });
+
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
+
+  it('reach every partition through its indexes, planned on empty tables', async () => {
+    const { rows: partitions } = await client.query(
+      `select count(*)::int as count from pg_inherits where inhparent = 'reliable_mail.mail_outbox'::regclass`,
+    );
+    expect(partitions[0].count).toBe(30);
+    const prepared = async (name: string, statement: Statement) => {
+      await client.query(`prepare ${name} as ${statement.in(TABLES).text}`);
+    };
+    await prepared('claim', CLAIM);
+    await prepared('settle', SETTLE);
+    const claimArgs = (limit: number) =>
+      claimValues({
+        lane: 'default',
+        limit,
+        lockToken: randomUUID(),
+        workerId: 'w',
+        leaseMs: 600_000,
+        maxAgeMs: 86_400_000,
+      });
+    // Each planned (and the plan kept) while every table is empty and analysed.
+    await client.query('begin');
+    await client.query(`explain execute claim(${claimArgs(64).map(literal).join(', ')})`);
+    await client.query('rollback');
+
+    // 60,000 sent rows over the 30 days, each with an attempt; 2,000 due, most of them today, some kept from before.
+    await client.query(
+      `insert into mail_outbox (id, message_id, status, lane, payload, max_attempts, partition_day, sent_at, updated_at)
+       select gen_random_uuid(), g || '@plan.test', case when g % 30 = 0 then 'pending' else 'sent' end, 'default',
+              '{"to": [{"address": "ann@example.com"}], "cc": [], "bcc": [], "text": "x"}', 5,
+              case when g % 30 = 0 and g % 300 <> 0 then (now() at time zone 'utc')::date
+                   else (now() at time zone 'utc')::date - (g % ${DAYS_BACK + 1}) end,
+              now(), now() - interval '2 days'
+       from generate_series(1, 60000) g;
+       insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, outcome, partition_day)
+       select gen_random_uuid(), id, 1, 'w', gen_random_uuid(), 'sent', partition_day from mail_outbox
+       where status = 'sent';
+       analyze`,
+    );
+
+    await client.query('begin');
+    const claimPlan = await explain(client, `execute claim(${claimArgs(64).map(literal).join(', ')})`);
+    await client.query('rollback');
+    expect(wholeScans(claimPlan)).toEqual([]);
+    // The due rows in order from every partition's partial index.
+    expect(claimPlan).toMatch(/Merge Append[\s\S]*Index Scan using mail_outbox_p\d+_lane_next_attempt_at_idx/);
+
+    // Timed as the dispatcher runs them: a claim of 64, then their settle.
+    const timings = { claim: [] as number[], settle: [] as number[] };
+    let settlePlan = '';
+    for (let run = 0; run < 10; run++) {
+      const args = claimArgs(64);
+      let started = performance.now();
+      const { rows } = await client.query(`execute claim(${args.map(literal).join(', ')})`);
+      timings.claim.push(performance.now() - started);
+      expect(rows).toHaveLength(64);
+      const inputs = rows.map((row: { id: string; attempt_id: string }) =>
+        settleInputOf(sentSettlement({ id: row.id, lockToken: args[2] as string, attemptId: row.attempt_id })),
+      );
+      const values = settleValues(inputs, 30_000);
+      const call = `execute settle(${literal(values[0])}, ${values[1] as number}, ${literal(values[2])}, ${literal(values[3])}, ${literal(values[4])})`;
+      if (run === 0) {
+        await client.query('begin');
+        settlePlan = await explain(client, call);
+        await client.query('rollback');
+      }
+      started = performance.now();
+      const settled = await client.query(call);
+      timings.settle.push(performance.now() - started);
+      expect(new Set(settled.rows.map((row: { id: string }) => row.id)).size).toBe(64);
+    }
+    expect(wholeScans(settlePlan)).toEqual([]);
+    const median = (list: number[]) => [...list].sort((a, b) => a - b)[list.length >> 1].toFixed(1);
+    console.log(
+      `over 30 partitions (60,000 rows): a claim of 64 took ${median(timings.claim)} ms (median of 10, ` +
+        `max ${Math.max(...timings.claim).toFixed(1)}), their settle ${median(timings.settle)} ms ` +
+        `(max ${Math.max(...timings.settle).toFixed(1)})`,
+    );
+  }, 120_000);
+});
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'number') return String(value);
+  if (Array.isArray(value)) return `'{${value.map((item) => JSON.stringify(item)).join(',')}}'`;
+  return `'${String(value).replaceAll("'", "''")}'`;
+}
+
+async function explain(client: pg.Client, call: string): Promise<string> {
+  const { rows } = await client.query(`explain (costs off) ${call}`);
+  return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+}
