@@ -125,6 +125,27 @@ describe('converting a plain outbox to the partitioned layout', () => {
     expect(live[0].count).toBe(enqueued.length);
     expect(new Set(enqueued).size).toBe(enqueued.length);
 
+    // The old tables' indexes became their partitions of the parent's, none built again under the switch's lock: only
+    // the unique ones without the day stay unattached.
+    const { rows: unattached } = await pool.query(
+      `select c.relname from pg_index x join pg_class c on c.oid = x.indexrelid join pg_class t on t.oid = x.indrelid
+       where t.relname like '%_legacy' and not exists (select 1 from pg_inherits i where i.inhrelid = c.oid)
+       order by 1`,
+    );
+    expect(unattached.map((row: { relname: string }) => row.relname)).toEqual([
+      'mail_outbox_attempt_pkey_legacy',
+      'mail_outbox_feedback_event_unique_legacy',
+      'mail_outbox_feedback_pkey_legacy',
+      'mail_outbox_idempotency_key_unique_legacy',
+      'mail_outbox_pkey_legacy',
+    ]);
+    const { rows: doubled } = await pool.query(
+      `select count(*)::int as count from pg_index x join pg_class t on t.oid = x.indrelid
+       where t.relname like '%_legacy' group by x.indrelid, x.indkey::text, pg_get_expr(x.indpred, x.indrelid)
+       having count(*) > 1 and bool_and(not x.indisunique)`,
+    );
+    expect(doubled).toEqual([]);
+
     // The existing rows are in the first partition, every day before legacyUntil; the keys they held are still taken.
     const { rows: where } = await pool.query(
       `select tableoid::regclass::text as partition, count(*)::int as count from mail_outbox
