@@ -261,10 +261,10 @@ export async function dropPartition(
       await session.run(`set local lock_timeout = '2s'`);
       await session.run(`lock table ${partitionedTables(t).join(', ')} in access exclusive mode`);
       await session.run(`alter table ${t.outbox} detach partition ${partition.name}`);
-      const [kept] = await session.run<{ kept: boolean }>(
-        `select exists (select 1 from ${partition.name}
-         where ${KEPT_ROWS.replaceAll('$1', `${Number(keepClosedForMs)}`)} or "status" = 'sending') as kept`,
-      );
+      // The partition's open and problem rows, and its recent closed ones, each from its partial index: a whole scan
+      // of a day's million rows here would hold every table's lock as long.
+      await session.run(`set local enable_seqscan = off`);
+      const [kept] = await session.run<{ kept: boolean }>(keptRowsCheck(partition.name, keepClosedForMs));
       if (kept.kept) throw new PartitionStillHolds();
       const suffix = partition.name.slice(t.outbox.length);
       for (const table of [t.attempt, t.feedback]) {
@@ -289,8 +289,15 @@ const LOCK_NOT_AVAILABLE = '55P03';
 class PartitionStillHolds extends Error {}
 
 /**
- * The rows retention keeps, whatever their day: open (pending, future-dated included), failed or dead (they wait for
- * an operator), or closed less than $1 ms ago. A `sending` row is kept too, but never moved (see move-forward.ts).
+ * The rows retention keeps, whatever their day: pending (future-dated included), failed or dead (they wait for an
+ * operator), or closed less than $1 ms ago. A `sending` row is kept too, but never moved (see move-forward.ts). Each
+ * arm is the predicate of a partial index (due, problem, closed: see OUTBOX_SCHEMA_V1), so that the planner can read
+ * a day's kept rows from those indexes (a BitmapOr) whatever the number of its sent rows.
  */
-export const KEPT_ROWS = `("status" in ('pending', 'failed', 'dead')
+export const KEPT_ROWS = `("status" = 'pending' or "status" in ('failed', 'dead')
   or ("status" in ('sent', 'cancelled', 'expired', 'suppressed') and "updated_at" >= now() - $1::float8 * interval '1 millisecond'))`;
+
+/** Whether a partition still holds a row retention keeps, or one being sent: the check before its drop. */
+export const keptRowsCheck = (partition: string, keepClosedForMs: number): string =>
+  `select exists (select 1 from ${partition} where ${KEPT_ROWS.replaceAll('$1', `${Number(keepClosedForMs)}`)})
+          or exists (select 1 from ${partition} where "status" = 'sending') as kept`;
