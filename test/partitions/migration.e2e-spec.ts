@@ -5,7 +5,7 @@ import { claimRows } from '../../libs/reliable-mail/src/outbox/sql/claim.js';
 import { partitionsAhead } from '../../libs/reliable-mail/src/outbox/sql/health.js';
 import { insertRows } from '../../libs/reliable-mail/src/outbox/sql/insert.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
-import { convertToPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+import { convertToPartitions, isPartitioned } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -174,4 +174,34 @@ describe('converting a plain outbox to the partitioned layout', () => {
     );
     expect(misplaced).toEqual([{ count: 0 }]);
   }, 120_000);
+});
+
+describe('a conversion that fails', () => {
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await migrate(database.url);
+  });
+
+  afterAll(() => database?.drop());
+
+  it('leaves the outbox plain, without the checks that would refuse the rows of the days after', async () => {
+    const { connection, end } = await ddlConnection(database.url);
+    try {
+      // A table of the keys' name already there: the switch fails after the preparation's checks were validated.
+      await connection.run(`create table reliable_mail.mail_idempotency_key (idempotency_key text)`);
+      await expect(convertToPartitions(connection, TABLES, 3)).rejects.toThrow('already exists');
+      const [left] = await connection.run<{ partitioned: boolean; checks: number }>(
+        `select (select relkind = 'p' from pg_class where oid = 'reliable_mail.mail_outbox'::regclass) as partitioned,
+                (select count(*)::int from pg_constraint where conname like '%_before_partitions') as checks`,
+      );
+      expect(left).toEqual({ partitioned: false, checks: 0 });
+      await connection.run(`drop table reliable_mail.mail_idempotency_key`);
+      await convertToPartitions(connection, TABLES, 3);
+      expect(await isPartitioned(connection, TABLES)).toBe(true);
+    } finally {
+      await end();
+    }
+  });
 });

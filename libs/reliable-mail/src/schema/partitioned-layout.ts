@@ -9,6 +9,8 @@ import { PARTITION_DAY_DEFAULT } from './versions/0013-partition-days.js';
 // is the same in both layouts; what differs is DDL, here: the conversion of an installation, the partitions made
 // ahead, and the drop of a day's partitions by retention.
 
+const LOCK_NOT_AVAILABLE = '55P03';
+
 /** The days after today whose partitions are made ahead, unless `retention.partitionsAhead` (or --ahead) says. */
 export const DEFAULT_PARTITIONS_AHEAD = 3;
 
@@ -81,7 +83,7 @@ export async function createPartitionsAhead(
   const made: Day[] = [];
   const last = addDays(await today(connection), ahead);
   for (;;) {
-    const made1 = await connection.transaction(async (session) => {
+    const madeDay = await connection.transaction(async (session) => {
       await session.run(`select pg_advisory_xact_lock(hashtext(${literal(`reliable-mail partitions ${t.schema}`)}))`);
       await session.run(`set local lock_timeout = '5s'`);
       const partitions = await outboxPartitions(session, t);
@@ -96,8 +98,8 @@ export async function createPartitionsAhead(
       }
       return day;
     });
-    if (made1 === null) return made;
-    made.push(made1);
+    if (madeDay === null) return made;
+    made.push(madeDay);
   }
 }
 
@@ -105,19 +107,15 @@ export async function createPartitionsAhead(
  * The statements that prepare the conversion without stopping enqueues, each on its own (outside a transaction):
  * the unique indexes a partitioned table needs, with the day, built concurrently, and the check that proves the
  * existing rows are all before `legacyUntil`, validated under a lock that lets writes through. On a large outbox
- * they take a while; run again, they find what is done (`if not exists`, a constraint already there).
+ * they take a while; run again, they find the indexes done (`if not exists`).
  */
 export function conversionPreparation(t: OutboxTables, legacyUntil: Day): string[] {
-  const checks = partitionedTables(t).flatMap((table) => {
-    const name = `${bareName(table)}_before_partitions`;
-    return [
-      `do $$ begin
-         alter table ${table} add constraint ${name} check ("partition_day" < ${literal(legacyUntil)}) not valid;
-       exception when duplicate_object then null;
-       end $$`,
-      `alter table ${table} validate constraint ${name}`,
-    ];
-  });
+  // Made again on a new run (whose legacyUntil may be later): the check of a failed run is dropped with its failure.
+  const checks = partitionedTables(t).flatMap((table) => [
+    `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`,
+    `alter table ${table} add constraint ${conversionCheckOf(table)} check ("partition_day" < ${literal(legacyUntil)}) not valid`,
+    `alter table ${table} validate constraint ${conversionCheckOf(table)}`,
+  ]);
   return [
     `create unique index concurrently if not exists "mail_outbox_id_day" on ${t.outbox} ("id", "partition_day")`,
     `create index concurrently if not exists "mail_outbox_idempotency_key_index" on ${t.outbox} ("idempotency_key") where "idempotency_key" is not null`,
@@ -163,7 +161,7 @@ export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
     `alter table ${table} rename to ${bareName(legacyOf(table))}`,
     `create table ${table} (like ${legacyOf(table)} including defaults including constraints including storage including compression)
        partition by range ("partition_day")`,
-    `alter table ${table} drop constraint ${bareName(table)}_before_partitions`,
+    `alter table ${table} drop constraint ${conversionCheckOf(table)}`,
     parentIndexes(table),
   ]);
   const foreignKeys = [
@@ -173,7 +171,7 @@ export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
   ];
   const attach = partitionedTables(t).flatMap((table) => [
     `alter table ${table} attach partition ${legacyOf(table)} for values from (minvalue) to (${literal(legacyUntil)})`,
-    `alter table ${legacyOf(table)} drop constraint ${bareName(table)}_before_partitions`,
+    `alter table ${legacyOf(table)} drop constraint ${conversionCheckOf(table)}`,
   ]);
   return [
     ...foreignKeys,
@@ -233,14 +231,35 @@ export async function convertToPartitions(
   if (await isPartitioned(connection, t)) return { legacyUntil: (await outboxPartitions(connection, t))[0].to };
   const legacyUntil = addDays(await today(connection), 2);
   for (const statement of conversionPreparation(t, legacyUntil)) await connection.run(statement);
-  await connection.transaction(async (session) => {
-    await session.run(`set local lock_timeout = '5s'`);
-    await session.run(`set local statement_timeout = 0`);
-    for (const statement of conversionSwitch(t, legacyUntil)) await session.run(statement);
-  });
+  try {
+    for (let lockTries = 1; ; lockTries++) {
+      try {
+        await connection.transaction(async (session) => {
+          await session.run(`set local lock_timeout = '5s'`);
+          await session.run(`set local statement_timeout = 0`);
+          for (const statement of conversionSwitch(t, legacyUntil)) await session.run(statement);
+        });
+        break;
+      } catch (error) {
+        if (sqlStateOf(error) !== LOCK_NOT_AVAILABLE || lockTries >= SWITCH_LOCK_TRIES) throw error;
+      }
+    }
+  } catch (error) {
+    // The checks would refuse every row enqueued from legacyUntil on: an outbox left plain must not keep them.
+    for (const statement of withoutConversionChecks(t)) await connection.run(statement);
+    throw error;
+  }
   await createPartitionsAhead(connection, t, ahead);
   return { legacyUntil };
 }
+
+/** How often the switch waits its 5 s for the outbox's lock (behind a long transaction) before the conversion fails. */
+const SWITCH_LOCK_TRIES = 6;
+
+const conversionCheckOf = (table: string): string => `${bareName(table)}_before_partitions`;
+
+const withoutConversionChecks = (t: OutboxTables): string[] =>
+  partitionedTables(t).map((table) => `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`);
 
 /**
  * Detaches and drops the partitions of one day range, in one transaction, once nothing retention keeps is left in
@@ -283,8 +302,6 @@ export async function dropPartition(
       throw error;
     });
 }
-
-const LOCK_NOT_AVAILABLE = '55P03';
 
 class PartitionStillHolds extends Error {}
 
