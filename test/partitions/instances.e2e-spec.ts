@@ -39,8 +39,7 @@ describe('two instances and retention on a partitioned outbox', () => {
     );
     await bed.execute(
       `update mail_outbox set partition_day = $2::date, next_attempt_at = now(), created_at = now() - interval '40 days'
-       where id = any($1::uuid[]);
-       `.replace(';', ''),
+       where id = any($1::uuid[])`,
       [enqueued.map((row) => row.id), oldDay],
     );
     await bed.execute(

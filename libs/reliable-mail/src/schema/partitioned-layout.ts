@@ -58,14 +58,17 @@ export async function outboxPartitions(session: SchemaSession, t: OutboxTables):
      from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_namespace n on n.oid = c.relnamespace
      where i.inhparent = to_regclass(${literal(t.outbox)})`,
   );
-  return rows
-    .map(({ name, bound }) => {
-      // FOR VALUES FROM ('2026-12-03') TO ('2026-12-04'), or FROM (MINVALUE) for the converted installation's rows.
-      const match = /FROM \((?:'([\d-]+)'|MINVALUE)\) TO \('([\d-]+)'\)/.exec(bound);
-      if (!match) throw new Error(`reliable-mail: partition ${name} has a bound this code does not make: ${bound}`);
-      return { name, from: match[1] ?? null, to: match[2] };
-    })
-    .sort((a, b) => a.to.localeCompare(b.to));
+  return rows.map(({ name, bound }) => dayPartitionOf(name, bound)).sort((a, b) => a.to.localeCompare(b.to));
+}
+
+/**
+ * A partition from its bound as the catalog writes it: FOR VALUES FROM ('2026-12-03') TO ('2026-12-04'), or FROM
+ * (MINVALUE) for the converted installation's rows. Throws on any other, which this code never makes.
+ */
+export function dayPartitionOf(name: string, bound: string): DayPartition {
+  const match = /^FOR VALUES FROM \((?:'(\d{4}-\d\d-\d\d)'|MINVALUE)\) TO \('(\d{4}-\d\d-\d\d)'\)$/.exec(bound);
+  if (!match) throw new Error(`reliable-mail: partition ${name} has a bound this code does not make: ${bound}`);
+  return { name, from: match[1] ?? null, to: match[2] };
 }
 
 /**
