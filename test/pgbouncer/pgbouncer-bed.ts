@@ -97,7 +97,8 @@ const CURRENT_SETTINGS = new Statement(() => ({
   text: `select current_setting('statement_timeout') as statement_timeout,
            current_setting('enable_seqscan') as enable_seqscan,
            current_setting('plan_cache_mode') as plan_cache_mode,
-           current_setting('synchronous_commit') as synchronous_commit`,
+           current_setting('synchronous_commit') as synchronous_commit,
+           current_setting('jit') as jit`,
 }));
 /** A second longer than the tests' `database.statementTimeoutMs` (4 s). */
 const PAST_STATEMENT_TIMEOUT = new Statement(() => ({ text: 'select pg_sleep(5)' }));
@@ -108,6 +109,7 @@ export const OWN_SETTINGS = {
   enable_seqscan: 'off',
   plan_cache_mode: 'force_generic_plan',
   synchronous_commit: 'on',
+  jit: 'off',
 };
 
 /**

@@ -4,19 +4,28 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { statementsOnClient } from '../database/sql-client.js';
-import { outboxStats } from '../outbox/sql/health.js';
+import { outboxStats, partitionsAhead } from '../outbox/sql/health.js';
 import { migrateSchema, migrationConnection } from '../schema/migrate-schema.js';
 import { readSchemaState } from '../schema/schema-state.js';
 import { KNOWN_SCHEMA_VERSION } from '../schema/schema-steps.js';
-import { schemaProblem } from '../schema/schema-verdict.js';
+import { MIGRATE_COMMAND, schemaProblem } from '../schema/schema-verdict.js';
+import {
+  convertToPartitions,
+  createPartitionsAhead,
+  DEFAULT_PARTITIONS_AHEAD,
+  isPartitioned,
+} from '../schema/partitioned-layout.js';
 import { renderSchemaSql } from '../schema/schema-sql.js';
-import { DEFAULT_SCHEMA, isPlainIdentifier } from '../schema/outbox-tables.js';
+import { DEFAULT_SCHEMA, isPlainIdentifier, tablesIn } from '../schema/outbox-tables.js';
 import { PACKAGE_VERSION } from '../startup/package-version.js';
 
 const USAGE = `Usage: reliable-mail <command> [--schema <name>] [--url <postgres://…>]
 
   migrate        brings reliable-mail's schema to this release's version (${KNOWN_SCHEMA_VERSION}), one version per
-                 transaction, under an advisory lock: safe beside running instances and other migrations
+                 transaction, under an advisory lock: safe beside running instances and other migrations;
+                 --partition then converts the outbox to day partitions (docs/database.md, "Partitions")
+  partitions     makes a partitioned outbox's partitions up to --ahead <n> days after today (default ${DEFAULT_PARTITIONS_AHEAD}),
+                 for teams whose tool owns DDL; retention makes them too, where it runs
   status         the schema's version, and the outbox: rows by status and lane, backlog, oldest due, dead letters
                  (--json for a machine)
   sql            prints the SQL of the versions after --from <n> (default 0), for a migration tool that owns DDL
@@ -33,6 +42,8 @@ async function main(argv: string[]): Promise<number> {
       url: { type: 'string' },
       from: { type: 'string' },
       json: { type: 'boolean' },
+      partition: { type: 'boolean' },
+      ahead: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -56,7 +67,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(renderSchemaSql(values.schema ?? DEFAULT_SCHEMA, from));
     return 0;
   }
-  if (command !== 'migrate' && command !== 'status') {
+  const ahead = Number(values.ahead ?? DEFAULT_PARTITIONS_AHEAD);
+  if (!Number.isInteger(ahead) || ahead < 1 || ahead > 366) {
+    console.error('--ahead must be a number of days from 1 to 366');
+    return 2;
+  }
+  if (command !== 'migrate' && command !== 'status' && command !== 'partitions') {
     console.error(`unknown command: ${command}\n\n${USAGE}`);
     return 2;
   }
@@ -75,12 +91,40 @@ async function main(argv: string[]): Promise<number> {
           ? `reliable-mail: schema "${schema}" is at version ${to}, this release's: nothing to do`
           : `reliable-mail: schema "${schema}" migrated from version ${from} to ${to}`,
       );
+      if (values.partition) {
+        const { legacyUntil } = await convertToPartitions(migrationConnection(client), tablesIn(schema), ahead);
+        console.log(
+          `reliable-mail: the outbox of schema "${schema}" is partitioned by day; its rows of before ${legacyUntil} ` +
+            `are in its first partition, and the days up to ${ahead} after today have theirs`,
+        );
+      }
       return 0;
     }
+    if (command === 'partitions') return await partitions(client, values.schema, ahead);
     return await status(client, values.schema, values.json ?? false);
   } finally {
     await client.end();
   }
+}
+
+async function partitions(client: pg.Client, schema: string | undefined, ahead: number): Promise<number> {
+  const connection = migrationConnection(client);
+  const { tables } = await readSchemaState(connection, schema);
+  if (!(await isPartitioned(connection, tables))) {
+    console.error(
+      `reliable-mail: the outbox of schema "${tables.schema}" is not partitioned (\`${MIGRATE_COMMAND} --partition\` ` +
+        `converts it)`,
+    );
+    return 1;
+  }
+  const made = await createPartitionsAhead(connection, tables, ahead);
+  const daysAhead = await partitionsAhead(statementsOnClient(client, tables));
+  console.log(
+    made.length === 0
+      ? `reliable-mail: partitions cover ${daysAhead} days after today: nothing to do`
+      : `reliable-mail: made the partitions of ${made.join(', ')}; they cover ${daysAhead} days after today`,
+  );
+  return 0;
 }
 
 async function status(client: pg.Client, schema: string | undefined, json: boolean): Promise<number> {

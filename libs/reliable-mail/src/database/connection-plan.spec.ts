@@ -5,6 +5,7 @@ const SET = [
   'plan_cache_mode = force_generic_plan',
   'enable_seqscan = off',
   'synchronous_commit = on',
+  'jit = off',
   'statement_timeout = 4000',
 ];
 const DIRECT = 'postgres://mail@db.internal:5432/app';
@@ -16,7 +17,7 @@ describe('connectionPlan', () => {
       options: { pooler: 'none', preparedStatements: true, listenUrl: null },
       plan: {
         startup: {
-          options: '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c synchronous_commit=on',
+          options: '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c synchronous_commit=on -c jit=off',
           statementTimeoutMs: 4_000,
         },
         onConnect: null,

@@ -5,11 +5,14 @@ import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 
 import { oldestUnconfirmedEvent } from '../outbox/sql/events.js';
-import { feedbackFigures, healthFigures, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
+import { feedbackFigures, healthFigures, partitionsAhead, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
+
+/** The days a partitioned outbox must have partitions for after today (see `retention.partitionsAhead`). */
+export const MIN_PARTITION_DAYS_AHEAD = 2;
 
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
@@ -40,8 +43,9 @@ export class MailOutboxHealthIndicator {
     let undeclared: Record<string, number>;
     let feedback;
     let oldestEvent;
+    let daysAhead;
     try {
-      [figures, undeclared, feedback, oldestEvent] = await Promise.all([
+      [figures, undeclared, feedback, oldestEvent, daysAhead] = await Promise.all([
         healthFigures(this.database, thresholds.deadLetterWindowMs),
         undeclaredLanes(
           this.database,
@@ -49,6 +53,7 @@ export class MailOutboxHealthIndicator {
         ),
         feedbackFigures(this.database, thresholds.feedbackWindowMs),
         oldestUnconfirmedEvent(this.database, this.publisher.listenedNames()),
+        partitionsAhead(this.database),
       ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
@@ -71,6 +76,9 @@ export class MailOutboxHealthIndicator {
     if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
     // Rows in a lane nobody declares are never sent.
     if (Object.keys(undeclared).length > 0) failing.push('undeclaredLanes');
+    // A partitioned outbox refuses the enqueues of a day it has no partition for: retention (or the CLI) makes them
+    // ahead, and fewer than 2 days left means it has stopped doing so.
+    if (daysAhead !== null && daysAhead < MIN_PARTITION_DAYS_AHEAD) failing.push('partitions');
     const complaintRate = rateOf(feedback.complaints, feedback.sent);
     const hardBounceRate = rateOf(feedback.hardBounces, feedback.sent);
     if (feedback.sent >= thresholds.minSentForRates) {
@@ -100,6 +108,7 @@ export class MailOutboxHealthIndicator {
         maxLagMs: thresholds.maxLagMs,
       },
       ...(Object.keys(undeclared).length > 0 ? { undeclaredLanes: undeclared } : {}),
+      ...(daysAhead !== null ? { partitions: { daysAhead, min: MIN_PARTITION_DAYS_AHEAD } } : {}),
       events: {
         oldestUnconfirmedAgeMs: oldestEvent?.ageMs ?? 0,
         oldestUnconfirmedName: oldestEvent?.name ?? null,

@@ -23,6 +23,8 @@ const v5 = OUTBOX_SCHEMA_V5(LEGACY_TABLES);
 const v6 = OUTBOX_SCHEMA_V6(LEGACY_TABLES);
 const v8 = OUTBOX_SCHEMA_V8(LEGACY_TABLES);
 const timestamp = () => p.datetime().columnType('timestamptz');
+/** The day a row is kept in (schema version 13), as PostgreSQL writes its default back. */
+const partitionDay = () => p.string().columnType('date').defaultRaw(`((now() AT TIME ZONE 'utc'::text))::date`);
 
 // Only for installations whose tables the MikroORM migrations of earlier releases made in the app's own schema:
 // registered, they keep MikroORM's schema diff from dropping them. reliable-mail itself reads and writes them with
@@ -81,6 +83,7 @@ export const MailOutbox = defineEntity({
     traceparent: p.text().nullable(),
     tracestate: p.text().nullable(),
     recipients: p.array().nullable(),
+    partitionDay: partitionDay(),
   },
 });
 
@@ -108,6 +111,7 @@ export const MailOutboxAttempt = defineEntity({
     providerAcceptedAt: timestamp().nullable(),
     deduplicatedByKey: p.boolean().default(false),
     transport: p.text().nullable(),
+    partitionDay: partitionDay(),
   },
 });
 
@@ -165,6 +169,7 @@ export const MailOutboxFeedback = defineEntity({
     reportedAt: timestamp(),
     receivedAt: timestamp().defaultRaw('now()'),
     payload: p.json<Record<string, unknown>>(),
+    partitionDay: partitionDay(),
   },
 });
 

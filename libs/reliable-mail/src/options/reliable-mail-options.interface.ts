@@ -218,6 +218,12 @@ export interface RetentionOptions {
    * @default 600000 (10 minutes)
    */
   intervalMs?: number;
+  /**
+   * In a partitioned outbox (`npx reliable-mail migrate --partition`), the days after today whose partitions each
+   * run makes ahead; health fails when fewer than 2 are there. Unused by a plain outbox.
+   * @default 3
+   */
+  partitionsAhead?: number;
 }
 
 export interface HealthOptions {

@@ -27,7 +27,7 @@ const defaultDispatcher = {
   heartbeatMs: 10_000,
   workerId: 'worker-host:4242',
 };
-const defaultRetention = { keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000 };
+const defaultRetention = { keepClosedForMs: 30 * 86_400_000, batchSize: 500, intervalMs: 600_000, partitionsAhead: 3 };
 const defaultHealth = {
   maxBacklog: 10_000,
   maxLagMs: 300_000,
@@ -326,6 +326,11 @@ describe('resolveOptions', () => {
     },
     { name: 'a default lane that is not declared', options: { defaultLane: 'urgent' }, option: 'defaultLane' },
     { name: 'a retention batch of 0', options: { retention: { batchSize: 0 } }, option: 'retention.batchSize' },
+    {
+      name: 'no partitions made ahead',
+      options: { retention: { partitionsAhead: 0 } },
+      option: 'retention.partitionsAhead',
+    },
     { name: "perMail as 'yes'", options: { logging: { perMail: 'yes' } }, option: 'logging.perMail' },
     {
       name: 'a summary every half millisecond',

@@ -1,3 +1,4 @@
+import { DEFAULT_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
 import { CLIENT_TIMEOUT_MARGIN_MS } from '../database/statement-bound.js';
 import { isPlainIdentifier } from '../schema/outbox-tables.js';
 import { withDefaults } from './with-defaults.js';
@@ -79,6 +80,7 @@ const DEFAULT_RETENTION_OPTIONS: Omit<Required<RetentionOptions>, 'enabled'> = {
   keepClosedForMs: 30 * 86_400_000,
   batchSize: 500,
   intervalMs: 600_000,
+  partitionsAhead: DEFAULT_PARTITIONS_AHEAD,
 };
 
 const DEFAULT_DATABASE_OPTIONS: Omit<ResolvedReliableMailOptions['database'], keyof ResolvedPooler> = {
@@ -191,7 +193,9 @@ export function resolveOptions(
   const retention = withDefaults({ ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled }, options.retention);
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
   requireSpan('retention.keepClosedForMs', retention.keepClosedForMs);
-  for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
+  for (const key of ['batchSize', 'intervalMs', 'partitionsAhead'] as const) {
+    requirePositiveInteger(`retention.${key}`, retention[key]);
+  }
   const health = resolveHealth(options.health);
 
   const database = { ...withDefaults(DEFAULT_DATABASE_OPTIONS, options.database), ...resolvePooler(options.database) };

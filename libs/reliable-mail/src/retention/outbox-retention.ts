@@ -7,11 +7,16 @@ import {
   Optional,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import type { OutboxTables } from '../schema/outbox-tables.js';
 import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { deleteUnlinkedFeedback } from '../feedback/sql/feedback-retention.js';
 import { deleteRetained } from '../outbox/sql/retention.js';
+import { type MigrationConnection, migrationConnection } from '../schema/migrate-schema.js';
+import { OutboxSchema } from '../schema/outbox-schema.js';
+import { isPartitioned } from '../schema/partitioned-layout.js';
+import { retainPartitions } from './partition-retention.js';
 import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 
@@ -21,6 +26,10 @@ const RETENTION_TIMER = `${DISPATCHER_TIMEOUT_NAME}:retention`;
  * Deletes sent, cancelled, expired and suppressed rows past their retention (their attempts and feedback with
  * them), in small batches that skip locked rows, so the table stays small without a long lock. Failed and dead rows
  * wait for an operator. Feedback that named no row is deleted after the same time.
+ *
+ * A partitioned outbox (see schema/partitioned-layout.ts) deletes no row: each run makes the partitions of the days
+ * ahead (`partitionsAhead`), then, for each day whose partitions hold only rows past retention once the rows it keeps
+ * are moved forward, drops them whole.
  */
 @Injectable()
 export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -30,6 +39,7 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
 
   constructor(
     private readonly database: OutboxDatabase,
+    private readonly schema: OutboxSchema,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {}
@@ -54,9 +64,21 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
     this.task?.stop();
   }
 
-  /** Deletes every row past retention, batch by batch; returns how many. */
+  /**
+   * Deletes every row past retention, batch by batch; returns how many. In a partitioned outbox, drops the
+   * partitions that hold nothing it keeps, and returns how many days' partitions it dropped.
+   */
   async run(): Promise<number> {
     const { keepClosedForMs } = this.options.retention;
+    const tables = await this.schema.tables();
+    const client = this.database.client();
+    await client.connect();
+    try {
+      const connection = migrationConnection(client);
+      if (await isPartitioned(connection, tables)) return await this.dropPartitions(connection, tables);
+    } finally {
+      await client.end();
+    }
     const deleted = await this.inBatches((batchSize) => deleteRetained(this.database, keepClosedForMs, batchSize));
     if (deleted > 0)
       this.logger.log({ msg: 'retention deleted closed rows', count: deleted, olderThanMs: keepClosedForMs });
@@ -71,6 +93,22 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
       });
     }
     return deleted;
+  }
+
+  private async dropPartitions(connection: MigrationConnection, tables: OutboxTables): Promise<number> {
+    const { keepClosedForMs } = this.options.retention;
+    const { made, dropped } = await retainPartitions(
+      connection,
+      this.database,
+      tables,
+      this.options.retention,
+      () => this.stopping,
+    );
+    if (made.length > 0) this.logger.log({ msg: 'retention made partitions ahead', days: made });
+    if (dropped.length > 0) {
+      this.logger.log({ msg: 'retention dropped partitions', partitions: dropped, olderThanMs: keepClosedForMs });
+    }
+    return dropped.length;
   }
 
   private async inBatches(deleteBatch: (batchSize: number) => Promise<number>): Promise<number> {

@@ -1,5 +1,6 @@
 import { storableJson } from '../../database/storable.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
+import { PARTITION_DAY_DEFAULT } from '../../schema/versions/0013-partition-days.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
 import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
 import type { StoredTraceContext } from '../../shared/trace-context.js';
@@ -49,25 +50,31 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
       payload jsonb, suppression_reason text, authenticated boolean, event_name text, event_payload jsonb)
   ), linked as (
     select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata, o.traceparent,
-           o.tracestate, i.suppression_reason is not null as suppresses
+           o.tracestate, o.partition_day, i.suppression_reason is not null as suppresses
     from input i left join lateral (
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate, r.partition_day
+       from ${t.outbox} r
        where r.id = i.row_id and (i.message_id is null or r.message_id = i.message_id))
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate, r.partition_day
+       from ${t.outbox} r
        where r.provider_message_id = i.provider_message_id)
       union all
-      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate from ${t.outbox} r
+      (select r.id, r.message_id, r.idempotency_key, r.metadata, r.traceparent, r.tracestate, r.partition_day
+       from ${t.outbox} r
        where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
   ), stored as (
+    -- In its row's partition_day (a partitioned outbox drops a row's feedback with it), else in today's. ON CONFLICT
+    -- names no index: the repeat's unique index is (source, provider_event_id, recipient) in the plain layout and
+    -- has the day too in the partitioned one, where a row's repeats find the same row, so the same day.
     insert into ${t.feedback} (id, outbox_id, source, recipient, kind, bounce_type, provider_event_id,
-                                      provider_message_id, status, diagnostic, reported_at, payload)
+                                      provider_message_id, status, diagnostic, reported_at, payload, partition_day)
     select id, outbox_id, source, recipient, kind, bounce_type, provider_event_id, provider_message_id, status,
-           diagnostic, reported_at, payload
+           diagnostic, reported_at, payload, coalesce(partition_day, ${PARTITION_DAY_DEFAULT})
     from linked
-    on conflict (source, provider_event_id, recipient) do nothing
+    on conflict do nothing
     returning id
   ), kept as (
     -- The reports this statement stored: a provider's repeat of one stores, suppresses and records nothing.

@@ -71,7 +71,7 @@ export const CLAIM = new Statement((t) => ({
     returning o.id, o.message_id, o.idempotency_key, o.payload, o.metadata, o.attempts, o.max_attempts,
               coalesce(o.requeued_at, o.created_at) as age_from, o.lane, o.expires_at, o.cancel_requested_at,
               o.accepted_recipients, o.rejected_recipients, o.attempts > 1 or o.requeued_at is not null as sent_before,
-              o.traceparent, o.tracestate
+              o.traceparent, o.tracestate, o.partition_day
   ), screened as (
     select claimed.*, suppressed.addresses as suppressed, earlier.addresses as possibly_taken,
            earlier.transport as possibly_taken_through,
@@ -119,8 +119,9 @@ export const CLAIM = new Statement((t) => ({
       where claimed.sent_before and a.outbox_id = claimed.id and a.outcome in ('unknown', 'started')
     ) earlier
   ), attempts as (
-    insert into ${t.attempt} (id, outbox_id, attempt, worker_id, lock_token)
-    select ${TIME_ORDERED_UUID}, id, attempts, $4, $3 from screened where skip_reason is null
+    -- In its row's partition_day: a partitioned outbox keeps a row's attempts in the partitions of its day.
+    insert into ${t.attempt} (id, outbox_id, attempt, worker_id, lock_token, partition_day)
+    select ${TIME_ORDERED_UUID}, id, attempts, $4, $3, partition_day from screened where skip_reason is null
     returning id, outbox_id
   )
   select screened.*, attempts.id as attempt_id

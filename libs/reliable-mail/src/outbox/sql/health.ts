@@ -1,5 +1,6 @@
 import type { FeedbackFigures, HealthFigures, OutboxStats, RowCount } from '../operations.types.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
+import { PARTITION_DAY_DEFAULT } from '../../schema/versions/0013-partition-days.js';
 
 /**
  * What a health probe needs, from the open rows' partial indexes. A row waits since its first due time: its
@@ -88,6 +89,24 @@ const UNDECLARED_LANES = new Statement((t) => ({
 export async function undeclaredLanes(db: SqlClient, declared: string[]): Promise<Record<string, number>> {
   const rows = await db.query<{ lane: string; count: number }>(UNDECLARED_LANES, [declared]);
   return Object.fromEntries(rows.map((row) => [row.lane, row.count]));
+}
+
+/**
+ * In a partitioned outbox, how many days after today its partitions cover; null for a plain outbox. Read from the
+ * catalog: the upper bound of the newest partition (`FOR VALUES FROM ('2026-12-05') TO ('2026-12-06')`). Unnamed:
+ * a catalog query, not planned over the outbox.
+ */
+const PARTITIONS_AHEAD = new Statement((t) => ({
+  text: `select case when (select relkind from pg_class where oid = to_regclass('${t.outbox}')) = 'p' then
+           coalesce((select max(substring(pg_get_expr(c.relpartbound, c.oid) from $$TO \\('([0-9-]+)'\\)$$)::date)
+                     from pg_inherits i join pg_class c on c.oid = i.inhrelid
+                     where i.inhparent = to_regclass('${t.outbox}')) - ${PARTITION_DAY_DEFAULT} - 1, 0)
+         end as days_ahead`,
+}));
+
+export async function partitionsAhead(db: SqlClient): Promise<number | null> {
+  const [row] = await db.query<{ days_ahead: number | null }>(PARTITIONS_AHEAD, []);
+  return row.days_ahead;
 }
 
 /**

@@ -5,8 +5,10 @@ import { type SqlClient, Statement } from '../../database/sql-client.js';
 import type { OutboxTables } from '../../schema/outbox-tables.js';
 import { NO_TRACE_CONTEXT, type StoredTraceContext } from '../../shared/trace-context.js';
 
-// An enqueue: one INSERT in the caller's transaction. A taken idempotency key inserts nothing (ON CONFLICT on the
-// partial unique index), and the caller then reads the existing row to compare its content hash.
+// An enqueue: one INSERT in the caller's transaction. A taken idempotency key inserts nothing, and the caller then
+// reads the existing row to compare its content hash. ON CONFLICT names no index: in the plain layout its arbiter is
+// the partial unique index of the keys; in the partitioned one, which can have no such index, the key's trigger skips
+// the row (see versions/0013-partition-days.ts). Ids are UUID v7 made here, so the primary key never conflicts.
 
 interface InsertedRecord {
   id: string;
@@ -18,7 +20,7 @@ interface InsertedRecord {
 
 const COLUMNS =
   'id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane, next_attempt_at, expires_at, traceparent, tracestate, recipients';
-const ON_CONFLICT = 'on conflict (idempotency_key) where idempotency_key is not null do nothing';
+const ON_CONFLICT = 'on conflict do nothing';
 const RETURNING = 'returning id, idempotency_key, message_id, status, content_hash, lane';
 
 // A single row goes as plain parameters: cheaper for the server than unpacking a JSON array.

@@ -10,6 +10,7 @@ import { templateSources } from './0009-template-sources.js';
 import { sendQuotas } from './0010-send-quotas.js';
 import { attemptTransport } from './0011-attempt-transport.js';
 import { unsubscribes } from './0012-unsubscribes.js';
+import { partitionDays } from './0013-partition-days.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -26,6 +27,7 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   sendQuotas,
   attemptTransport,
   unsubscribes,
+  partitionDays,
 ];
 
 export type { SchemaVersion } from './schema-version.js';

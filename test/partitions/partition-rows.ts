@@ -1,0 +1,73 @@
+import pg from 'pg';
+import type { NewOutboxRow } from '../../libs/reliable-mail/src/outbox/queue.types.js';
+import { uuidv7 } from '../../libs/reliable-mail/src/outbox/uuid-v7.js';
+import { migrationConnection, type MigrationConnection } from '../../libs/reliable-mail/src/schema/migrate-schema.js';
+import type { OutboxTables } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
+import {
+  addDays,
+  convertToPartitions,
+  createPartitionsAhead,
+  type Day,
+  outboxPartitions,
+  today,
+} from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+
+/** A row as an enqueue makes it: one recipient, an id of its own, a key when the test gives one. */
+export function newRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
+  const id = uuidv7();
+  return {
+    id,
+    idempotencyKey: null,
+    contentHash: overrides.idempotencyKey ? 'hash' : null,
+    messageId: `<${id}@partitions.test>`,
+    payload: {
+      to: [{ address: 'ann@example.com' }],
+      cc: [],
+      bcc: [],
+      subject: 'Order',
+      text: 'Hello',
+    } as never,
+    metadata: null,
+    maxAttempts: 5,
+    lane: 'default',
+    notBefore: null,
+    expiresAt: null,
+    ...overrides,
+  };
+}
+
+/** A connection of its own for DDL (a conversion, partitions, their drop), as the CLI and retention open one. */
+export async function ddlConnection(
+  url: string,
+): Promise<{ connection: MigrationConnection; end: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return { connection: migrationConnection(client), end: () => client.end() };
+}
+
+/**
+ * A partitioned outbox whose days start `daysBack` days ago, up to 3 days ahead: converted while empty, its partitions
+ * dropped and the first day's made, as though it had been partitioned since then. Returns the first day.
+ */
+export async function partitionedSince(url: string, tables: OutboxTables, daysBack: number): Promise<Day> {
+  const { connection, end } = await ddlConnection(url);
+  try {
+    await convertToPartitions(connection, tables, 3);
+    const first = addDays(await today(connection), -daysBack);
+    const partitioned = [tables.outbox, tables.attempt, tables.feedback];
+    for (const { name } of await outboxPartitions(connection, tables)) {
+      for (const table of partitioned) await connection.run(`drop table ${table}${name.slice(tables.outbox.length)}`);
+    }
+    for (const table of partitioned) {
+      const partition = `${table}_p${first.replaceAll('-', '')}`;
+      await connection.run(`create table ${partition} (like ${table} including all)`);
+      await connection.run(
+        `alter table ${table} attach partition ${partition} for values from ('${first}') to ('${addDays(first, 1)}')`,
+      );
+    }
+    await createPartitionsAhead(connection, tables, 3);
+    return first;
+  } finally {
+    await end();
+  }
+}
