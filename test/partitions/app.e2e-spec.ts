@@ -5,13 +5,14 @@ import {
   addDays,
   convertToPartitions,
   outboxPartitions,
+  today,
 } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { waitFor } from '../support/test-app.js';
 import { useTestBed } from '../support/test-bed.js';
 import { ddlConnection } from './partition-rows.js';
 
-// The app on a partitioned outbox: it enqueues (with a key, twice), sends and purges as on a plain one; its health
-// fails when fewer than 2 days after today have partitions, and retention's next run makes them again.
+// The app on a partitioned outbox: it enqueues (with a key, twice), sends and purges (freeing the key) as on a plain
+// one; its health fails when fewer than 2 days after today have partitions, and retention's next run makes them again.
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
 const mail = { to: 'ann@example.com', subject: 'Your order', text: 'Thanks' };
@@ -49,7 +50,8 @@ describe('an app on a partitioned outbox', () => {
 
       expect(await app.get(OutboxRetention).run()).toBe(0);
       const partitions = await outboxPartitions(connection, TABLES);
-      expect(partitions.at(-1)!.to).toBe(addDays(new Date().toISOString().slice(0, 10), 4));
+      // Today as the database has it (UTC, its clock), as the partitions are made: not the test's clock.
+      expect(partitions.at(-1)!.to).toBe(addDays(await today(connection), 4));
     } finally {
       await end();
     }
@@ -70,5 +72,8 @@ describe('an app on a partitioned outbox', () => {
       [first.id],
     )) as Array<{ attempts: number; feedback: number }>;
     expect(left).toEqual({ attempts: 0, feedback: 0 });
+    // Its idempotency key went with it, as in a plain outbox: the key enqueued again is a new mail.
+    const afterPurge = await outbox.enqueue(mail, { idempotencyKey: 'order-1' });
+    expect(afterPurge.id).not.toBe(first.id);
   });
 });

@@ -40,6 +40,10 @@ describe('npx reliable-mail and a partitioned outbox', () => {
     const converted = await cli(['migrate', '--partition'], database.url);
     expect(converted).toMatchObject({ code: 0 });
     expect(converted.stdout).toContain('is partitioned by day');
+    // Run again, it says the outbox was already partitioned: not that rows from today on are in the first partition.
+    const convertedAgain = await cli(['migrate', '--partition'], database.url);
+    expect(convertedAgain).toMatchObject({ code: 0 });
+    expect(convertedAgain.stdout).toContain('was already partitioned by day: nothing to convert');
     const again = await cli(['partitions'], database.url);
     expect(again.stdout).toContain('partitions cover 3 days after today: nothing to do');
     const more = await cli(['partitions', '--ahead', '5'], database.url);
@@ -55,5 +59,9 @@ describe('npx reliable-mail and a partitioned outbox', () => {
     // The converted table, then today + 2 up to today + 5.
     expect(counts).toEqual({ partitions: 5 });
     expect(await cli(['partitions', '--ahead', '0'], database.url)).toMatchObject({ code: 2 });
+    // One day ahead would keep health failing (it wants 2).
+    const oneDay = await cli(['partitions', '--ahead', '1'], database.url);
+    expect(oneDay).toMatchObject({ code: 2 });
+    expect(oneDay.stderr).toContain('--ahead must be a number of days from 2');
   }, 120_000);
 });

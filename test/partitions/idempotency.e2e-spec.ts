@@ -6,7 +6,7 @@ import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/ou
 import { convertToPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow } from './partition-rows.js';
+import { ddlConnection, newRow, openTransactions } from './partition-rows.js';
 
 // PostgreSQL enforces no unique index that lacks the partition key: a unique index of the keys per partition would
 // let two rows with one key into two days' partitions. The keys' own table, written by the outbox's trigger, holds
@@ -29,14 +29,7 @@ describe('an idempotency key in a partitioned outbox', () => {
   afterAll(() => database?.drop());
 
   it('gives one row to 20 concurrent enqueues across a partition boundary', async () => {
-    const clients = await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        const client = new pg.Client({ connectionString: database.url });
-        await client.connect();
-        await client.query('begin');
-        return client;
-      }),
-    );
+    const clients = await openTransactions(database.url, 20);
     try {
       // Half as an enqueue writes today's rows, half into the next partition (the statement's columns, with the day).
       const inserts = clients.map((client, index) => {

@@ -55,6 +55,7 @@ describe('two instances and retention on a partitioned outbox', () => {
     const pool = new pg.Pool({ connectionString: bed.databaseUrl, max: 2, options: CONNECTION_SETTINGS });
     const { connection, end } = await ddlConnection(bed.databaseUrl);
     const dropped: string[] = [];
+    const oldPartition = `reliable_mail.mail_outbox_p${oldDay.replaceAll('-', '')}`;
     try {
       await waitFor('retention to drop the day', async () => {
         const run = await retainPartitions(connection, sqlClientOf(pool), TABLES, {
@@ -63,14 +64,14 @@ describe('two instances and retention on a partitioned outbox', () => {
           partitionsAhead: 3,
         });
         dropped.push(...run.dropped);
-        return dropped.length > 0;
+        // The empty days after it may go first, while a row of it is being sent.
+        return dropped.includes(oldPartition);
       });
       await waitFor('every mail at the server', () => smtp.received.length >= MAILS, 60_000);
     } finally {
       await end();
       await pool.end();
     }
-    expect(dropped[0]).toBe(`reliable_mail.mail_outbox_p${oldDay.replaceAll('-', '')}`);
     // Every mail once, and no more after a while.
     await new Promise((resolve) => setTimeout(resolve, 500));
     const copies = smtp.copiesByMessageId();

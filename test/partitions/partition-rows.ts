@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { CONNECTION_SETTINGS } from '../../libs/reliable-mail/src/database/outbox-database.js';
 import type { NewOutboxRow } from '../../libs/reliable-mail/src/outbox/queue.types.js';
 import { uuidv7 } from '../../libs/reliable-mail/src/outbox/uuid-v7.js';
 import { migrationConnection, type MigrationConnection } from '../../libs/reliable-mail/src/schema/migrate-schema.js';
@@ -11,6 +12,8 @@ import {
   outboxPartitions,
   today,
 } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+import { migrate } from '../support/test-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** A row as an enqueue makes it: one recipient, an id of its own, a key when the test gives one. */
 export function newRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
@@ -70,4 +73,29 @@ export async function partitionedSince(url: string, tables: OutboxTables, daysBa
   } finally {
     await end();
   }
+}
+
+/** A database of its own, migrated and partitioned since `daysBack` days ago, and a pool with the library's settings. */
+export async function partitionedDatabase(
+  tables: OutboxTables,
+  daysBack: number,
+  poolSize: number,
+): Promise<{ database: TestDatabase; pool: pg.Pool; oldDay: Day; close: () => Promise<void> }> {
+  const database = await createTestDatabase();
+  await migrate(database.url);
+  const oldDay = await partitionedSince(database.url, tables, daysBack);
+  const pool = new pg.Pool({ connectionString: database.url, max: poolSize, options: CONNECTION_SETTINGS });
+  return { database, pool, oldDay, close: async () => (await pool.end(), await database.drop()) };
+}
+
+/** `count` connections to `url`, each in a transaction it began: enqueues that race one another. */
+export function openTransactions(url: string, count: number): Promise<pg.Client[]> {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query('begin');
+      return client;
+    }),
+  );
 }

@@ -84,5 +84,6 @@ create table reliable_mail.mail_suppression (
         constraint "mail_suppression_source_check" check ("source" in ('bounce', 'operator'))
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (1, 'create-outbox', 1);
+   select 1, 'create-outbox', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

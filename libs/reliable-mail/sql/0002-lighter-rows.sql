@@ -11,5 +11,6 @@ do $$
         raise notice 'reliable-mail: lz4 is not available, the outbox payload stays compressed with pglz';
       end $$;
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (2, 'lighter-rows', 1);
+   select 2, 'lighter-rows', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

@@ -27,5 +27,6 @@ create index "mail_outbox_feedback_unlinked_index" on reliable_mail.mail_outbox_
 alter table reliable_mail.mail_suppression drop constraint "mail_suppression_source_check";
 alter table reliable_mail.mail_suppression add constraint "mail_suppression_source_check" check ("source" in ('bounce', 'complaint', 'operator'));
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (5, 'feedback', 1);
+   select 5, 'feedback', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

@@ -10,5 +10,6 @@ do $$
       end if;
     end $$;
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (7, 'compressed-payloads', 1);
+   select 7, 'compressed-payloads', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

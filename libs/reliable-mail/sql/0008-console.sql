@@ -30,5 +30,6 @@ create table reliable_mail.mail_instance (
         "lanes" jsonb not null
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (8, 'console', 1);
+   select 8, 'console', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

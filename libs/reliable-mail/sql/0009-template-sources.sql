@@ -8,5 +8,6 @@ create table reliable_mail.mail_template_source (
         primary key ("name", "version")
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (9, 'template-sources', 1);
+   select 9, 'template-sources', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

@@ -12,5 +12,6 @@ create table reliable_mail.mail_send_quota (
         "last_granted" int not null default 0
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (10, 'send-quotas', 1);
+   select 10, 'send-quotas', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

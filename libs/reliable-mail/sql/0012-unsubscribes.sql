@@ -8,5 +8,6 @@ create table reliable_mail.mail_unsubscribe (
         primary key ("address", "category")
       );
 insert into reliable_mail.mail_migrations ("version", "name", "serves_code_from")
-   values (12, 'unsubscribes', 1);
+   select 12, 'unsubscribes', greatest(1, coalesce(max("serves_code_from"), 1))
+   from reliable_mail.mail_migrations;
 commit;

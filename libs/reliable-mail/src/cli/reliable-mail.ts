@@ -14,6 +14,7 @@ import {
   createPartitionsAhead,
   DEFAULT_PARTITIONS_AHEAD,
   isPartitioned,
+  MIN_PARTITIONS_AHEAD,
 } from '../schema/partitioned-layout.js';
 import { renderSchemaSql } from '../schema/schema-sql.js';
 import { DEFAULT_SCHEMA, isPlainIdentifier, tablesIn } from '../schema/outbox-tables.js';
@@ -68,8 +69,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const ahead = Number(values.ahead ?? DEFAULT_PARTITIONS_AHEAD);
-  if (!Number.isInteger(ahead) || ahead < 1 || ahead > 366) {
-    console.error('--ahead must be a number of days from 1 to 366');
+  if (!Number.isInteger(ahead) || ahead < MIN_PARTITIONS_AHEAD || ahead > 366) {
+    console.error(`--ahead must be a number of days from ${MIN_PARTITIONS_AHEAD} (health's least) to 366`);
     return 2;
   }
   if (command !== 'migrate' && command !== 'status' && command !== 'partitions') {
@@ -92,10 +93,14 @@ async function main(argv: string[]): Promise<number> {
           : `reliable-mail: schema "${schema}" migrated from version ${from} to ${to}`,
       );
       if (values.partition) {
-        const { legacyUntil } = await convertToPartitions(migrationConnection(client), tablesIn(schema), ahead);
+        const tables = tablesIn(schema);
+        const { converted, legacyUntil } = await convertToPartitions(migrationConnection(client), tables, ahead);
         console.log(
-          `reliable-mail: the outbox of schema "${schema}" is partitioned by day; its rows of before ${legacyUntil} ` +
-            `are in its first partition, and the days up to ${ahead} after today have theirs`,
+          converted
+            ? `reliable-mail: the outbox of schema "${schema}" is partitioned by day; its rows of before ` +
+                `${legacyUntil} are in its first partition, and the days up to ${ahead} after today have theirs`
+            : `reliable-mail: the outbox of schema "${schema}" was already partitioned by day: nothing to convert ` +
+                `(\`reliable-mail partitions --ahead <n>\` makes days ahead)`,
         );
       }
       return 0;

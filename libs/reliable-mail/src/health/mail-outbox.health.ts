@@ -3,16 +3,13 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
-
+import { MIN_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
 import { oldestUnconfirmedEvent } from '../outbox/sql/events.js';
 import { feedbackFigures, healthFigures, partitionsAhead, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
 import { MAIL_TRANSPORTS, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { HealthOptions } from '../options/reliable-mail-options.interface.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
-
-/** The days a partitioned outbox must have partitions for after today (see `retention.partitionsAhead`). */
-export const MIN_PARTITION_DAYS_AHEAD = 2;
 
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
@@ -78,7 +75,7 @@ export class MailOutboxHealthIndicator {
     if (Object.keys(undeclared).length > 0) failing.push('undeclaredLanes');
     // A partitioned outbox refuses the enqueues of a day it has no partition for: retention (or the CLI) makes them
     // ahead, and fewer than 2 days left means it has stopped doing so.
-    if (daysAhead !== null && daysAhead < MIN_PARTITION_DAYS_AHEAD) failing.push('partitions');
+    if (daysAhead !== null && daysAhead < MIN_PARTITIONS_AHEAD) failing.push('partitions');
     const complaintRate = rateOf(feedback.complaints, feedback.sent);
     const hardBounceRate = rateOf(feedback.hardBounces, feedback.sent);
     if (feedback.sent >= thresholds.minSentForRates) {
@@ -108,7 +105,7 @@ export class MailOutboxHealthIndicator {
         maxLagMs: thresholds.maxLagMs,
       },
       ...(Object.keys(undeclared).length > 0 ? { undeclaredLanes: undeclared } : {}),
-      ...(daysAhead !== null ? { partitions: { daysAhead, min: MIN_PARTITION_DAYS_AHEAD } } : {}),
+      ...(daysAhead !== null ? { partitions: { daysAhead, min: MIN_PARTITIONS_AHEAD } } : {}),
       events: {
         oldestUnconfirmedAgeMs: oldestEvent?.ageMs ?? 0,
         oldestUnconfirmedName: oldestEvent?.name ?? null,

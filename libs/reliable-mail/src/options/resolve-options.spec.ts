@@ -331,6 +331,11 @@ describe('resolveOptions', () => {
       options: { retention: { partitionsAhead: 0 } },
       option: 'retention.partitionsAhead',
     },
+    {
+      name: 'partitions made one day ahead, fewer than health wants',
+      options: { retention: { partitionsAhead: 1 } },
+      option: 'retention.partitionsAhead',
+    },
     { name: "perMail as 'yes'", options: { logging: { perMail: 'yes' } }, option: 'logging.perMail' },
     {
       name: 'a summary every half millisecond',

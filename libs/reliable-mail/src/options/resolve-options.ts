@@ -1,4 +1,4 @@
-import { DEFAULT_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
+import { DEFAULT_PARTITIONS_AHEAD, MIN_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
 import { CLIENT_TIMEOUT_MARGIN_MS } from '../database/statement-bound.js';
 import { isPlainIdentifier } from '../schema/outbox-tables.js';
 import { withDefaults } from './with-defaults.js';
@@ -193,9 +193,8 @@ export function resolveOptions(
   const retention = withDefaults({ ...DEFAULT_RETENTION_OPTIONS, enabled: dispatcher.enabled }, options.retention);
   if (typeof retention.enabled !== 'boolean') throw new InvalidOptionsError('retention.enabled', 'must be a boolean');
   requireSpan('retention.keepClosedForMs', retention.keepClosedForMs);
-  for (const key of ['batchSize', 'intervalMs', 'partitionsAhead'] as const) {
-    requirePositiveInteger(`retention.${key}`, retention[key]);
-  }
+  for (const key of ['batchSize', 'intervalMs'] as const) requirePositiveInteger(`retention.${key}`, retention[key]);
+  requirePositiveInteger('retention.partitionsAhead', retention.partitionsAhead, MIN_PARTITIONS_AHEAD);
   const health = resolveHealth(options.health);
 
   const database = { ...withDefaults(DEFAULT_DATABASE_OPTIONS, options.database), ...resolvePooler(options.database) };

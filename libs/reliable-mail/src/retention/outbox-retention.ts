@@ -12,10 +12,10 @@ import { RecurringTask } from '../shared/recurring-task.js';
 import { requireScheduler } from '../shared/require-scheduler.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import { deleteUnlinkedFeedback } from '../feedback/sql/feedback-retention.js';
+import { partitionsAhead } from '../outbox/sql/health.js';
 import { deleteRetained } from '../outbox/sql/retention.js';
 import { type MigrationConnection, migrationConnection } from '../schema/migrate-schema.js';
 import { OutboxSchema } from '../schema/outbox-schema.js';
-import { isPartitioned } from '../schema/partitioned-layout.js';
 import { retainPartitions } from './partition-retention.js';
 import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
@@ -70,14 +70,17 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
    */
   async run(): Promise<number> {
     const { keepClosedForMs } = this.options.retention;
-    const tables = await this.schema.tables();
-    const client = this.database.client();
-    await client.connect();
-    try {
-      const connection = migrationConnection(client);
-      if (await isPartitioned(connection, tables)) return await this.dropPartitions(connection, tables);
-    } finally {
-      await client.end();
+    // The layout read through the pool (null days ahead: a plain outbox): a connection of its own, for DDL, is
+    // opened only for a partitioned outbox.
+    if ((await partitionsAhead(this.database)) !== null) {
+      const tables = await this.schema.tables();
+      const client = this.database.client();
+      await client.connect();
+      try {
+        return await this.dropPartitions(migrationConnection(client), tables);
+      } finally {
+        await client.end();
+      }
     }
     const deleted = await this.inBatches((batchSize) => deleteRetained(this.database, keepClosedForMs, batchSize));
     if (deleted > 0)
@@ -97,7 +100,7 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
 
   private async dropPartitions(connection: MigrationConnection, tables: OutboxTables): Promise<number> {
     const { keepClosedForMs } = this.options.retention;
-    const { made, dropped } = await retainPartitions(
+    const { made, dropped, held } = await retainPartitions(
       connection,
       this.database,
       tables,
@@ -107,6 +110,10 @@ export class OutboxRetention implements OnApplicationBootstrap, BeforeApplicatio
     if (made.length > 0) this.logger.log({ msg: 'retention made partitions ahead', days: made });
     if (dropped.length > 0) {
       this.logger.log({ msg: 'retention dropped partitions', partitions: dropped, olderThanMs: keepClosedForMs });
+    }
+    // A day held by a row being sent waits for its settle; one held run after run is a row stuck in `sending`.
+    for (const { partition, rows } of held) {
+      this.logger.warn({ msg: 'retention left a partition it keeps rows of', partition, rows });
     }
     return dropped.length;
   }

@@ -10,12 +10,22 @@ import { PARTITION_DAY_DEFAULT } from './versions/0013-partition-days.js';
 // ahead, and the drop of a day's partitions by retention.
 
 const LOCK_NOT_AVAILABLE = '55P03';
+const DEADLOCK_DETECTED = '40P01';
 
 /** The days after today whose partitions are made ahead, unless `retention.partitionsAhead` (or --ahead) says. */
 export const DEFAULT_PARTITIONS_AHEAD = 3;
 
+/**
+ * The fewest days ahead `retention.partitionsAhead` and --ahead take: health fails with fewer than 2 days' partitions
+ * after today (one day's margin for a retention run that fails), so 1 would keep it failing.
+ */
+export const MIN_PARTITIONS_AHEAD = 2;
+
 /** The tables partitioned alike: a day's partition of each holds the rows of that day, their attempts and feedback. */
 const partitionedTables = (t: OutboxTables): string[] => [t.outbox, t.attempt, t.feedback];
+
+/** The oldest code a partitioned outbox serves: the version that added `partition_day` (13). */
+export const PARTITIONED_LAYOUT_SERVES_CODE_FROM = 13;
 
 /** The idempotency keys of a partitioned outbox: unpartitioned, so that a key is unique across every day. */
 export const idempotencyKeyTable = (t: OutboxTables): string => `${t.schema}.mail_idempotency_key`;
@@ -107,26 +117,34 @@ export async function createPartitionsAhead(
 }
 
 /**
- * The statements that prepare the conversion without stopping enqueues, each on its own (outside a transaction):
- * the unique indexes a partitioned table needs, with the day, built concurrently, and the check that proves the
- * existing rows are all before `legacyUntil`, validated under a lock that lets writes through. On a large outbox
- * they take a while; run again, they find the indexes done (`if not exists`).
+ * What prepares the conversion without stopping enqueues for long: the unique indexes a partitioned table needs,
+ * with the day, built concurrently (`indexes`, each on its own, outside a transaction); then, for each table, the
+ * check that proves its rows are all before `legacyUntil`, added NOT VALID (`checks`: an ACCESS EXCLUSIVE lock held
+ * for milliseconds, but waited for behind any long transaction on the table, and writes queue behind the wait: so
+ * each in a transaction of its own, under a lock timeout, tried again, as the switch), and validated under a lock that
+ * lets writes through (`validations`). On a large outbox they take a while; run again, they find the indexes done.
  */
-export function conversionPreparation(t: OutboxTables, legacyUntil: Day): string[] {
-  // Made again on a new run (whose legacyUntil may be later): the check of a failed run is dropped with its failure.
-  const checks = partitionedTables(t).flatMap((table) => [
-    `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`,
-    `alter table ${table} add constraint ${conversionCheckOf(table)} check ("partition_day" < ${literal(legacyUntil)}) not valid`,
-    `alter table ${table} validate constraint ${conversionCheckOf(table)}`,
-  ]);
-  return [
-    `create unique index concurrently if not exists "mail_outbox_id_day" on ${t.outbox} ("id", "partition_day")`,
-    `create index concurrently if not exists "mail_outbox_idempotency_key_index" on ${t.outbox} ("idempotency_key") where "idempotency_key" is not null`,
-    `create unique index concurrently if not exists "mail_outbox_attempt_id_day" on ${t.attempt} ("id", "partition_day")`,
-    `create unique index concurrently if not exists "mail_outbox_feedback_id_day" on ${t.feedback} ("id", "partition_day")`,
-    `create unique index concurrently if not exists "mail_outbox_feedback_event_day" on ${t.feedback} ("source", "provider_event_id", "recipient", "partition_day")`,
-    ...checks,
-  ];
+export function conversionPreparation(
+  t: OutboxTables,
+  legacyUntil: Day,
+): { indexes: string[]; checks: string[][]; validations: string[] } {
+  return {
+    indexes: [
+      `create unique index concurrently if not exists "mail_outbox_id_day" on ${t.outbox} ("id", "partition_day")`,
+      `create index concurrently if not exists "mail_outbox_idempotency_key_index" on ${t.outbox} ("idempotency_key") where "idempotency_key" is not null`,
+      `create unique index concurrently if not exists "mail_outbox_attempt_id_day" on ${t.attempt} ("id", "partition_day")`,
+      `create unique index concurrently if not exists "mail_outbox_feedback_id_day" on ${t.feedback} ("id", "partition_day")`,
+      `create unique index concurrently if not exists "mail_outbox_feedback_event_day" on ${t.feedback} ("source", "provider_event_id", "recipient", "partition_day")`,
+    ],
+    // Made again on a new run (whose legacyUntil may be later): the check of a failed run is dropped with its failure.
+    checks: partitionedTables(t).map((table) => [
+      `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`,
+      `alter table ${table} add constraint ${conversionCheckOf(table)} check ("partition_day" < ${literal(legacyUntil)}) not valid`,
+    ]),
+    validations: partitionedTables(t).map(
+      (table) => `alter table ${table} validate constraint ${conversionCheckOf(table)}`,
+    ),
+  };
 }
 
 /**
@@ -136,7 +154,7 @@ export function conversionPreparation(t: OutboxTables, legacyUntil: Day): string
  * alone; the foreign keys to the outbox go, the idempotency keys move to their own table and its trigger. Holds the
  * outbox's lock from the first rename to the commit: the keys' copy (an index scan of the keyed rows) is the long part.
  */
-export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
+export function conversionSwitch(t: OutboxTables, legacyUntil: Day, serverVersion: number): string[] {
   const keys = idempotencyKeyTable(t);
   const parentIndexes = (table: string) => {
     const legacy = legacyOf(table);
@@ -162,8 +180,9 @@ export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
   };
   const steps = partitionedTables(t).flatMap((table) => [
     `alter table ${table} rename to ${bareName(legacyOf(table))}`,
-    `create table ${table} (like ${legacyOf(table)} including defaults including constraints including storage including compression)
-       partition by range ("partition_day")`,
+    `create table ${table} (like ${legacyOf(table)} including defaults including constraints including storage${
+      serverVersion >= 140000 ? ' including compression' : ''
+    }) partition by range ("partition_day")`,
     `alter table ${table} drop constraint ${conversionCheckOf(table)}`,
     parentIndexes(table),
   ]);
@@ -177,6 +196,9 @@ export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
     `alter table ${legacyOf(table)} drop constraint ${conversionCheckOf(table)}`,
   ]);
   return [
+    // Every lock at once, the outbox's first, in the order a claim and dropPartition take them: taken one by one as
+    // the statements come, a claim holding one table while it waits for another could deadlock with the switch.
+    `lock table ${t.outbox}, ${t.attempt}, ${t.feedback}, ${t.event} in access exclusive mode`,
     ...foreignKeys,
     ...steps,
     ...attach,
@@ -190,30 +212,53 @@ export function conversionSwitch(t: OutboxTables, legacyUntil: Day): string[] {
     `insert into ${keys} ("idempotency_key", "outbox_id", "partition_day")
      select "idempotency_key", "id", "partition_day" from ${t.outbox} where "idempotency_key" is not null`,
     ...idempotencyTrigger(t),
+    // Code older than version 13 fails on this layout (its enqueue's `on conflict ("idempotency_key") where …` finds
+    // no unique index of the keys: 42P10): the newest version's row now serves code from 13 only, which the start
+    // check of older code reads (serves_code_from above the versions it knows) and refuses to start on.
+    `update ${t.migrations} set "serves_code_from" = greatest("serves_code_from", ${PARTITIONED_LAYOUT_SERVES_CODE_FROM})
+     where "version" = (select max("version") from ${t.migrations})`,
   ];
 }
 
 /**
  * The key's trigger: a row whose key another row holds is skipped (the enqueue's ON CONFLICT DO NOTHING, across
  * every partition: the keys' table waits for a concurrent insert of the same key to commit or roll back, as a unique
- * index does). A row moved to another day's partition comes through here again, and keeps its key, with its day.
+ * index does). A row moved to another day's partition comes through here again, and keeps its key, with its day. A
+ * key whose row is gone (purged, dropped with its day before retention deleted the day's keys, or left by a crash in
+ * between) is taken over, as the plain layout's unique index lets a purged row's key be enqueued again: the key's
+ * lock is taken first, then its row is looked for by a statement that starts after it, so a holder committed
+ * meanwhile is seen; a holder moved meanwhile has updated the key's day under the same lock.
  */
 function idempotencyTrigger(t: OutboxTables): string[] {
   const keys = idempotencyKeyTable(t);
   return [
-    `create function ${t.schema}.mail_outbox_take_idempotency_key() returns trigger language plpgsql as $$
+    `create or replace function ${t.schema}.mail_outbox_take_idempotency_key() returns trigger language plpgsql as $$
+     declare holder record;
      begin
        if new."idempotency_key" is null then
          return new;
        end if;
-       insert into ${keys} ("idempotency_key", "outbox_id", "partition_day")
-       values (new."idempotency_key", new."id", new."partition_day")
-       on conflict ("idempotency_key") do update set "partition_day" = excluded."partition_day"
-         where ${keys}."outbox_id" = excluded."outbox_id";
-       if found then
-         return new;
-       end if;
-       return null;
+       loop
+         insert into ${keys} ("idempotency_key", "outbox_id", "partition_day")
+         values (new."idempotency_key", new."id", new."partition_day")
+         on conflict ("idempotency_key") do update set "partition_day" = excluded."partition_day"
+           where ${keys}."outbox_id" = excluded."outbox_id";
+         if found then
+           return new;
+         end if;
+         select "outbox_id", "partition_day" into holder from ${keys}
+           where "idempotency_key" = new."idempotency_key" for update;
+         -- Not found: deleted by retention since the insert met it; the insert is tried again.
+         if found then
+           if exists (select 1 from ${t.outbox} where "id" = holder."outbox_id"
+                        and "partition_day" = holder."partition_day") then
+             return null;
+           end if;
+           update ${keys} set "outbox_id" = new."id", "partition_day" = new."partition_day"
+             where "idempotency_key" = new."idempotency_key";
+           return new;
+         end if;
+       end loop;
      end $$`,
     `create trigger "mail_outbox_idempotency_key" before insert on ${t.outbox}
        for each row execute function ${t.schema}.mail_outbox_take_idempotency_key()`,
@@ -222,55 +267,83 @@ function idempotencyTrigger(t: OutboxTables): string[] {
 
 /**
  * Converts a plain outbox (schema version 13 or later) to the partitioned layout, with enqueues and sends going on:
- * the preparation outside any transaction, then the switch, then the partitions from `legacyUntil` on. Every row
+ * the preparation (see conversionPreparation), then the switch, then the partitions from `legacyUntil` on. Every row
  * stays where it is, in the first partition; rows enqueued meanwhile too (two days ahead of today: a conversion
- * that crosses midnight still fits).
+ * that crosses midnight still fits). An outbox already partitioned is left as it is (`converted` false).
  */
 export async function convertToPartitions(
   connection: MigrationConnection,
   t: OutboxTables,
   ahead: number,
-): Promise<{ legacyUntil: Day }> {
-  if (await isPartitioned(connection, t)) return { legacyUntil: (await outboxPartitions(connection, t))[0].to };
+): Promise<{ converted: boolean; legacyUntil: Day }> {
+  if (await isPartitioned(connection, t)) {
+    return { converted: false, legacyUntil: (await outboxPartitions(connection, t))[0].to };
+  }
   const legacyUntil = addDays(await today(connection), 2);
-  for (const statement of conversionPreparation(t, legacyUntil)) await connection.run(statement);
+  const [{ server_version_num: serverVersion }] = await connection.run<{ server_version_num: number }>(
+    `select current_setting('server_version_num')::int as server_version_num`,
+  );
+  const { indexes, checks, validations } = conversionPreparation(t, legacyUntil);
+  for (const statement of indexes) await connection.run(statement);
+  // The tables given their check, to take it from if the conversion fails: not the others, whose lock may be the
+  // one it failed to get.
+  const checked: string[] = [];
   try {
-    for (let lockTries = 1; ; lockTries++) {
-      try {
-        await connection.transaction(async (session) => {
-          await session.run(`set local lock_timeout = '5s'`);
-          await session.run(`set local statement_timeout = 0`);
-          for (const statement of conversionSwitch(t, legacyUntil)) await session.run(statement);
-        });
-        break;
-      } catch (error) {
-        if (sqlStateOf(error) !== LOCK_NOT_AVAILABLE || lockTries >= SWITCH_LOCK_TRIES) throw error;
-      }
+    for (const [index, table] of partitionedTables(t).entries()) {
+      await underLockTimeout(connection, checks[index]);
+      checked.push(table);
     }
+    for (const statement of validations) await connection.run(statement);
+    await underLockTimeout(connection, [
+      `set local statement_timeout = 0`,
+      ...conversionSwitch(t, legacyUntil, serverVersion),
+    ]);
   } catch (error) {
     // The checks would refuse every row enqueued from legacyUntil on: an outbox left plain must not keep them.
-    for (const statement of withoutConversionChecks(t)) await connection.run(statement);
+    for (const table of checked) {
+      await underLockTimeout(connection, [
+        `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`,
+      ]);
+    }
     throw error;
   }
   await createPartitionsAhead(connection, t, ahead);
-  return { legacyUntil };
+  return { converted: true, legacyUntil };
 }
 
-/** How often the switch waits its 5 s for the outbox's lock (behind a long transaction) before the conversion fails. */
+/**
+ * Runs statements that take a table's ACCESS EXCLUSIVE lock in one transaction, waiting 5 s at most for the locks
+ * (behind a long transaction, enqueues and claims queue behind the wait: 5 s, not as long as that transaction), and
+ * tries again, SWITCH_LOCK_TRIES times in all, on a timeout or a deadlock, before it fails.
+ */
+async function underLockTimeout(connection: MigrationConnection, statements: string[]): Promise<void> {
+  for (let lockTries = 1; ; lockTries++) {
+    try {
+      await connection.transaction(async (session) => {
+        await session.run(`set local lock_timeout = '5s'`);
+        for (const statement of statements) await session.run(statement);
+      });
+      return;
+    } catch (error) {
+      const lockRefused = [LOCK_NOT_AVAILABLE, DEADLOCK_DETECTED].includes(sqlStateOf(error) ?? '');
+      if (!lockRefused || lockTries >= SWITCH_LOCK_TRIES) throw error;
+    }
+  }
+}
+
+/** How often a conversion's step waits its 5 s for the tables' locks (behind a long transaction) before it fails. */
 const SWITCH_LOCK_TRIES = 6;
 
 const conversionCheckOf = (table: string): string => `${bareName(table)}_before_partitions`;
-
-const withoutConversionChecks = (t: OutboxTables): string[] =>
-  partitionedTables(t).map((table) => `alter table ${table} drop constraint if exists ${conversionCheckOf(table)}`);
 
 /**
  * Detaches and drops the partitions of one day range, in one transaction, once nothing retention keeps is left in
  * the outbox's: returns false, dropping nothing, when something is (a row being sent, one that changed since it was
  * moved forward), for the next run to try again. The detach locks the three tables whole (ACCESS EXCLUSIVE, as long
- * as the check and three drops take: milliseconds), taken at once in the order the statements take them (the
- * outbox first): taken one by one, a claim holding the attempts' lock while it waits for the outbox's would wait
- * for the detach, and the detach for it. The wait is bounded; a timeout, too, leaves the range to the next run.
+ * as the check and three drops take: milliseconds, whatever the day's size), taken at once in the order the
+ * statements take them (the outbox first): taken one by one, a claim holding the attempts' lock while it waits for
+ * the outbox's would wait for the detach, and the detach for it. The wait is bounded; a timeout, too, leaves the
+ * range to the next run. The range's idempotency keys are left: see deleteDroppedKeys.
  */
 export async function dropPartition(
   connection: MigrationConnection,
@@ -294,16 +367,40 @@ export async function dropPartition(
         await session.run(`drop table ${table}${suffix}`);
       }
       await session.run(`drop table ${partition.name}`);
-      const from = partition.from === null ? '' : `"partition_day" >= ${literal(partition.from)} and `;
-      await session.run(
-        `delete from ${idempotencyKeyTable(t)} where ${from}"partition_day" < ${literal(partition.to)}`,
-      );
       return true;
     })
     .catch((error: unknown) => {
       if (error instanceof PartitionStillHolds || sqlStateOf(error) === LOCK_NOT_AVAILABLE) return false;
       throw error;
     });
+}
+
+/**
+ * Deletes the idempotency keys of a dropped day range, `batchSize` at a time, each batch a transaction of its own;
+ * returns how many. Not in the drop's transaction: a day's million keys take ~1 s to delete, the converted
+ * installation's first partition's keys more (past a statement timeout), and the drop's lock would hold every
+ * enqueue and claim as long. A key left behind (a run stopped between the drop and here) refuses nothing: the
+ * trigger takes over a key whose row is gone. A key taken over meanwhile has today's day, and stays.
+ */
+export async function deleteDroppedKeys(
+  connection: MigrationConnection,
+  t: OutboxTables,
+  partition: DayPartition,
+  batchSize: number,
+): Promise<number> {
+  const keys = idempotencyKeyTable(t);
+  const from = partition.from === null ? '' : `"partition_day" >= ${literal(partition.from)} and `;
+  let deleted = 0;
+  for (;;) {
+    const rows = await connection.run(
+      `delete from ${keys} where "idempotency_key" in (
+         select "idempotency_key" from ${keys} where ${from}"partition_day" < ${literal(partition.to)}
+         limit ${Number(batchSize)}
+       ) returning 1`,
+    );
+    deleted += rows.length;
+    if (rows.length < batchSize) return deleted;
+  }
 }
 
 class PartitionStillHolds extends Error {}
@@ -316,6 +413,23 @@ class PartitionStillHolds extends Error {}
  */
 export const KEPT_ROWS = `("status" = 'pending' or "status" in ('failed', 'dead')
   or ("status" in ('sent', 'cancelled', 'expired', 'suppressed') and "updated_at" >= now() - $1::float8 * interval '1 millisecond'))`;
+
+/** How many rows retention keeps, or being sent, a partition holds: what a drop that did not happen waits for. */
+export async function heldRows(
+  connection: MigrationConnection,
+  partition: DayPartition,
+  keepClosedForMs: number,
+): Promise<number> {
+  return connection.transaction(async (session) => {
+    // From the partial indexes, as the drop's check: not a scan of the day's sent rows.
+    await session.run(`set local enable_seqscan = off`);
+    const [row] = await session.run<{ rows: number }>(
+      `select count(*)::int as rows from ${partition.name}
+       where ${KEPT_ROWS.replaceAll('$1', `${Number(keepClosedForMs)}`)} or "status" = 'sending'`,
+    );
+    return row.rows;
+  });
+}
 
 /** Whether a partition still holds a row retention keeps, or one being sent: the check before its drop. */
 export const keptRowsCheck = (partition: string, keepClosedForMs: number): string =>

@@ -37,9 +37,14 @@ const versionsTable = (t: OutboxTables): string[] => [
   )`,
 ];
 
+/**
+ * The record of a version, serving code from no older a version than the newest record did: converting to the
+ * partitioned layout raises it (see partitioned-layout.ts), and a later version must not let older code back in.
+ */
 const recordVersion = (t: OutboxTables, version: SchemaVersion, name = version.name): string =>
   `insert into ${t.migrations} ("version", "name", "serves_code_from")
-   values (${version.version}, ${literal(name)}, ${version.servesCodeFrom})`;
+   select ${version.version}, ${literal(name)}, greatest(${version.servesCodeFrom}, coalesce(max("serves_code_from"), 1))
+   from ${t.migrations}`;
 
 /** The statements of one version, with its record: what one transaction runs to bring the schema to it. */
 export function versionStatements(t: OutboxTables, version: SchemaVersion): string[] {

@@ -65,15 +65,24 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
        where r.provider_message_ids @> array[i.provider_message_id])
       limit 1
     ) o on true
+  ), locked as (
+    -- The rows found, locked (FOR KEY SHARE, the lock the plain layout's foreign key takes anyway) before the
+    -- feedback is stored in their day: retention, moving a row forward, skips a row another session holds, so the day
+    -- read is still the row's at the commit, and the feedback is not left in an old day to be dropped. A move under
+    -- way or committed since the statement began makes this lock fail (40001): the provider sends the report again.
+    select r.id from ${t.outbox} r where r.id = any(array(select outbox_id from linked)) for key share
   ), stored as (
     -- In its row's partition_day (a partitioned outbox drops a row's feedback with it), else in today's. ON CONFLICT
     -- names no index: the repeat's unique index is (source, provider_event_id, recipient) in the plain layout and
-    -- has the day too in the partitioned one, where a row's repeats find the same row, so the same day.
+    -- has the day too in the partitioned one, where a repeat finds the same row, so the same day, unless retention
+    -- has moved the row forward since: then it is stored a second time, in the row's new day (it suppresses nothing
+    -- more, and records its event again).
     insert into ${t.feedback} (id, outbox_id, source, recipient, kind, bounce_type, provider_event_id,
                                       provider_message_id, status, diagnostic, reported_at, payload, partition_day)
-    select id, outbox_id, source, recipient, kind, bounce_type, provider_event_id, provider_message_id, status,
-           diagnostic, reported_at, payload, coalesce(partition_day, ${PARTITION_DAY_DEFAULT})
-    from linked
+    select l.id, l.outbox_id, l.source, l.recipient, l.kind, l.bounce_type, l.provider_event_id,
+           l.provider_message_id, l.status, l.diagnostic, l.reported_at, l.payload,
+           coalesce(l.partition_day, ${PARTITION_DAY_DEFAULT})
+    from linked l left join locked k on k.id = l.outbox_id
     on conflict do nothing
     returning id
   ), kept as (

@@ -2,8 +2,7 @@ import type { SchemaVersion } from './schema-version.js';
 
 /**
  * The day each row is kept in, on the outbox, its attempts and its feedback: what a time-partitioned outbox is
- * partitioned by (issue 24). Numbered 13 on this branch; version 13 is reserved for the event relay in main, so this
- * becomes 14 when both are merged (file, `version`, NEEDED_SCHEMA_VERSION and sql/ file renumbered).
+ * partitioned by (issue 24).
  *
  * The design, for both layouts (the plain one stays the default; the partitioned one is opt-in, see
  * partitioned-layout.ts):
@@ -24,6 +23,7 @@ import type { SchemaVersion } from './schema-version.js';
  *   the same statement in both layouts (`on conflict do nothing`, with no target: in the plain layout the unique
  *   index is still its arbiter). A row moved to another partition is deleted and inserted again by PostgreSQL, which
  *   fires the trigger again: it then finds its own key and keeps it (an experiment without that check lost the row).
+ *   A key whose row is gone (purged, dropped with its day) is taken over by the next row that brings it.
  * - **The foreign keys** from the attempts, feedback and events to the outbox cannot name the id alone. Attempts and
  *   feedback carry their row's `partition_day` (the claim and the feedback statement write it from the row), are
  *   partitioned alike, moved with their row, and dropped with its partition; no foreign key, since its check when a
@@ -36,7 +36,7 @@ import type { SchemaVersion } from './schema-version.js';
  *   failed, dead, or closed more recently), skipping rows another session holds, never a `sending` row (its settle
  *   and lease renewals must find it where the claim left it: the partition waits for the settle), then detaches and
  *   drops the partitions of that day under a short lock, after checking in the same transaction that nothing kept is
- *   left in them.
+ *   left in them; the day's idempotency keys are deleted after, in batches, outside that lock.
  */
 export const partitionDays: SchemaVersion = {
   version: 13,
