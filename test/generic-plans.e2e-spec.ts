@@ -4,7 +4,7 @@ import pg from 'pg';
 import { CONNECTION_SETTINGS } from '../libs/reliable-mail/src/database/outbox-database.js';
 import type { SqlClient, Statement } from '../libs/reliable-mail/src/database/sql-client.js';
 import { deleteUnlinkedFeedback } from '../libs/reliable-mail/src/feedback/sql/feedback-retention.js';
-import { type FeedbackInput, recordFeedback } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
+import { recordFeedback } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import {
   claimUnconfirmedEvents,
@@ -23,6 +23,7 @@ import { releaseUnansweredClaims } from '../libs/reliable-mail/src/outbox/sql/re
 import { deleteRetained } from '../libs/reliable-mail/src/outbox/sql/retention.js';
 import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
 import { migrate } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -81,25 +82,15 @@ const settlement = sentSettlement({
   eventName: 'reliable-mail.email.sent',
 });
 
-const feedback: FeedbackInput = {
-  id: randomUUID(),
-  source: 'postmark',
-  recipient: 'ann@example.com',
-  kind: 'bounced',
-  bounce_type: 'hard',
-  provider_event_id: 'event-1',
+const feedback = feedbackInput({
   provider_message_id: 'request-5000',
   row_id: randomUUID(),
-  message_id: null,
   status: '5.1.1',
-  diagnostic: null,
-  reported_at: new Date().toISOString(),
-  payload: {},
   suppression_reason: 'hard bounce',
   authenticated: true,
   event_name: 'reliable-mail.email.bounced',
   event_payload: {},
-};
+});
 
 const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
   (db) =>

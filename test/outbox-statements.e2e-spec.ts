@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
 import { CONNECTION_SETTINGS, OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlClientOf } from './support/sql-client.js';
+import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
 import { Statement } from '../libs/reliable-mail/src/database/sql-client.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
@@ -201,25 +202,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
   });
 
   it('feedback finds its row by the id of any request the mail went in, through an index', async () => {
-    const report = {
-      id: randomUUID(),
-      source: 'postmark',
-      recipient: 'ann@example.com',
-      kind: 'bounced',
-      bounce_type: 'hard',
-      provider_event_id: 'event-1',
-      provider_message_id: 'request-5000',
-      row_id: null,
-      message_id: null,
-      status: null,
-      diagnostic: null,
-      reported_at: new Date().toISOString(),
-      payload: {},
-      suppression_reason: null,
-      authenticated: true,
-      event_name: null,
-      event_payload: null,
-    };
+    const report = feedbackInput({ provider_message_id: 'request-5000', authenticated: true });
     const plan = await plans(RECORD_FEEDBACK.in(TABLES).text, [JSON.stringify([report]), 30_000], () =>
       client.query(
         `update mail_outbox set provider_message_ids = array['request-' || ctid::text, 'other-' || ctid::text]

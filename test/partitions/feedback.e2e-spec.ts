@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { CONNECTION_SETTINGS } from '../../libs/reliable-mail/src/database/outbox-database.js';
@@ -7,6 +6,7 @@ import { recordFeedback } from '../../libs/reliable-mail/src/feedback/sql/record
 import { moveForward } from '../../libs/reliable-mail/src/outbox/sql/move-forward.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import { addDays } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
+import { feedbackInput } from '../support/feedback-input.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { partitionedDatabase } from './partition-rows.js';
@@ -48,27 +48,7 @@ describe('feedback recorded while retention moves its row forward', () => {
       await client.query('begin');
       const recorded = await recordFeedback(
         statementsOnClient(client, TABLES),
-        [
-          {
-            id: randomUUID(),
-            source: 'postmark',
-            recipient: 'ann@example.com',
-            kind: 'bounced',
-            bounce_type: 'hard',
-            provider_event_id: 'event-1',
-            provider_message_id: null,
-            row_id: id,
-            message_id: null,
-            status: '5.1.1',
-            diagnostic: null,
-            reported_at: new Date().toISOString(),
-            payload: {},
-            suppression_reason: null,
-            authenticated: false,
-            event_name: null,
-            event_payload: null,
-          },
-        ],
+        [feedbackInput({ row_id: id, status: '5.1.1' })],
         30_000,
       );
       expect(recorded.stored.map((one) => one.outboxId)).toEqual([id]);
