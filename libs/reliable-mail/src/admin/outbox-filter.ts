@@ -1,9 +1,10 @@
 import { MailValidationError, OutboxFilterError } from '../errors.js';
-import { cutText, isStorableDate, unstorableIn } from '../database/storable.js';
+import { isStorableDate, unstorableIn } from '../database/storable.js';
 import { OUTBOX_STATUSES, type OutboxStatus } from '../outbox/mail.types.js';
 import type { OutboxFilter } from '../outbox/operations.types.js';
 import type { SearchFilter } from '../outbox/sql/filter.js';
 import { toJsonValue } from '../outbox/validation/json.js';
+import { shown } from '../shared/shown.js';
 import { isUuid } from '../shared/uuid.js';
 
 // An operator's selection of rows, checked as the SQL will get it, before any SQL runs: a filter whose field
@@ -12,17 +13,6 @@ import { isUuid } from '../shared/uuid.js';
 // end in a raw database error, aborting the operator's transaction.
 
 const STATUSES = new Set<OutboxStatus>(OUTBOX_STATUSES);
-
-/** The value in an error: its JSON cut short (an operator's typo, or a megabyte), or its type if it has none. */
-function shown(value: unknown): string {
-  try {
-    const json = JSON.stringify(value);
-    if (json !== undefined) return cutText(json, 100);
-  } catch {
-    // A bigint or a cycle: JSON has no text for it.
-  }
-  return `a ${typeof value}`;
-}
 
 type Rule = (field: string, value: unknown) => unknown;
 

@@ -92,7 +92,7 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
       throw error;
     }
     const config: TimedQuery = {
-      ...(this.plan.namedStatements ? { name } : {}),
+      name: this.plan.namedStatements ? name : undefined,
       text,
       values: [...values],
       // pg reads 0 as no timeout at all.
@@ -133,6 +133,8 @@ export class OutboxDatabase implements SqlClient, OnApplicationShutdown {
     config: TimedQuery,
     deadline: number,
   ): Promise<pg.QueryResult<R>> {
+    // PostgreSQL itself (pooler 'none'): the settings came at connect, and the statement goes as it is.
+    if (this.plan.onConnect === null && !this.plan.statementInTransaction) return client.query<R>(config);
     const left = () => Math.max(1, Math.ceil(deadline - performance.now()));
     const step = (text: string): TimedQuery => ({ text, query_timeout: left() });
     await this.setUpSession(client, left());

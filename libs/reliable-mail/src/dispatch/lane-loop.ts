@@ -358,10 +358,13 @@ export class LaneLoop {
     return Math.max(this.throttle.waitMs(Date.now()), Math.ceil(sharedReadyAt - performance.now()));
   }
 
-  /** The rows claimed ahead that are not held for their grant's time. */
+  /** The rows claimed ahead that are not held for their grant's time (only a lane with a quota holds any). */
   private unheldReady(): number {
+    if (!this.deps.quota) return this.ready.length;
     const now = performance.now();
-    return this.ready.filter((row) => (this.heldUntil.get(row) ?? 0) <= now).length;
+    let unheld = 0;
+    for (const row of this.ready) if ((this.heldUntil.get(row) ?? 0) <= now) unheld++;
+    return unheld;
   }
 
   /** Returns unused grants of the shared quota, after the rows are in hand: a failure costs only those grants. */

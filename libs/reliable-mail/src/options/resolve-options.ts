@@ -10,6 +10,7 @@ import type { RetryPolicy } from '../shared/retry-policy.js';
 import type { Verp } from '../shared/verp.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { HOSTNAME_PATTERN, POSTGRES_URL, requirePositiveInteger, requireSpan } from './require.js';
+import { shown } from '../shared/shown.js';
 import { resolveHealth } from './resolve-health.js';
 import { requireAgreeingQuotas, type ResolvedLaneQuota, resolveQuota } from './resolve-quota.js';
 import {
@@ -212,8 +213,8 @@ export function resolveOptions(
   }
   const requireTransaction = options.requireTransaction ?? false;
   if (typeof requireTransaction !== 'boolean') throw new InvalidOptionsError('requireTransaction', 'must be a boolean');
-  if (database.url !== null && !POSTGRES_URL.test(String(database.url))) {
-    throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${JSON.stringify(database.url)}`);
+  if (database.url !== null && (typeof database.url !== 'string' || !POSTGRES_URL.test(database.url))) {
+    throw new InvalidOptionsError('database.url', `must be a postgres:// URL, got ${shown(database.url)}`);
   }
   const leaseForSendAndSettle = leaseForSendAndSettleMs(dispatcher.sendTimeoutMs, database.statementTimeoutMs);
   if (dispatcher.leaseMs < leaseForSendAndSettle) {

@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
 import { InvalidOptionsError } from '../errors.js';
 import type { DatabaseOptions } from './reliable-mail-options.interface.js';
 import { resolvePooler } from './resolve-pooler.js';
@@ -95,5 +97,22 @@ describe('resolvePooler', () => {
     const resolve = () => resolvePooler(given as DatabaseOptions);
     expect(resolve).toThrow(InvalidOptionsError);
     expect(resolve).toThrow(expect.objectContaining({ option }));
+  });
+
+  it('any value of its options resolves or is refused with InvalidOptionsError, never another error', () => {
+    const anyValue = fc.oneof(
+      fc.anything({ withBigInt: true, withNullPrototype: true, withObjectString: true }),
+      fc.constantFrom('none', 'session', 'transaction', DIRECT, POOLER, 'postgres://[::1', 'postgres://DB.internal/x'),
+    );
+    fc.assert(
+      fc.property(anyValue, anyValue, anyValue, anyValue, (pooler, preparedStatements, listenUrl, url) => {
+        try {
+          resolvePooler({ pooler, preparedStatements, listenUrl, url } as DatabaseOptions);
+        } catch (error) {
+          expect(error).toBeInstanceOf(InvalidOptionsError);
+        }
+      }),
+      propertyRuns('database.pooler options of any value'),
+    );
   });
 });

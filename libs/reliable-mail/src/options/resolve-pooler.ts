@@ -1,6 +1,7 @@
 import { type Pooler, POOLERS } from '../database/connection-plan.js';
 import { InvalidOptionsError } from '../errors.js';
 import type { DatabaseOptions } from './reliable-mail-options.interface.js';
+import { shown } from '../shared/shown.js';
 import { POSTGRES_URL } from './require.js';
 
 export interface ResolvedPooler {
@@ -20,7 +21,7 @@ export function resolvePooler(database: DatabaseOptions | undefined): ResolvedPo
   if (!POOLERS.includes(pooler)) {
     throw new InvalidOptionsError(
       'database.pooler',
-      `must be 'none' (PostgreSQL itself), 'session' or 'transaction' (PgBouncer's pool_mode), got ${JSON.stringify(pooler)}`,
+      `must be 'none' (PostgreSQL itself), 'session' or 'transaction' (PgBouncer's pool_mode), got ${shown(pooler)}`,
     );
   }
   const preparedStatements =
@@ -29,8 +30,8 @@ export function resolvePooler(database: DatabaseOptions | undefined): ResolvedPo
     throw new InvalidOptionsError('database.preparedStatements', 'must be a boolean');
   }
   const listenUrl = database?.listenUrl ?? null;
-  if (listenUrl !== null && !POSTGRES_URL.test(String(listenUrl))) {
-    throw new InvalidOptionsError('database.listenUrl', `must be a postgres:// URL, got ${JSON.stringify(listenUrl)}`);
+  if (listenUrl !== null && (typeof listenUrl !== 'string' || !POSTGRES_URL.test(listenUrl))) {
+    throw new InvalidOptionsError('database.listenUrl', `must be a postgres:// URL, got ${shown(listenUrl)}`);
   }
   if (listenUrl !== null && pooler === 'none') {
     throw new InvalidOptionsError(
@@ -50,11 +51,14 @@ export function resolvePooler(database: DatabaseOptions | undefined): ResolvedPo
   return { pooler, preparedStatements, listenUrl };
 }
 
-/** host:port of a postgres:// URL (5432 when it names none), or null when it is no URL at all. */
+/**
+ * host:port of a postgres:// URL (5432 when it names none), in lower case (URL keeps the case of a host in a scheme it
+ * does not know), or null when it is no URL at all.
+ */
 function serverOf(url: string): string | null {
   try {
     const { hostname, port } = new URL(url);
-    return `${hostname || 'localhost'}:${port || 5432}`;
+    return `${hostname.toLowerCase() || 'localhost'}:${port || 5432}`;
   } catch {
     return null;
   }

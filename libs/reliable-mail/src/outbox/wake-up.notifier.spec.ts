@@ -34,8 +34,13 @@ describe('WakeUpNotifier', () => {
 
   it('waits at shutdown for the NOTIFY under way and one more, not for those of enqueues that go on meanwhile', async () => {
     const answers: Array<() => void> = [];
+    /** The lanes of each NOTIFY statement sent. */
+    const notified: unknown[] = [];
     const database = {
-      query: () => new Promise((resolve) => answers.push(() => resolve([]))),
+      query: (_statement: unknown, values: unknown[]) => {
+        notified.push(values[1]);
+        return new Promise((resolve) => answers.push(() => resolve([])));
+      },
     } as unknown as OutboxDatabase;
     const notifier = new WakeUpNotifier(database);
     /** A commit whose NOTIFY follows it (another enqueue is open meanwhile). */
@@ -55,9 +60,10 @@ describe('WakeUpNotifier', () => {
     // The lanes due when shutdown began go in one more statement; an enqueue that commits during it waits for a poll.
     commitAfterAnother('c');
     answers.shift()!();
-    await shutdown;
+    await settled();
     expect(shutDown).toBe(true);
-    expect(answers).toHaveLength(0);
+    expect(notified).toEqual([['a'], ['b']]);
+    await shutdown;
   });
 
   it('shuts down at once when no NOTIFY is under way', async () => {

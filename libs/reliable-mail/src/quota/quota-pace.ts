@@ -6,24 +6,25 @@ const LEAST_BURST = 2;
 /**
  * How much later one send may reach the provider than another after their grants, and every second still hold no
  * more than the limit where the provider counts: the window puts the 21st grant at least 1,075 ms after the first,
- * so their sends are a second apart even when the first reaches the provider 75 ms later than the 21st does. Sends start a fixed time after their grant (`GRANT_TO_SEND_MS`); what is left is how late a process
- * gets to a timer and its request reaches the provider: 2 ms at the median, 14 at the 90th percentile and 64 at the
- * 99th in `npm run bench:quota` with the 2-core machine's load at 5-7; with 50 ms allowed, the busiest second at SES
- * held 21-22 requests for a limit of 20 with the load at 1.3-2.
+ * so their sends are a second apart even when the first reaches the provider 75 ms later than the 21st does. Sends
+ * start a fixed time after their grant (`GRANT_TO_SEND_MS`); what is left is how late a process gets to a timer and
+ * its request to the provider: 2 ms at the median, 14 at the 90th percentile and 64 at the 99th in one run of
+ * `npm run bench:quota` timestamped by hand (2026-12-03, the 2-core machine's load at 5-7; the bench prints only the
+ * busiest second). With 50 ms allowed, the busiest second at SES held 21-23 requests for a limit of 20.
  */
 export const JITTER_ALLOWANCE_MS = 75;
 
 /**
  * How long after its grant, on the database's clock, a send of a rate-limited lane starts. The grants keep their
  * spacing at the provider only if each reaches its send after the same delay; what lies between varies: the take's
- * answer (0-52 ms with two pools taking for 20 a second on a busy 2-core machine), then the claim, whose commit waits
- * for its WAL flush (6 ms on average, 52-70 ms at worst in `npm run bench`'s drain). Started as soon as its row was in
- * hand, the sends of one instance's grants could land in one second with those another instance was granted 100 ms
- * earlier: rows were in hand 1 to 176 ms after their grant in `npm run bench:quota`. Each starts at grant + 150 ms
- * instead (99 % of the rows were in hand by then), so that what spreads the sends is how late a process gets to
- * its timer and its request to the provider, which the window allows 75 ms for (`JITTER_ALLOWANCE_MS`): on a busy
- * machine a second at the provider can still hold one more than the limit. A row in hand later starts at once. A rate-limited lane's mail waits up to
- * 150 ms more than its row needs (less the take's and the claim's time), and the held row takes no send slot.
+ * answer, then the claim, whose commit waits for its WAL flush (6 ms on average, 52-70 ms at worst: the claim's
+ * `avgMs` and `maxMs` that `npm run bench` prints for the drain). Started as soon as its row was in hand, the sends of
+ * one instance's grants could land in one second with those another instance was granted 100 ms earlier: rows were
+ * in hand 1 to 176 ms after their grant, 99 % of them within 150 ms, in the same hand-timestamped run. Each starts at
+ * grant + 150 ms instead, so that what spreads the sends is how late a process gets to its timer and its request,
+ * which the window allows 75 ms for (`JITTER_ALLOWANCE_MS`): on a busy machine a second at the provider can still
+ * hold one more than the limit. A row in hand later starts at once. A rate-limited lane's mail waits up to 150 ms
+ * more than its row needs (less the take's and the claim's time), and the held row takes no send slot.
  */
 export const GRANT_TO_SEND_MS = 150;
 

@@ -21,9 +21,9 @@ const MIGRATION_LOCK = [
  * the outbox's traffic included, so a long transaction holding it would stall the app. Past it, the version is
  * rolled back and tried again, up to LOCK_TRIES times.
  */
-const DDL_LOCK_TIMEOUT = `set local lock_timeout = '5s'`;
-const LOCK_TRIES = 6;
-const LOCK_NOT_AVAILABLE = '55P03';
+export const DDL_LOCK_TIMEOUT = `set local lock_timeout = '5s'`;
+export const LOCK_TRIES = 6;
+export const LOCK_NOT_AVAILABLE = '55P03';
 
 /** A connection on which the migration opens a transaction per version. */
 export interface MigrationConnection extends SchemaSession {

@@ -1,15 +1,14 @@
 import { sqlStateOf } from '../database/statement-refusal.js';
-import type { MigrationConnection } from './migrate-schema.js';
+import { DDL_LOCK_TIMEOUT, LOCK_NOT_AVAILABLE, LOCK_TRIES, type MigrationConnection } from './migrate-schema.js';
 import type { OutboxTables } from './outbox-tables.js';
 import { literal, type SchemaSession } from './schema-session.js';
-import { PARTITION_DAY_DEFAULT } from './versions/0013-partition-days.js';
+import { PARTITION_DAY_DEFAULT, partitionDays } from './versions/0013-partition-days.js';
 
 // The partitioned layout (opt-in, issue 24): the outbox, its attempts and its feedback partitioned by day on
 // `partition_day`. Why each part is as it is: see versions/0013-partition-days.ts. Every statement reliable-mail runs
 // is the same in both layouts; what differs is DDL, here: the conversion of an installation, the partitions made
 // ahead, and the drop of a day's partitions by retention.
 
-const LOCK_NOT_AVAILABLE = '55P03';
 const DEADLOCK_DETECTED = '40P01';
 
 /** The days after today whose partitions are made ahead, unless `retention.partitionsAhead` (or --ahead) says. */
@@ -24,8 +23,8 @@ export const MIN_PARTITIONS_AHEAD = 2;
 /** The tables partitioned alike: a day's partition of each holds the rows of that day, their attempts and feedback. */
 const partitionedTables = (t: OutboxTables): string[] => [t.outbox, t.attempt, t.feedback];
 
-/** The oldest code a partitioned outbox serves: the version that added `partition_day` (13). */
-export const PARTITIONED_LAYOUT_SERVES_CODE_FROM = 13;
+/** The oldest code a partitioned outbox serves: the version that added `partition_day`. */
+const PARTITIONED_LAYOUT_SERVES_CODE_FROM = partitionDays.version;
 
 /** The idempotency keys of a partitioned outbox: unpartitioned, so that a key is unique across every day. */
 export const idempotencyKeyTable = (t: OutboxTables): string => `${t.schema}.mail_idempotency_key`;
@@ -98,7 +97,7 @@ export async function createPartitionsAhead(
   for (;;) {
     const madeDay = await connection.transaction(async (session) => {
       await session.run(`select pg_advisory_xact_lock(hashtext(${literal(`reliable-mail partitions ${t.schema}`)}))`);
-      await session.run(`set local lock_timeout = '5s'`);
+      await session.run(DDL_LOCK_TIMEOUT);
       const partitions = await outboxPartitions(session, t);
       const day = partitions.at(-1)?.to ?? (await today(session));
       if (day > last) return null;
@@ -314,25 +313,22 @@ export async function convertToPartitions(
 /**
  * Runs statements that take a table's ACCESS EXCLUSIVE lock in one transaction, waiting 5 s at most for the locks
  * (behind a long transaction, enqueues and claims queue behind the wait: 5 s, not as long as that transaction), and
- * tries again, SWITCH_LOCK_TRIES times in all, on a timeout or a deadlock, before it fails.
+ * tries again, LOCK_TRIES times in all, as a version's DDL does,, on a timeout or a deadlock, before it fails.
  */
 async function underLockTimeout(connection: MigrationConnection, statements: string[]): Promise<void> {
   for (let lockTries = 1; ; lockTries++) {
     try {
       await connection.transaction(async (session) => {
-        await session.run(`set local lock_timeout = '5s'`);
+        await session.run(DDL_LOCK_TIMEOUT);
         for (const statement of statements) await session.run(statement);
       });
       return;
     } catch (error) {
       const lockRefused = [LOCK_NOT_AVAILABLE, DEADLOCK_DETECTED].includes(sqlStateOf(error) ?? '');
-      if (!lockRefused || lockTries >= SWITCH_LOCK_TRIES) throw error;
+      if (!lockRefused || lockTries >= LOCK_TRIES) throw error;
     }
   }
 }
-
-/** How often a conversion's step waits its 5 s for the tables' locks (behind a long transaction) before it fails. */
-const SWITCH_LOCK_TRIES = 6;
 
 const conversionCheckOf = (table: string): string => `${bareName(table)}_before_partitions`;
 
@@ -377,7 +373,7 @@ export async function dropPartition(
 
 /**
  * Deletes the idempotency keys of a dropped day range, `batchSize` at a time, each batch a transaction of its own;
- * returns how many. Not in the drop's transaction: a day's million keys take ~1 s to delete, the converted
+ * returns how many. Not in the drop's transaction: a million keys took about a second to delete in psql, the converted
  * installation's first partition's keys more (past a statement timeout), and the drop's lock would hold every
  * enqueue and claim as long. A key left behind (a run stopped between the drop and here) refuses nothing: the
  * trigger takes over a key whose row is gone. A key taken over meanwhile has today's day, and stays.
@@ -414,6 +410,9 @@ class PartitionStillHolds extends Error {}
 export const KEPT_ROWS = `("status" = 'pending' or "status" in ('failed', 'dead')
   or ("status" in ('sent', 'cancelled', 'expired', 'suppressed') and "updated_at" >= now() - $1::float8 * interval '1 millisecond'))`;
 
+/** KEPT_ROWS for a retention of `keepClosedForMs`, a number written into the statement. */
+const keptRowsFor = (keepClosedForMs: number): string => KEPT_ROWS.replaceAll('$1', String(Number(keepClosedForMs)));
+
 /** How many rows retention keeps, or being sent, a partition holds: what a drop that did not happen waits for. */
 export async function heldRows(
   connection: MigrationConnection,
@@ -425,7 +424,7 @@ export async function heldRows(
     await session.run(`set local enable_seqscan = off`);
     const [row] = await session.run<{ rows: number }>(
       `select count(*)::int as rows from ${partition.name}
-       where ${KEPT_ROWS.replaceAll('$1', `${Number(keepClosedForMs)}`)} or "status" = 'sending'`,
+       where ${keptRowsFor(keepClosedForMs)} or "status" = 'sending'`,
     );
     return row.rows;
   });
@@ -433,5 +432,5 @@ export async function heldRows(
 
 /** Whether a partition still holds a row retention keeps, or one being sent: the check before its drop. */
 export const keptRowsCheck = (partition: string, keepClosedForMs: number): string =>
-  `select exists (select 1 from ${partition} where ${KEPT_ROWS.replaceAll('$1', `${Number(keepClosedForMs)}`)})
+  `select exists (select 1 from ${partition} where ${keptRowsFor(keepClosedForMs)})
           or exists (select 1 from ${partition} where "status" = 'sending') as kept`;

@@ -13,10 +13,10 @@ import type { SchemaVersion } from './schema-version.js';
  *   same statement. A date, not the creation time: "the partition the row is in", which a row kept past its day
  *   leaves. In the plain layout it is one more 4-byte column that nothing reads; it is added here for both so that
  *   every statement is the same in both layouts and an installation converts without a deploy in between.
- * - **The primary key is (id, partition_day)** in the partitioned layout: PostgreSQL enforces no unique index that
- *   lacks the partition key. The id stays unique by construction: a UUID v7 made by the library (48 bits of ms and 74
- *   random bits), never given by a caller. A lookup by id alone probes each partition's primary key: one index
- *   descent per partition (with 30 partitions ~30 probes of 3 pages, see docs/database.md "Partitions").
+ * - **The unique index is (id, partition_day)** in the partitioned layout, not a primary key: PostgreSQL enforces no
+ *   unique index that lacks the partition key. The id stays unique by construction: a UUID v7 made by the library (48
+ *   bits of ms and 74 random bits), never given by a caller. A lookup by id alone probes each partition's index: one
+ *   index descent per partition (see docs/database.md "Partitions").
  * - **The idempotency key's uniqueness** is held by a table of its own, unpartitioned (`mail_idempotency_key`: key
  *   → row id, day), written by a BEFORE INSERT trigger on the outbox: a key already taken by another row makes the
  *   trigger skip the row, as the unique index's ON CONFLICT DO NOTHING did, so the enqueue stays one statement and
