@@ -358,7 +358,11 @@ describe('reliable-mail when the database misbehaves', () => {
     expect(bounced.bounced).toEqual([{ address: 'ann@example.com', reply: '550 5.1.1 No such user' }]);
     const acceptance = everyRecipient(['ann@example.com', 'bob@example.com'], 'accepted', '250 OK', 250);
     const sent = settlementFor(current, acceptance, retry, new Date(), 5);
-    const applied = await settleRows(database, [bounced, sent].map(settleInputOf), 30_000);
+    const applied = await settleRows(
+      database,
+      [bounced, sent].map((settlement) => settleInputOf(settlement)),
+      30_000,
+    );
 
     expect([...applied.keys()]).toEqual([settlementKey(sent)]);
     const events = await withClient(cluster.url, (client) => client.query('select name from mail_outbox_event'));

@@ -23,6 +23,7 @@ import { releaseUnansweredClaims } from '../libs/reliable-mail/src/outbox/sql/re
 import { deleteRetained } from '../libs/reliable-mail/src/outbox/sql/retention.js';
 import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+import { claimOwedEvents, confirmRelayed, deferRelayed } from '../libs/reliable-mail/src/relay/sql/relay-events.js';
 import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
 import { migrate } from './support/test-app.js';
@@ -36,8 +37,9 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 // and feedback run it, plans it on empty tables just analysed, grows them, and reads the plan it keeps.
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
+// mail_relay_destination is not among them: a row per broker, read whole by every statement that records events.
 const OUR_TABLES =
-  /\bon (mail_outbox|mail_outbox_attempt|mail_outbox_event|mail_outbox_feedback|mail_suppression|mail_unsubscribe)\b/;
+  /\bon (mail_outbox|mail_outbox_attempt|mail_outbox_event|mail_outbox_feedback|mail_suppression|mail_unsubscribe|mail_relay)\b/;
 /** Partial indexes holding open rows only (due, leased, failed or dead): read whole, they stay small. */
 const OPEN_ROW_INDEXES = new Set(['mail_outbox_due_index', 'mail_outbox_lease_index', 'mail_outbox_problem_index']);
 
@@ -118,6 +120,9 @@ const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
   (db) => deleteRetained(db, 86_400_000, 500),
   (db) => deleteUnlinkedFeedback(db, 86_400_000, 500),
   (db) => recordFeedback(db, [feedback], 30_000),
+  (db) => claimOwedEvents(db, 'nats', 100, 20_000),
+  (db) => confirmRelayed(db, ['1', '2']),
+  (db) => deferRelayed(db, [{ id: '1', delayMs: 1_000, error: 'no stream' }]),
 ];
 
 describe("the statements reliable-mail's connections prepare, planned once on empty tables", () => {
@@ -155,6 +160,9 @@ describe("the statements reliable-mail's connections prepare, planned once on em
       [
         'reliable_mail_claim',
         'reliable_mail_claim_events',
+        'reliable_mail_claim_relay',
+        'reliable_mail_confirm_relay',
+        'reliable_mail_defer_relay',
         'reliable_mail_confirm_events',
         'reliable_mail_extend_lease',
         'reliable_mail_feedback_retention',
@@ -196,7 +204,12 @@ describe("the statements reliable-mail's connections prepare, planned once on em
        insert into mail_suppression (address, reason, source)
        select 'bounced' || g || '@example.com', 'hard bounce', 'bounce' from generate_series(1, 5000) g;
        insert into mail_unsubscribe (address, category)
-       select 'reader' || g || '@example.com', 'newsletter' from generate_series(1, 5000) g`,
+       select 'reader' || g || '@example.com', 'newsletter' from generate_series(1, 5000) g;
+       insert into mail_relay_destination (name, events) values ('nats', '{reliable-mail.email.sent}'),
+                                                                 ('rabbitmq', '{reliable-mail.email.sent}');
+       insert into mail_relay (destination, event_id, outbox_id, name, payload, locked_until)
+       select d, e.id, e.outbox_id, e.name, e.payload, now() + interval '1 hour'
+       from mail_outbox_event e, unnest(array['nats', 'rabbitmq']) d`,
     );
     const offenders: Record<string, string[]> = {};
     for (const statement of statements) {

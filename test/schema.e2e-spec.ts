@@ -195,7 +195,7 @@ describe("reliable-mail's schema", () => {
       `select table_schema, count(*)::int as tables from information_schema.tables
        where table_name like 'mail_%' group by table_schema`,
     );
-    expect(rows).toEqual([{ table_schema: 'mail_custom', tables: 11 }]);
+    expect(rows).toEqual([{ table_schema: 'mail_custom', tables: 13 }]);
   });
 
   describe('tables the earlier releases made in the app’s own schema', () => {

@@ -41,6 +41,8 @@ const RELIABLE_MAIL_TABLES = [
   'mail_outbox_attempt',
   'mail_outbox_event',
   'mail_outbox_feedback',
+  'mail_relay',
+  'mail_relay_destination',
   'mail_send_quota',
   'mail_suppression',
   'mail_template_source',

@@ -20,6 +20,7 @@ export function feedbackInput(overrides: Partial<FeedbackInput> = {}): FeedbackI
     suppression_reason: null,
     authenticated: false,
     event_name: null,
+    event_for_listeners: true,
     event_payload: null,
     ...overrides,
   };

@@ -160,13 +160,26 @@ export interface TestAppOptions {
   mikroOrm?: boolean;
   /** The app's logger. @default `testLogger` */
   logger?: LoggerService;
+  /**
+   * Whether the app has the `EventRecorder`, a listener of every event. An app without it listens to none: its
+   * events are recorded only for the relay's destinations.
+   * @default true
+   */
+  eventRecorder?: boolean;
 }
 
 export async function createTestApp(
   databaseUrl: string,
   mailOptions: ReliableMailOptions,
   extraProviders: Type[] = [],
-  { scheduler = true, imports = [], http = 'express', mikroOrm = true, logger = testLogger }: TestAppOptions = {},
+  {
+    scheduler = true,
+    imports = [],
+    http = 'express',
+    mikroOrm = true,
+    logger = testLogger,
+    eventRecorder = true,
+  }: TestAppOptions = {},
 ): Promise<INestApplication & { events: EventRecorder }> {
   const moduleRef = await Test.createTestingModule({
     imports: [
@@ -177,7 +190,7 @@ export async function createTestApp(
       ReliableMailModule.forRoot({ ...mailOptions, isGlobal: true }),
       ...imports,
     ],
-    providers: [EventRecorder, ...extraProviders],
+    providers: [...(eventRecorder ? [EventRecorder] : []), ...extraProviders],
   }).compile();
   // Webhook signatures cover the body as sent: the app keeps it, as the README asks of apps with webhooks.
   const appOptions = { logger, rawBody: true };
@@ -192,7 +205,7 @@ export async function createTestApp(
     await app.close().catch(() => undefined);
     throw error;
   }
-  return Object.assign(app, { events: app.get(EventRecorder) });
+  return Object.assign(app, { events: eventRecorder ? app.get(EventRecorder) : new EventRecorder() });
 }
 
 /** Starts `test/support/dispatcher-process.ts` in a child process, resolved once it printed `ready`. */

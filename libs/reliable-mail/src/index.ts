@@ -11,6 +11,7 @@ export type {
   LaneOptions,
   LaneQuotaOptions,
   LoggingOptions,
+  RelayOptions,
   ReliableMailOptions,
   RetentionOptions,
   RetryOptions,
@@ -167,6 +168,9 @@ export { SesMailTransport, type SesTransportOptions } from './transport/ses/ses-
 export { PostmarkMailTransport, type PostmarkTransportOptions } from './transport/postmark/postmark-mail.transport.js';
 export { ResendMailTransport, type ResendTransportOptions } from './transport/resend/resend-mail.transport.js';
 export { EmlFileTransport, type EmlFileTransportOptions } from './transport/file/eml-file.transport.js';
+export type { RelayDestination, RelayedEvent } from './relay/relay-destination.interface.js';
+export { NatsJetStreamDestination, type NatsJetStreamDestinationOptions } from './relay/nats-jetstream.destination.js';
+export { RabbitMqDestination, type RabbitMqDestinationOptions } from './relay/rabbitmq.destination.js';
 export {
   type FailoverEntry,
   FailoverTransport,

@@ -22,6 +22,15 @@ export const EMAIL_COMPLAINED_EVENT = 'reliable-mail.email.complained';
 /** `EmailDeliveredEvent` is emitted under this name: `@OnEvent(EMAIL_DELIVERED_EVENT)`. */
 export const EMAIL_DELIVERED_EVENT = 'reliable-mail.email.delivered';
 
+/** The events a relay destination can take: every one reliable-mail records. */
+export const RELAYABLE_EVENTS: readonly string[] = [
+  EMAIL_SENT_EVENT,
+  EMAIL_FAILED_EVENT,
+  EMAIL_BOUNCED_EVENT,
+  EMAIL_COMPLAINED_EVENT,
+  EMAIL_DELIVERED_EVENT,
+];
+
 /** The PostgreSQL channel an enqueue notifies on commit, so that an idle dispatcher wakes at once. */
 export const WAKE_UP_CHANNEL = 'reliable_mail_wake_up';
 

@@ -14,6 +14,8 @@ import { WakeUpNotifier } from './outbox/wake-up.notifier.js';
 import { MAIL_TRANSPORTS } from './reliable-mail.constants.js';
 import { ConfigurableReliableMailModule } from './reliable-mail.module-definition.js';
 import { optionsProvider, templateRegistryProvider, transportsProvider } from './reliable-mail.providers.js';
+import { MailEventRelay } from './relay/mail-event-relay.js';
+import { RelayedEvents } from './relay/relayed-events.js';
 import { OutboxRetention } from './retention/outbox-retention.js';
 import { OutboxSchema } from './schema/outbox-schema.js';
 import { ReliableMailStartup } from './startup/reliable-mail-startup.js';
@@ -42,7 +44,9 @@ import { MailUnsubscribeService } from './unsubscribe/mail-unsubscribe.service.j
     WakeUpNotifier,
     MailOutboxService,
     MailOutboxAdmin,
+    RelayedEvents,
     MailEventPublisher,
+    MailEventRelay,
     MailMetrics,
     WakeUpListener,
     MailDispatcher,

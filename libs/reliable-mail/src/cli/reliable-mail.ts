@@ -16,6 +16,7 @@ import {
   isPartitioned,
   MIN_PARTITIONS_AHEAD,
 } from '../schema/partitioned-layout.js';
+import { registeredDestinations, removeDestination } from '../relay/sql/destinations.js';
 import { renderSchemaSql } from '../schema/schema-sql.js';
 import { DEFAULT_SCHEMA, isPlainIdentifier, tablesIn } from '../schema/outbox-tables.js';
 import { PACKAGE_VERSION } from '../startup/package-version.js';
@@ -27,6 +28,8 @@ const USAGE = `Usage: reliable-mail <command> [--schema <name>] [--url <postgres
                  --partition then converts the outbox to day partitions (docs/database.md, "Partitions")
   partitions     makes a partitioned outbox's partitions up to --ahead <n> days after today (default ${DEFAULT_PARTITIONS_AHEAD}),
                  for teams whose tool owns DDL; retention makes them too, where it runs
+  relay          the event relay's destinations, each with the events it is owed and since when;
+                 relay remove <name> takes one out of service and deletes its backlog (once no instance names it)
   status         the schema's version, and the outbox: rows by status and lane, backlog, oldest due, dead letters
                  (--json for a machine)
   sql            prints the SQL of the versions after --from <n> (default 0), for a migration tool that owns DDL
@@ -73,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`--ahead must be a number of days from ${MIN_PARTITIONS_AHEAD} (health's least) to 366`);
     return 2;
   }
-  if (command !== 'migrate' && command !== 'status' && command !== 'partitions') {
+  if (!['migrate', 'status', 'partitions', 'relay'].includes(command)) {
     console.error(`unknown command: ${command}\n\n${USAGE}`);
     return 2;
   }
@@ -106,6 +109,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'partitions') return await partitions(client, values.schema, ahead);
+    if (command === 'relay') return await relay(client, values.schema, positionals.slice(1));
     return await status(client, values.schema, values.json ?? false);
   } finally {
     await client.end();
@@ -128,6 +132,38 @@ async function partitions(client: pg.Client, schema: string | undefined, ahead: 
     made.length === 0
       ? `reliable-mail: partitions cover ${daysAhead} days after today: nothing to do`
       : `reliable-mail: made the partitions of ${made.join(', ')}; they cover ${daysAhead} days after today`,
+  );
+  return 0;
+}
+
+async function relay(client: pg.Client, schema: string | undefined, args: string[]): Promise<number> {
+  const { tables } = await readSchemaState(migrationConnection(client), schema);
+  const statements = statementsOnClient(client, tables);
+  if (args.length === 0) {
+    const destinations = await registeredDestinations(statements);
+    if (destinations.length === 0) console.log('reliable-mail: no relay destination is registered');
+    else {
+      console.table(
+        destinations.map(({ name, owed, oldest, seen_at }) => ({
+          name,
+          owed,
+          oldest: oldest?.toISOString() ?? 'none',
+          'last registered': seen_at.toISOString(),
+        })),
+      );
+    }
+    return 0;
+  }
+  const [verb, name] = args;
+  if (verb !== 'remove' || !name || args.length > 2) {
+    console.error(`usage: reliable-mail relay [remove <name>]\n\n${USAGE}`);
+    return 2;
+  }
+  const { registered, droppedEvents } = await removeDestination(statements, name);
+  console.log(
+    registered
+      ? `reliable-mail: relay destination "${name}" removed, with the ${droppedEvents} events it was owed`
+      : `reliable-mail: no relay destination "${name}" is registered; ${droppedEvents} events owed to it deleted`,
   );
   return 0;
 }

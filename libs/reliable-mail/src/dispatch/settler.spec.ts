@@ -34,7 +34,7 @@ function heldDatabase(): { database: SqlClient; calls: SettleCall[] } {
   return { database, calls };
 }
 
-const publisher = { isListenedTo: () => false } as unknown as MailEventPublisher;
+const publisher = { recordingOf: () => null, committed: () => undefined } as unknown as MailEventPublisher;
 const logger = { warn: () => undefined, error: () => undefined } as unknown as Logger;
 const turn = () => new Promise((resolve) => setTimeout(resolve, 5));
 

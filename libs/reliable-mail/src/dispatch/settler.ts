@@ -41,7 +41,7 @@ interface PendingSettle {
 /**
  * Writes what became of sent rows: the settlements of every lane that finish while one settle statement runs go
  * together into the next, each still guarded by its own lock token. An event is recorded with its settle only
- * when something in this process listens for it. Each settlement is written as JSON before it joins a batch, and a
+ * when something in this process listens for it or a relay destination takes it. Each settlement is written as JSON before it joins a batch, and a
  * batch that PostgreSQL refuses for its values is written again one settlement at a time, so that one value it
  * cannot store holds back no other row.
  *
@@ -76,15 +76,15 @@ export class Settler {
    * decided.
    */
   async settle(settlement: Settlement, deadline: number): Promise<SettleOutcome | null> {
-    const recorded =
-      settlement.eventName && this.publisher.isListenedTo(settlement.eventName)
-        ? settlement
-        : { ...settlement, eventName: null };
-    let input = this.inputOf(recorded);
+    const recording = this.publisher.recordingOf(settlement.eventName);
+    const recorded = recording ? settlement : { ...settlement, eventName: null };
+    const forListeners = recording === 'listeners';
+    let input = this.inputOf(recorded, forListeners);
     for (let retries = 0; input;) {
       const written = await this.turn(input, deadline);
       if ('outcome' in written) {
         const { outcome } = written;
+        if (outcome?.applied && recorded.eventName) this.publisher.committed(recorded.eventName);
         if (!outcome) this.gaveUp(settlement, retries, 'its turn came after the lease');
         else if (!outcome.applied) {
           this.logger.warn({
@@ -104,7 +104,7 @@ export class Settler {
           status: settlement.status,
           error: String(error),
         });
-        input = this.notedInputOf(recorded);
+        input = this.notedInputOf(recorded, forListeners);
         continue;
       }
       const wait = Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** retries);
@@ -127,9 +127,9 @@ export class Settler {
   }
 
   /** The settlement written as JSON; when one of its values cannot be, the same decision with a note for them. */
-  private inputOf(settlement: Settlement): SettleInput | null {
+  private inputOf(settlement: Settlement, forListeners: boolean): SettleInput | null {
     try {
-      return settleInputOf(settlement);
+      return settleInputOf(settlement, forListeners);
     } catch (error) {
       this.logger.error({
         msg: 'a value of a settle cannot be written as JSON; written with what the server reported replaced by a note',
@@ -138,14 +138,14 @@ export class Settler {
         status: settlement.status,
         error: shownSafely(error),
       });
-      return this.notedInputOf(settlement);
+      return this.notedInputOf(settlement, forListeners);
     }
   }
 
   /** Null, the row left to its lease, only if even the noted settlement cannot be written (nothing known does that). */
-  private notedInputOf(settlement: Settlement): SettleInput | null {
+  private notedInputOf(settlement: Settlement, forListeners: boolean): SettleInput | null {
     try {
-      return settleInputOf(withReportedTextNoted(settlement));
+      return settleInputOf(withReportedTextNoted(settlement), forListeners);
     } catch (error) {
       this.logger.error({
         msg: 'a settle cannot be written even with a note; the row is claimed again after its lease',

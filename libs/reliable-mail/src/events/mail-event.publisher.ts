@@ -13,6 +13,7 @@ import {
   EMAIL_SENT_EVENT,
   RELIABLE_MAIL_OPTIONS,
 } from '../reliable-mail.constants.js';
+import { RelayedEvents } from '../relay/relayed-events.js';
 import { Batcher } from '../shared/batcher.js';
 import { EmailBouncedEvent } from './email-bounced.event.js';
 import { EmailComplainedEvent } from './email-complained.event.js';
@@ -27,6 +28,9 @@ const EVENT_CLASSES: Record<string, { fromJSON(json: Record<string, unknown>, ev
   [EMAIL_COMPLAINED_EVENT]: EmailComplainedEvent,
   [EMAIL_DELIVERED_EVENT]: EmailDeliveredEvent,
 };
+
+/** See `MailEventPublisher.recordingOf`. */
+export type EventRecording = 'listeners' | 'relay' | null;
 
 const REDELIVERY_BATCH = 100;
 const CONFIRM_BATCH = 500;
@@ -67,6 +71,7 @@ export class MailEventPublisher {
     // Named: the type of an optional parameter is no token once compiled (swc writes Object).
     @Optional() @Inject(EventEmitter2) emitter: EventEmitter2 | undefined,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    private readonly relayed: RelayedEvents,
   ) {
     // Without EventEmitterModule the start fails before anything is published, naming it (ReliableMailStartup).
     this.emitter = emitter as EventEmitter2;
@@ -87,6 +92,21 @@ export class MailEventPublisher {
    */
   isListenedTo(name: string): boolean {
     return this.options.events.record === 'all' || this.hasListeners(name);
+  }
+
+  /**
+   * For whom an event of this name is recorded: `listeners` (the app's, and any relay destination that takes it),
+   * `relay` (only relay destinations take it: nothing here emits it), or null: nobody, and nothing is written.
+   */
+  recordingOf(name: string | null): EventRecording {
+    if (name === null) return null;
+    if (this.isListenedTo(name)) return 'listeners';
+    return this.relayed.has(name) ? 'relay' : null;
+  }
+
+  /** An event of this name committed: this instance's relay destinations that take it publish it before their poll. */
+  committed(name: string): void {
+    if (this.relayed.has(name)) this.relayed.recorded();
   }
 
   /** Queues an event whose change has committed; it is emitted, then confirmed, in the background. */

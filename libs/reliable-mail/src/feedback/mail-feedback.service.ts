@@ -91,6 +91,7 @@ export class MailFeedbackService {
     const received = new Date();
     const { stored, events } = await recordFeedback(this.database, inputs, this.options.dispatcher.eventLeaseMs);
     for (const event of events) this.publisher.publish(event);
+    for (const name of new Set(inputs.map((input) => input.event_name))) if (name) this.publisher.committed(name);
     const cameIn = arrivalLinks();
     for (const row of stored) {
       this.metrics.recordFeedback(source, row.kind, row.bounceType, row.outboxId !== null);
@@ -106,6 +107,7 @@ export class MailFeedbackService {
   private inputOf(source: FeedbackSource, item: FeedbackItem): FeedbackInput {
     const id = uuidv7();
     const eventName = EVENT_NAMES[item.kind];
+    const recording = this.publisher.recordingOf(eventName);
     const reportedAt = item.reportedAt.toISOString();
     const providerEventId = indexableKey(item.providerEventId);
     return {
@@ -124,7 +126,8 @@ export class MailFeedbackService {
       payload: item.payload,
       suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item) : null,
       authenticated: item.authenticated,
-      event_name: eventName !== null && this.publisher.isListenedTo(eventName) ? eventName : null,
+      event_name: recording ? eventName : null,
+      event_for_listeners: recording === 'listeners',
       event_payload: {
         feedbackId: id,
         source,

@@ -3,6 +3,7 @@ import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/term
 import { MailDispatcher } from '../dispatch/mail.dispatcher.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { MailEventRelay } from '../relay/mail-event-relay.js';
 import { MIN_PARTITIONS_AHEAD } from '../schema/partitioned-layout.js';
 import { oldestUnconfirmedEvent } from '../outbox/sql/events.js';
 import { feedbackFigures, healthFigures, partitionsAhead, rateOf, undeclaredLanes } from '../outbox/sql/health.js';
@@ -13,7 +14,7 @@ import type { MailTransport } from '../transport/mail-transport.interface.js';
 
 /**
  * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
- * and its lag stay under their thresholds, dead letters stay few, events reach their listeners, complaints and hard bounces stay under the rates
+ * and its lag stay under their thresholds, dead letters stay few, events reach their listeners and relay destinations, complaints and hard bounces stay under the rates
  * that get sending accounts suspended, and (optionally) each lane's SMTP server or provider API answers. An outage
  * of either shows here as a growing backlog and a paused lane, never as lost mail.
  */
@@ -24,6 +25,7 @@ export class MailOutboxHealthIndicator {
     private readonly database: OutboxDatabase,
     private readonly dispatcher: MailDispatcher,
     private readonly publisher: MailEventPublisher,
+    private readonly relay: MailEventRelay,
     @Inject(MAIL_TRANSPORTS) private readonly transports: Map<string, MailTransport>,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
   ) {}
@@ -41,8 +43,9 @@ export class MailOutboxHealthIndicator {
     let feedback;
     let oldestEvent;
     let daysAhead;
+    let relayBacklogs;
     try {
-      [figures, undeclared, feedback, oldestEvent, daysAhead] = await Promise.all([
+      [figures, undeclared, feedback, oldestEvent, daysAhead, relayBacklogs] = await Promise.all([
         healthFigures(this.database, thresholds.deadLetterWindowMs),
         undeclaredLanes(
           this.database,
@@ -51,6 +54,7 @@ export class MailOutboxHealthIndicator {
         feedbackFigures(this.database, thresholds.feedbackWindowMs),
         oldestUnconfirmedEvent(this.database, this.publisher.listenedNames()),
         partitionsAhead(this.database),
+        this.relay.backlogs(),
       ]);
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
@@ -68,6 +72,10 @@ export class MailOutboxHealthIndicator {
     if (figures.lagMs > thresholds.maxLagMs) failing.push('lag');
     if (figures.deadLetters > thresholds.maxDeadLetters) failing.push('deadLetters');
     if (oldestEvent && oldestEvent.ageMs > thresholds.maxEventAgeMs) failing.push('events');
+    // A broker down, or refusing: its events wait in the table, and this says so before their number does harm.
+    const maxBacklogAgeMs = this.options.relay?.maxBacklogAgeMs ?? 0;
+    if (Object.values(relayBacklogs).some(({ oldestAgeMs }) => oldestAgeMs !== null && oldestAgeMs > maxBacklogAgeMs))
+      failing.push('relay');
     const lanes = this.laneData();
     // A lane whose server refuses every session sends nothing: that is down, whatever the backlog says yet.
     if (Object.values(lanes).some((lane) => lane.paused && lane.reason === 'outage')) failing.push('lanes');
@@ -111,6 +119,7 @@ export class MailOutboxHealthIndicator {
         oldestUnconfirmedName: oldestEvent?.name ?? null,
         maxAgeMs: thresholds.maxEventAgeMs,
       },
+      ...(this.options.relay ? { relay: { destinations: relayBacklogs, maxBacklogAgeMs } } : {}),
       deadLetters: {
         count: figures.deadLetters,
         windowMs: thresholds.deadLetterWindowMs,

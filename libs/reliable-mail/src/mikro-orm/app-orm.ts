@@ -21,6 +21,8 @@ const ENTITY_TABLES = [
   'mail_template_source',
   'mail_send_quota',
   'mail_unsubscribe',
+  'mail_relay_destination',
+  'mail_relay',
   'mail_migrations',
 ];
 /** Every table of reliable-mail's, for `schemaGenerator.skipTables`. */

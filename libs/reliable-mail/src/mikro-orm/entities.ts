@@ -4,6 +4,7 @@ import { OUTBOX_SCHEMA_V3 } from '../schema/versions/0003-recipient-state.js';
 import { OUTBOX_SCHEMA_V5 } from '../schema/versions/0005-feedback.js';
 import { OUTBOX_SCHEMA_V6 } from '../schema/versions/0006-request-message-ids.js';
 import { OUTBOX_SCHEMA_V8 } from '../schema/versions/0008-console.js';
+import { EVENT_RELAY_SCHEMA_V14 } from '../schema/versions/0014-event-relay.js';
 import type { InstanceLaneState } from '../console/console-data.types.js';
 import type { RecipientOutcome } from '../transport/mail-transport.interface.js';
 import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
@@ -17,11 +18,13 @@ const LEGACY_TABLES = {
   event: '"mail_outbox_event"',
   feedback: '"mail_outbox_feedback"',
   audit: '"mail_console_audit"',
+  relay: '"mail_relay"',
 };
 const { indexes, checks } = OUTBOX_SCHEMA_V1(LEGACY_TABLES);
 const v5 = OUTBOX_SCHEMA_V5(LEGACY_TABLES);
 const v6 = OUTBOX_SCHEMA_V6(LEGACY_TABLES);
 const v8 = OUTBOX_SCHEMA_V8(LEGACY_TABLES);
+const v14 = EVENT_RELAY_SCHEMA_V14(LEGACY_TABLES);
 const timestamp = () => p.datetime().columnType('timestamptz');
 /** The day a row is kept in (schema version 13), as PostgreSQL writes its default back. */
 const partitionDay = () => p.string().columnType('date').defaultRaw(`((now() AT TIME ZONE 'utc'::text))::date`);
@@ -240,6 +243,38 @@ export const MailUnsubscribe = defineEntity({
   },
 });
 
+export const MailRelayDestination = defineEntity({
+  name: 'MailRelayDestination',
+  tableName: 'mail_relay_destination',
+  properties: {
+    name: p.text().primary(),
+    events: p.array().columnType('text[]'),
+    registeredAt: timestamp().defaultRaw('now()'),
+    seenAt: timestamp().defaultRaw('now()'),
+  },
+});
+
+export const MailRelay = defineEntity({
+  name: 'MailRelay',
+  tableName: 'mail_relay',
+  indexes: [
+    { name: 'mail_relay_due_index', expression: v14.indexes.due },
+    { name: 'mail_relay_destination_index', expression: v14.indexes.destination },
+  ],
+  properties: {
+    id: p.bigint().primary(),
+    destination: p.text(),
+    eventId: p.bigint(),
+    outboxId: p.uuid(),
+    name: p.text(),
+    payload: p.json<Record<string, unknown>>(),
+    recordedAt: timestamp().defaultRaw('now()'),
+    lockedUntil: timestamp().defaultRaw('now()'),
+    attempts: p.integer().default(0),
+    lastError: p.text().nullable(),
+  },
+});
+
 /** The versions table, which `migrate` (or `database.migrateAtStart`) adds beside the tables when it first runs. */
 export const MailMigration = defineEntity({
   name: 'MailMigration',
@@ -270,5 +305,7 @@ export const reliableMailEntities = [
   MailTemplateSource,
   MailSendQuota,
   MailUnsubscribe,
+  MailRelayDestination,
+  MailRelay,
   MailMigration,
 ];

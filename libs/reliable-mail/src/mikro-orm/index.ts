@@ -9,6 +9,8 @@ export {
   MailOutboxAttempt,
   MailOutboxEvent,
   MailOutboxFeedback,
+  MailRelay,
+  MailRelayDestination,
   MailSuppression,
   MailSendQuota,
   MailTemplateSource,

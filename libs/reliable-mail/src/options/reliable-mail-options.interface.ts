@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { MailTemplateFolder } from '../templates/file-templates.js';
 import type { MailTemplate } from '../templates/mail-template.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
+import type { RelayDestination } from '../relay/relay-destination.interface.js';
 import type { SmtpTransportOptions } from '../transport/smtp/smtp-transport-options.js';
 
 // The options of `ReliableMailModule.forRoot()`, all in one file as their documentation (declarations only, hence
@@ -170,6 +171,31 @@ export interface EventOptions {
   concurrency?: number;
   /** Events waiting for emission or being emitted in this process; past this they wait in the table. @default 10000 */
   maxQueued?: number;
+}
+
+/**
+ * Brokers the recorded events are published to, at least once, apart from the app's listeners: each destination is
+ * owed every event of its names recorded from the moment it is first registered (at the start of an instance that
+ * names it), and keeps a backlog in the database while its broker is down. See docs/events.md "Relay to a broker".
+ */
+export interface RelayOptions {
+  destinations: RelayDestination[];
+  /**
+   * How often each destination looks for events to publish when this instance recorded none meanwhile (an event
+   * recorded here is published at once).
+   * @default 1000
+   */
+  pollIntervalMs?: number;
+  /** Events one destination claims and publishes at once. @default 100 */
+  batchSize?: number;
+  /**
+   * How long a broker may take to confirm one event; past it the event is published again later (with the same
+   * message id).
+   * @default 10000
+   */
+  publishTimeoutMs?: number;
+  /** Health fails while a destination's oldest unpublished event is older than this. @default 600000 (10 minutes) */
+  maxBacklogAgeMs?: number;
 }
 
 export interface RetryOptions {
@@ -488,6 +514,8 @@ export interface ReliableMailOptions {
   health?: HealthOptions;
   database?: DatabaseOptions;
   events?: EventOptions;
+  /** Brokers the recorded events are published to as well (see `RelayOptions`). @default none */
+  relay?: RelayOptions;
   /**
    * Envelope senders that name their row, so that DSN emails can be linked back (see `MailFeedbackService`).
    * @default none: the envelope sender is the mail's From

@@ -187,6 +187,7 @@ describe('resolveOptions', () => {
       health: defaultHealth,
       database: { ...defaultDatabase, ...database },
       events: defaultEvents,
+      relay: null,
       ...defaultContent,
       verp: null,
       unsubscribe: null,

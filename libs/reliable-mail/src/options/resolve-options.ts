@@ -22,6 +22,7 @@ import {
 import { resolveVerp } from './resolve-verp.js';
 import { type ResolvedPooler, resolvePooler } from './resolve-pooler.js';
 import { resolveRetry } from './resolve-retry.js';
+import { type ResolvedRelay, resolveRelay } from './resolve-relay.js';
 import { type ResolvedSmtpOptions, resolveSmtpOptions } from '../transport/smtp/smtp-transport-options.js';
 import type {
   AttachmentResolver,
@@ -67,6 +68,8 @@ export interface ResolvedReliableMailOptions {
     schema: string | null;
   } & ResolvedPooler;
   events: Required<EventOptions>;
+  /** The brokers events are relayed to; null when none is. */
+  relay: ResolvedRelay | null;
   templates: Array<MailTemplate | MailTemplateFolder>;
   maxMessageBytes: number;
   attachmentResolver: AttachmentResolver | null;
@@ -253,6 +256,7 @@ export function resolveOptions(
     health,
     database,
     events,
+    relay: resolveRelay(options.relay),
     verp: resolveVerp(options.verp),
     unsubscribe,
     requireTransaction,

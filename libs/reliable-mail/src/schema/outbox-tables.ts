@@ -15,6 +15,12 @@ export interface OutboxTables {
   readonly outbox: string;
   readonly attempt: string;
   readonly event: string;
+  /** The sequence of the events' ids, which an event recorded for relay destinations alone takes its id from too. */
+  readonly eventIdSequence: string;
+  /** The relay destinations (brokers) registered by the instances that publish to them. */
+  readonly relayDestination: string;
+  /** The events each relay destination is still owed: a copy per destination, deleted once its broker confirms. */
+  readonly relay: string;
   readonly feedback: string;
   readonly suppression: string;
   /** Operators' actions through the console. */
@@ -49,6 +55,9 @@ export function tablesIn(schema: string): OutboxTables {
       outbox: `${schema}.mail_outbox`,
       attempt: `${schema}.mail_outbox_attempt`,
       event: `${schema}.mail_outbox_event`,
+      eventIdSequence: `${schema}.mail_outbox_event_id_seq`,
+      relayDestination: `${schema}.mail_relay_destination`,
+      relay: `${schema}.mail_relay`,
       feedback: `${schema}.mail_outbox_feedback`,
       suppression: `${schema}.mail_suppression`,
       audit: `${schema}.mail_console_audit`,

@@ -10,7 +10,7 @@ export const KNOWN_SCHEMA_VERSION = SCHEMA_VERSIONS.length;
  * The oldest version this code runs on: the newest whose tables or columns it reads or writes. A version the code
  * does not rely on (an index, say) leaves it where it is, so that an installation need not migrate before a deploy.
  */
-export const NEEDED_SCHEMA_VERSION = 13;
+export const NEEDED_SCHEMA_VERSION = 14;
 
 /**
  * The schema, made by the first version where it does not exist yet. `create schema if not exists` would need the

@@ -1,5 +1,6 @@
 import { storableJson } from '../../database/storable.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
+import { relayCopies } from '../../relay/sql/relay-copies.js';
 import { PARTITION_DAY_DEFAULT } from '../../schema/versions/0013-partition-days.js';
 import type { StoredEvent } from '../../outbox/queue.types.js';
 import type { BounceType, FeedbackKind } from '../../outbox/feedback.types.js';
@@ -28,7 +29,10 @@ export interface FeedbackInput {
    * VERP address); an unauthenticated one has no `suppression_reason`. Reported in the bounce or complaint event.
    */
   authenticated: boolean;
+  /** The event the report records, or null when neither a listener nor a relay destination takes it. */
   event_name: string | null;
+  /** Whether the event is kept for the app's listeners too, not only for the relay destinations registered for it. */
+  event_for_listeners: boolean;
   event_payload: Record<string, unknown> | null;
 }
 
@@ -47,7 +51,8 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
     select * from jsonb_to_recordset($1::jsonb) as x(
       id uuid, source text, recipient text, kind text, bounce_type text, provider_event_id text,
       provider_message_id text, row_id uuid, message_id text, status text, diagnostic text, reported_at timestamptz,
-      payload jsonb, suppression_reason text, authenticated boolean, event_name text, event_payload jsonb)
+      payload jsonb, suppression_reason text, authenticated boolean, event_name text, event_for_listeners boolean,
+      event_payload jsonb)
   ), linked as (
     select i.*, o.id as outbox_id, o.message_id as row_message_id, o.idempotency_key, o.metadata, o.traceparent,
            o.tracestate, o.partition_day, i.suppression_reason is not null as suppresses
@@ -95,18 +100,23 @@ export const RECORD_FEEDBACK = new Statement((t) => ({
     from kept l
     where l.suppresses
     on conflict (address) do nothing
-  ), events as (
-    insert into ${t.event} (outbox_id, name, payload, locked_until)
-    select l.outbox_id, l.event_name,
+  ), recorded as (
+    -- Numbered once (nextval is volatile: materialised), for the listeners and each relay destination alike.
+    select nextval('${t.eventIdSequence}') as id, l.outbox_id, l.event_name as name, l.event_for_listeners,
            l.event_payload || jsonb_build_object('id', l.outbox_id, 'messageId', l.row_message_id,
                                                  'idempotencyKey', l.idempotency_key, 'metadata', l.metadata)
              || case when l.kind in ('bounced', 'complained')
                      then jsonb_build_object('suppressed', l.suppresses, 'authenticated', l.authenticated)
-                     else '{}'::jsonb end,
-           now() + $2::float8 * interval '1 millisecond'
+                     else '{}'::jsonb end as payload
     from kept l
     where l.outbox_id is not null and l.event_name is not null
+  ), events as (
+    insert into ${t.event} (id, outbox_id, name, payload, locked_until)
+    select id, outbox_id, name, payload, now() + $2::float8 * interval '1 millisecond'
+    from recorded where event_for_listeners
     returning id, name, payload
+  ), relayed as (
+    ${relayCopies(t, 'recorded')}
   )
   select l.id, l.kind, l.bounce_type, l.outbox_id, l.traceparent, l.tracestate, null::bigint as event_id,
          null::text as name, null::jsonb as payload

@@ -1,11 +1,12 @@
 import { EMAIL_FAILED_EVENT } from '../../reliable-mail.constants.js';
 import type { OutboxStatus } from '../mail.types.js';
 import { type SqlClient, Statement } from '../../database/sql-client.js';
+import { relayCopies } from '../../relay/sql/relay-copies.js';
 
 /**
  * A pending row is cancelled at once, and its `EmailFailedEvent` recorded with it, due at once: the next
  * redelivery of any dispatcher instance that listens for it emits it (this statement may run in a caller's
- * transaction, whose commit nothing here sees). A row being sent gets a request that its settle honours, and that
+ * transaction, whose commit nothing here sees), and copied for the relay destinations registered for it. A row being sent gets a request that its settle honours, and that
  * settle records the event.
  */
 const CANCEL = new Statement((t) => ({
@@ -26,6 +27,9 @@ const CANCEL = new Statement((t) => ({
              'metadata', metadata),
            now()
     from cancelled where status = 'cancelled'
+    returning id, outbox_id, name, payload
+  ), relayed as (
+    ${relayCopies(t, 'event')}
   )
   select id, status from cancelled`,
 }));

@@ -1,6 +1,7 @@
 import type { Settlement, StoredEvent } from '../queue.types.js';
 import { storableDateOrNull, storableIdentifier, storableJson } from '../../database/storable.js';
 import { type QueryBound, type SqlClient, Statement } from '../../database/sql-client.js';
+import { relayCopies } from '../../relay/sql/relay-copies.js';
 
 /**
  * Applies settlements in one statement, several rows at a time. A settlement applies only within the lease it was
@@ -18,6 +19,9 @@ import { type QueryBound, type SqlClient, Statement } from '../../database/sql-c
  * PostgreSQL's CPU grew from 22% to 62% over one drain. That is also why the status is a parameter ($5): with the
  * literal 'sending' the planner may read the whole lease index (whose predicate that is), and that index fills
  * with the dead entries of every row sent since the last vacuum.
+ *
+ * An event is numbered once (`recorded`, materialised: nextval is volatile) and kept for the app's listeners when
+ * something listens for it, and for each relay destination registered for its name (see 0014-event-relay.ts).
  */
 export const SETTLE = new Statement((t) => ({
   name: 'reliable_mail_settle',
@@ -26,7 +30,7 @@ export const SETTLE = new Statement((t) => ({
       id uuid, lock_token uuid, attempt_id uuid, status text, refund int, next_attempt_at timestamptz,
       last_error text, reply_code int, enhanced_status text, reply text, provider_message_id text,
       provider_message_ids text[], provider_request_id text, provider_accepted_at timestamptz, deduplicated_by_key boolean, accepted jsonb, rejected jsonb, attempt_recipients jsonb, sent_at timestamptz, outcome text, duration_ms int,
-      transport text, bounced jsonb, event_name text, event_payload jsonb)
+      transport text, bounced jsonb, event_name text, event_for_listeners boolean, event_payload jsonb)
   ), settled as (
     update ${t.outbox} o
     set status = case when i.status = 'pending' and o.cancel_requested_at is not null then 'cancelled' else i.status end,
@@ -65,16 +69,20 @@ export const SETTLE = new Statement((t) => ({
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     cross join lateral jsonb_to_recordset(i.bounced) as bounce(address text, reply text)
     on conflict (address) do nothing
-  ), events as (
-    insert into ${t.event} (outbox_id, name, payload, locked_until)
-    select i.id, i.event_name,
+  ), recorded as (
+    select nextval('${t.eventIdSequence}') as id, i.id as outbox_id, i.event_name as name, i.event_for_listeners,
            case when settled.status = i.status then i.event_payload
                 else i.event_payload || jsonb_build_object('status', settled.status, 'cause', 'cancelled',
-                                                          'nextAttemptAt', null, 'deferred', '[]'::jsonb) end,
-           now() + $2::float8 * interval '1 millisecond'
+                                                          'nextAttemptAt', null, 'deferred', '[]'::jsonb) end as payload
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
     where i.event_name is not null
+  ), events as (
+    insert into ${t.event} (id, outbox_id, name, payload, locked_until)
+    select id, outbox_id, name, payload, now() + $2::float8 * interval '1 millisecond'
+    from recorded where event_for_listeners
     returning id, outbox_id, name, payload
+  ), relayed as (
+    ${relayCopies(t, 'recorded')}
   )
   select settled.id, settled.lock_token, events.id as event_id, events.name, events.payload
   from settled left join events on events.outbox_id = settled.id`,
@@ -89,9 +97,12 @@ export interface SettleInput {
   json: string;
 }
 
-/** Throws when a value of the settlement cannot be written as JSON. */
-export function settleInputOf(settlement: Settlement): SettleInput {
-  return { settlement, json: storableJson(settleInput(settlement)) };
+/**
+ * Throws when a value of the settlement cannot be written as JSON. Its event (when `eventName` is set) is kept for
+ * the app's listeners when `forListeners`, and for the relay destinations registered for its name either way.
+ */
+export function settleInputOf(settlement: Settlement, forListeners = true): SettleInput {
+  return { settlement, json: storableJson(settleInput(settlement, forListeners)) };
 }
 
 /** The settle's parameters in statement order. */
@@ -115,7 +126,7 @@ function requestMessageIds(s: Settlement): string[] | null {
   return ids.size > 0 ? [...ids] : null;
 }
 
-function settleInput(s: Settlement) {
+function settleInput(s: Settlement, forListeners: boolean) {
   return {
     id: s.id,
     lock_token: s.lockToken,
@@ -142,6 +153,7 @@ function settleInput(s: Settlement) {
     transport: s.transport,
     bounced: s.bounced,
     event_name: s.eventName,
+    event_for_listeners: forListeners,
     // Serialised only when the event is to be recorded: most settles have no listener for theirs.
     event_payload: s.eventName === null ? null : s.eventPayload,
   };

@@ -11,6 +11,7 @@ import { sendQuotas } from './0010-send-quotas.js';
 import { attemptTransport } from './0011-attempt-transport.js';
 import { unsubscribes } from './0012-unsubscribes.js';
 import { partitionDays } from './0013-partition-days.js';
+import { eventRelay } from './0014-event-relay.js';
 import type { SchemaVersion } from './schema-version.js';
 
 /** Every version of reliable-mail's schema, oldest first; version n is at index n - 1. */
@@ -28,6 +29,7 @@ export const SCHEMA_VERSIONS: readonly SchemaVersion[] = [
   attemptTransport,
   unsubscribes,
   partitionDays,
+  eventRelay,
 ];
 
 export type { SchemaVersion } from './schema-version.js';
