@@ -1,18 +1,18 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { access, chown, mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { access, chown, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { reachableInstallation } from '../../apps/demo/local/embedded-postgres/reachable-installation.js';
+import { logTail, type RunningServer, startLoggedServer } from './server-process.js';
 
 const execFileAsync = promisify(execFile);
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const OS_USER = 'postgres';
 const READY_TIMEOUT_MS = 30_000;
-const LOG_TAIL_LINES = 20;
 
 // Without fsync a commit still reaches the kernel before it is acknowledged, so it survives a crash of the server
 // (stop 'immediate', SIGKILL), just not one of the machine. synchronous_commit stays on: with it off, a server
@@ -41,11 +41,6 @@ export interface BackendFilter {
   applicationName?: string;
   /** An SQL condition on the columns of pg_stat_activity, e.g. `state = 'idle in transaction'`. */
   where?: string;
-}
-
-interface RunningServer {
-  child: ChildProcess;
-  exited: Promise<void>;
 }
 
 /**
@@ -92,38 +87,20 @@ export class PrivatePostgres {
   /** Starts the server again, on the same port and data, after `stop`. */
   async start(): Promise<void> {
     if (this.isRunning()) throw new Error(`the cluster on port ${this.port} is already running`);
-    const logFile = join(this.folder, 'server.log');
-    const log = await open(logFile, 'a');
-    const logStart = (await log.stat()).size;
-    let child: ChildProcess;
+    const settings = [...SERVER_SETTINGS, `unix_socket_directories=${this.folder}`].flatMap((setting) => [
+      '-c',
+      setting,
+    ]);
+    const { server, logStart } = await startLoggedServer(
+      this.folder,
+      ...asOwner(join(this.binDir, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), ...settings]),
+    );
+    this.server = server;
     try {
-      const settings = [...SERVER_SETTINGS, `unix_socket_directories=${this.folder}`].flatMap((setting) => [
-        '-c',
-        setting,
-      ]);
-      child = spawn(
-        ...asOwner(join(this.binDir, 'postgres'), ['-D', this.dataDir, '-p', String(this.port), ...settings]),
-        {
-          cwd: this.folder,
-          stdio: ['ignore', log.fd, log.fd],
-        },
-      );
-    } finally {
-      await log.close();
-    }
-    // 'error' (the command could not be run) must be listened to, or it would end the test process.
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()).once('error', () => resolve()));
-    this.server = { child, exited };
-    try {
-      await waitUntilReady(this.dataDir, this.server);
+      await waitUntilReady(this.dataDir, server);
     } catch (error) {
       await this.stop('immediate');
-      const tail = (await readFile(logFile, 'utf8'))
-        .slice(logStart)
-        .trim()
-        .split('\n')
-        .slice(-LOG_TAIL_LINES)
-        .join('\n  ');
+      const tail = await logTail(this.folder, logStart);
       throw new Error(`PostgreSQL on port ${this.port} did not start: ${(error as Error).message}\n  ${tail}`, {
         cause: error,
       });
