@@ -429,6 +429,7 @@ async function send(database: OutboxDatabase, count: number): Promise<void> {
               id: row.id,
               lockToken: row.lockToken,
               attemptId: row.attemptId,
+              partitionDay: row.partitionDay,
               acceptedRecipients: row.payload.to.map((recipient) => recipient.address),
             }),
           ),

@@ -252,6 +252,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
             id: row.id,
             lockToken: row.lockToken,
             attemptId: row.attemptId,
+            partitionDay: row.partitionDay,
             reply: replies[index],
           }),
         ),

@@ -135,7 +135,7 @@ describe('settle values against PostgreSQL', () => {
     error: (entry: Record<string, unknown>) => errors.push(entry),
   } as unknown as Logger;
   // Every event is recorded with its settle, as when something listens for it.
-  const publisher = { isListenedTo: () => true } as unknown as MailEventPublisher;
+  const publisher = { recordingOf: () => 'listeners', committed: () => undefined } as unknown as MailEventPublisher;
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -169,18 +169,20 @@ describe('settle values against PostgreSQL', () => {
     const lockToken = randomUUID();
     const attemptId = randomUUID();
     const expiresAt = expiresInMs === null ? null : new Date(Date.now() + expiresInMs);
-    await pool.query(
+    const {
+      rows: [{ day }],
+    } = await pool.query<{ day: string }>(
       `with reset as (
          update mail_outbox set status = 'sending', lock_token = $2, locked_until = now() + interval '1 minute',
                 attempts = $3, expires_at = $5, accepted_recipients = null, rejected_recipients = null,
                 provider_message_id = null, provider_message_ids = null, provider_request_id = null,
                 provider_accepted_at = null
-         where id = $1 returning id
+         where id = $1 returning id, partition_day
        ), attempt as (
-         insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token)
-         select $4, id, $3, 'property', $2 from reset
+         insert into mail_outbox_attempt (id, outbox_id, attempt, worker_id, lock_token, partition_day)
+         select $4, id, $3, 'property', $2, partition_day from reset
        ), unsuppressed as (delete from mail_suppression)
-       select 1`,
+       select partition_day::text as day from reset`,
       [id, lockToken, attempts, attemptId, expiresAt],
     );
     const claim: ClaimedRow = {
@@ -195,6 +197,7 @@ describe('settle values against PostgreSQL', () => {
       lane: 'default',
       expiresAt,
       lockToken,
+      partitionDay: day,
       attemptId,
       skipReason: null,
       suppressed: [],

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { sqlStateOf } from '../../libs/reliable-mail/src/database/statement-refusal.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import { readSchemaState } from '../../libs/reliable-mail/src/schema/schema-state.js';
-import { versionStatements } from '../../libs/reliable-mail/src/schema/schema-steps.js';
+import { KNOWN_SCHEMA_VERSION, versionStatements } from '../../libs/reliable-mail/src/schema/schema-steps.js';
 import {
   conversionSwitch,
   convertToPartitions,
@@ -81,12 +81,12 @@ describe('a conversion behind a long transaction', () => {
       // serving code from 13 on, the schema is refused by code of version 12, whose enqueue would fail (42P10).
       const state = await readSchemaState(connection, undefined);
       expect({ version: state.version, servesCodeFrom: state.servesCodeFrom }).toEqual({
-        version: 13,
+        version: KNOWN_SCHEMA_VERSION,
         servesCodeFrom: 13,
       });
       // A later version that serves code from 1 on a plain outbox does not let older code back in on this one.
       const [record] = versionStatements(TABLES, {
-        version: 14,
+        version: KNOWN_SCHEMA_VERSION + 1,
         name: 'next',
         servesCodeFrom: 1,
         statements: () => [],

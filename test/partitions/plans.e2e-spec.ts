@@ -8,16 +8,16 @@ import { MOVE_FORWARD } from '../../libs/reliable-mail/src/outbox/sql/move-forwa
 import { SETTLE, settleInputOf, settleValues } from '../../libs/reliable-mail/src/outbox/sql/settle.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import { addDays, keptRowsCheck } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
-import { sentSettlement } from '../support/settlements.js';
+import { sentSettlement, utcToday } from '../support/settlements.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { partitionedSince } from './partition-rows.js';
 
 // The claim and the settle over 30 days' partitions, planned once on empty tables as reliable-mail's connections plan
 // them (a generic plan, kept), then run on grown ones: the claim reads the due and lease partial indexes of every
-// partition, merged in order (Merge Append), and the settle each partition's (id, day) index; neither scans a
-// partition whole. Prints what a claim of 64 and a settle of 64 then take, and the same on a plain outbox of the same
-// rows, for the cost of 30 partitions.
+// partition, merged in order (Merge Append), and the settle the (id, day) index of each partition in its rows' days;
+// neither scans a partition whole. Prints what a claim of 64 and a settle of 64 then take, and the same on a plain
+// outbox of the same rows, for the cost of 30 partitions.
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
 const DAYS_BACK = 26; // With today and 3 ahead: 30 partitions.
@@ -124,11 +124,21 @@ describe.each([{ layout: 'partitioned' }, { layout: 'plain' }])('the claim and t
       const { rows } = await client.query(`execute claim(${args.map(literal).join(', ')})`);
       timings.claim.push(performance.now() - started);
       expect(rows).toHaveLength(64);
-      const inputs = rows.map((row: { id: string; attempt_id: string }) =>
-        settleInputOf(sentSettlement({ id: row.id, lockToken: args[2] as string, attemptId: row.attempt_id })),
+      const inputs = rows.map((row: { id: string; attempt_id: string; day: string }) =>
+        settleInputOf(
+          sentSettlement({
+            id: row.id,
+            lockToken: args[2] as string,
+            attemptId: row.attempt_id,
+            partitionDay: row.day,
+          }),
+        ),
       );
       const values = settleValues(inputs, 30_000);
-      const call = `execute settle(${literal(values[0])}, ${values[1] as number}, ${literal(values[2])}, ${literal(values[3])}, ${literal(values[4])})`;
+      const call = `execute settle(${literal(values[0])}, ${values[1] as number}, ${values
+        .slice(2)
+        .map(literal)
+        .join(', ')})`;
       if (run === 0) {
         await client.query('begin');
         settlePlan = await explain(client, call);
@@ -142,6 +152,20 @@ describe.each([{ layout: 'partitioned' }, { layout: 'plain' }])('the claim and t
     expect(wholeScans(settlePlan)).toEqual([]);
 
     if (layout === 'partitioned') {
+      // The claimed rows here are of every day (the oldest due first), and the settle reads the days from the first
+      // to the last of them. Rows of one day, as a drain's are (new mail is today's; retention moves kept rows
+      // forward), have their settle read that day's partitions alone: the others are pruned as it starts.
+      const oneDay = settleValues([settleInputOf(sentSettlement({ partitionDay: addDays(utcToday(), -3) }))], 30_000);
+      await client.query('begin');
+      const oneDayPlan = await explain(client, `execute settle(${oneDay.map(literal).join(', ')})`);
+      await client.query('rollback');
+      const scanned = (table: string) =>
+        new Set(oneDayPlan.match(new RegExp(`Index Scan using ${table}_p\\d+_`, 'g'))).size;
+      expect({ outbox: scanned('mail_outbox'), attempts: scanned('mail_outbox_attempt') }).toEqual({
+        outbox: 1,
+        attempts: 1,
+      });
+
       // Retention's reads of a past day: the rows it moves forward, and the check before the drop, from the day's
       // partial indexes, not from its sent rows.
       const { rows: days } = await client.query(

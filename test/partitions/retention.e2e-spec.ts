@@ -67,7 +67,11 @@ async function drain(pool: pg.Pool, stop: () => boolean): Promise<Drained> {
     const settleStarted = performance.now();
     const settled = await settleRows(
       db,
-      rows.map((row) => settleInputOf(sentSettlement({ id: row.id, lockToken, attemptId: row.attemptId }))),
+      rows.map((row) =>
+        settleInputOf(
+          sentSettlement({ id: row.id, lockToken, attemptId: row.attemptId, partitionDay: row.partitionDay }),
+        ),
+      ),
       30_000,
     );
     drained.settles.push(performance.now() - settleStarted);
@@ -170,7 +174,16 @@ describe('retention of a partitioned outbox', () => {
     await endDdl();
     const settledSlow = await settleRows(
       db,
-      [settleInputOf(sentSettlement({ id: beingSent.id, lockToken, attemptId: beingSent.attemptId }))],
+      [
+        settleInputOf(
+          sentSettlement({
+            id: beingSent.id,
+            lockToken,
+            attemptId: beingSent.attemptId,
+            partitionDay: beingSent.partitionDay,
+          }),
+        ),
+      ],
       30_000,
     );
     expect(settledSlow.size).toBe(1);

@@ -1,11 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { ClaimedRow, Settlement } from '../../libs/reliable-mail/src/outbox/queue.types.js';
 
+/**
+ * Today in UTC, the day a row inserted now is kept in: the default of the builders' `partitionDay`. A test that settles
+ * rows it claimed passes each claimed row's own, which a claim across midnight makes differ.
+ */
+export const utcToday = (): string => new Date().toISOString().slice(0, 10);
+
 /** A settlement of a mail its one recipient took, each call with ids of its own; `overrides` change what a test needs. */
 export function sentSettlement(overrides: Partial<Settlement> = {}): Settlement {
   return {
     id: randomUUID(),
     lockToken: randomUUID(),
+    partitionDay: utcToday(),
     attemptId: randomUUID(),
     status: 'sent',
     refundAttempt: 0,
@@ -56,6 +63,7 @@ export function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
     lane: 'default',
     expiresAt: null,
     lockToken: 'lock-1',
+    partitionDay: utcToday(),
     attemptId: 'attempt-1',
     skipReason: null,
     suppressed: [],

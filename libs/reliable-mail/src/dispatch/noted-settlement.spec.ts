@@ -28,6 +28,7 @@ const row: ClaimedRow = {
   lane: 'default',
   expiresAt: null,
   lockToken: 'lock-1',
+  partitionDay: '2026-12-03',
   attemptId: 'attempt-1',
   skipReason: null,
   suppressed: [],

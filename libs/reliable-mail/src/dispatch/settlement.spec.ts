@@ -35,6 +35,7 @@ function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
     lane: 'default',
     expiresAt: null,
     lockToken: 'lock-1',
+    partitionDay: '2026-12-01',
     attemptId: 'attempt-1',
     skipReason: null,
     suppressed: [],
@@ -101,6 +102,7 @@ describe('settlementFor an attempt', () => {
     expect(settle(claimedRow(), result)).toEqual({
       id: 'row-1',
       lockToken: 'lock-1',
+      partitionDay: '2026-12-01',
       attemptId: 'attempt-1',
       durationMs,
       status: 'sent',

@@ -41,6 +41,11 @@ export interface ClaimedRow {
   lane: string;
   expiresAt: Date | null;
   lockToken: string;
+  /**
+   * The day the row is kept in (`partition_day`, YYYY-MM-DD), which retention never changes while the row is being
+   * sent: its settle looks for it there, and a partitioned outbox reads that day's partitions only.
+   */
+  partitionDay: string;
   /** Null when the row is claimed only to be closed without a send (see `skipReason`). */
   attemptId: string | null;
   /**
@@ -79,6 +84,8 @@ export interface Settlement {
   id: string;
   lockToken: string;
   attemptId: string | null;
+  /** The row's `partition_day` as claimed (YYYY-MM-DD): a row being sent stays in it. */
+  partitionDay: string;
   status: Exclude<OutboxStatus, 'sending'>;
   /** 1 when this attempt must not count against the row (a lane outage, or no send at all). */
   refundAttempt: 0 | 1;

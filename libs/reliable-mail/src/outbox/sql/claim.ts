@@ -124,7 +124,7 @@ export const CLAIM = new Statement((t) => ({
     select ${TIME_ORDERED_UUID}, id, attempts, $4, $3, partition_day from screened where skip_reason is null
     returning id, outbox_id
   )
-  select screened.*, attempts.id as attempt_id
+  select screened.*, screened.partition_day::text as day, attempts.id as attempt_id
   from screened left join attempts on attempts.outbox_id = screened.id`,
 }));
 
@@ -161,6 +161,8 @@ interface ClaimedRecord {
   rejected_recipients: RejectedRecipient[] | null;
   traceparent: string | null;
   tracestate: string | null;
+  /** `partition_day` as text: pg would make a date column a Date at local midnight. */
+  day: string;
 }
 
 export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<ClaimedRow[]> {
@@ -178,6 +180,7 @@ export async function claimRows(db: SqlClient, request: ClaimRequest): Promise<C
     lane: row.lane,
     expiresAt: toDateOrNull(row.expires_at),
     lockToken: request.lockToken,
+    partitionDay: row.day,
     attemptId: row.attempt_id ?? null,
     skipReason: row.skip_reason ?? null,
     suppressed: row.suppressed,

@@ -13,7 +13,8 @@ import { relayCopies } from '../../relay/sql/relay-copies.js';
  * What the stale worker saw is in its log. One batch may hold a stale and a current settlement of the same row:
  * only the one whose token won records its event and bounces.
  *
- * Both tables are reached through their primary keys, given as arrays ($3, $4) beside the JSON that repeats them.
+ * Both tables are reached through their primary keys, given as arrays ($3, $4) beside the JSON that repeats them,
+ * within the days the rows are kept in ($6 to $7: see `dayRange`).
  * The statement is planned once per connection, often while the outbox is nearly empty; its plan must stay right
  * when the table has grown. A generic plan made on an empty attempts table seq-scanned it at every settle, and
  * PostgreSQL's CPU grew from 22% to 62% over one drain. That is also why the status is a parameter ($5): with the
@@ -51,8 +52,8 @@ export const SETTLE = new Statement((t) => ({
         sent_at = coalesce(i.sent_at, o.sent_at),
         updated_at = now()
     from input i
-    where o.id = any($3::uuid[]) and o.id = i.id and o.lock_token = i.lock_token and o.status = $5
-      and o.locked_until > now()
+    where o.id = any($3::uuid[]) and o.partition_day between $6::date and $7::date
+      and o.id = i.id and o.lock_token = i.lock_token and o.status = $5 and o.locked_until > now()
     returning o.id, o.status, i.lock_token
   ), attempts as (
     update ${t.attempt} a
@@ -62,7 +63,7 @@ export const SETTLE = new Statement((t) => ({
         provider_request_id = i.provider_request_id, provider_accepted_at = i.provider_accepted_at,
         deduplicated_by_key = i.deduplicated_by_key, transport = i.transport
     from input i join settled on settled.id = i.id and settled.lock_token = i.lock_token
-    where a.id = any($4::uuid[]) and a.id = i.attempt_id
+    where a.id = any($4::uuid[]) and a.partition_day between $6::date and $7::date and a.id = i.attempt_id
   ), suppressed as (
     insert into ${t.suppression} (address, reason, source, outbox_id)
     select distinct on (bounce.address) bounce.address, coalesce(bounce.reply, 'hard bounce'), 'bounce', i.id
@@ -113,7 +114,23 @@ export function settleValues(inputs: readonly SettleInput[], eventLeaseMs: numbe
     inputs.map(({ settlement }) => settlement.id),
     inputs.flatMap(({ settlement }) => (settlement.attemptId ? [settlement.attemptId] : [])),
     'sending',
+    ...dayRange(inputs),
   ];
+}
+
+/**
+ * The first and last day of the rows' (YYYY-MM-DD strings compare as dates). A range, not an array: a partitioned
+ * outbox prunes its partitions to the range when the statement starts, a generic plan's parameters included, where
+ * `= any(array)` of days is pruned by no PostgreSQL release (a settle of 64 over 30 days read each day's index).
+ */
+function dayRange(inputs: readonly SettleInput[]): [string, string] {
+  let first = inputs[0].settlement.partitionDay;
+  let last = first;
+  for (const { settlement } of inputs) {
+    if (settlement.partitionDay < first) first = settlement.partitionDay;
+    if (settlement.partitionDay > last) last = settlement.partitionDay;
+  }
+  return [first, last];
 }
 
 /** The provider's ids of the requests that took the message in this attempt; null when none says (SMTP). */
