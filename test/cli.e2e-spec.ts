@@ -72,6 +72,46 @@ describe('npx reliable-mail', () => {
     expect((await cli(['status'], migrated.url)).stdout).toMatch(/backlog: 3, oldest due: \d{4}-/);
   }, 60_000);
 
+  it("relay lists each destination's backlog; relay remove refuses one in use unless forced, and deletes its backlog", async () => {
+    const fresh = await createTestDatabase();
+    databases.push(fresh);
+    expect((await cli(['relay'], fresh.url)).stderr).toContain(
+      `is at version 0; the event relay's tables come with version 14`,
+    );
+    await cli(['migrate'], fresh.url);
+    expect((await cli(['relay'], fresh.url)).stdout).toContain('no relay destination is registered');
+    await withClient(fresh.url, (client) =>
+      client.query(
+        `insert into reliable_mail.mail_relay_destination (name, events, seen_at)
+         values ('nats', '{reliable-mail.email.sent}', now()), ('old', '{reliable-mail.email.sent}', now() - interval '1 hour');
+         insert into reliable_mail.mail_relay (destination, event_id, outbox_id, name, payload, last_error)
+         select d, g, gen_random_uuid(), 'reliable-mail.email.sent', '{}', case when d = 'old' then 'no stream' end
+         from unnest(array['nats', 'old', 'gone']) d, generate_series(1, 2) g`,
+      ),
+    );
+    const listed = await cli(['relay'], fresh.url);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/'nats'\s*│\s*2\s*│/);
+    expect(listed.stdout).toMatch(/'old'\s*│\s*2\s*│.*'no stream'/);
+    // Owed events, no longer registered: a transaction that began before a remove copied them.
+    expect(listed.stdout).toMatch(/'gone'\s*│\s*2\s*│.*'not registered'/);
+
+    const refused = await cli(['relay', 'remove', 'nats'], fresh.url);
+    expect(refused).toMatchObject({ code: 1 });
+    expect(refused.stderr).toContain('remove it from every instance first (or pass --force)');
+    expect((await cli(['relay', 'remove', 'old'], fresh.url)).stdout).toContain(
+      'relay destination "old" removed, with the 2 events it was owed',
+    );
+    expect((await cli(['relay', 'remove', 'gone'], fresh.url)).stdout).toContain('2 events owed to it deleted');
+    expect((await cli(['relay', 'remove', 'nats', '--force'], fresh.url)).code).toBe(0);
+    const left = await withClient(fresh.url, (client) =>
+      client.query(
+        'select (select count(*) from reliable_mail.mail_relay)::int as copies, (select count(*) from reliable_mail.mail_relay_destination)::int as destinations',
+      ),
+    );
+    expect(left.rows).toEqual([{ copies: 0, destinations: 0 }]);
+  }, 60_000);
+
   it('status on a database without the schema exits 1 and says what to run', async () => {
     const empty = await createTestDatabase();
     databases.push(empty);

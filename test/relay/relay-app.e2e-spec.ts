@@ -144,5 +144,11 @@ describe('an app relaying its events', () => {
 
     await waitFor('the copies owed to the destination', async () => (await count(sender, 'mail_relay')) === 5);
     expect(await count(sender, 'mail_outbox_event')).toBe(0);
+
+    // Nobody has published to it for an hour (the instance that named it sends nothing): its backlog only grows.
+    await sender.get(EntityManager).execute(`update mail_relay_destination set seen_at = now() - interval '1 hour'`);
+    const { mail } = await sender.get(MailOutboxHealthIndicator).isHealthy('mail');
+    expect(mail.failing).toContain('relay');
+    expect(mail.relay.abandoned).toEqual({ keeping: 5 });
   });
 });

@@ -5,7 +5,13 @@ import { recordFeedback } from '../../libs/reliable-mail/src/feedback/sql/record
 import { cancelRows } from '../../libs/reliable-mail/src/outbox/sql/cancel.js';
 import { claimRows } from '../../libs/reliable-mail/src/outbox/sql/claim.js';
 import { settleInputOf, settleRows } from '../../libs/reliable-mail/src/outbox/sql/settle.js';
-import { registerDestinations, removeDestination } from '../../libs/reliable-mail/src/relay/sql/destinations.js';
+import {
+  abandonedDestinations,
+  registerDestinations,
+  removeDestination,
+} from '../../libs/reliable-mail/src/relay/sql/destinations.js';
+import { statementsOnClient } from '../../libs/reliable-mail/src/database/sql-client.js';
+import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import {
   claimOwedEvents,
   confirmRelayed,
@@ -75,6 +81,7 @@ describe('the event relay in the database', () => {
           id: row.id,
           lockToken: row.lockToken,
           attemptId: row.attemptId,
+          partitionDay: row.partitionDay,
           eventName: EMAIL_SENT_EVENT,
           eventPayload: { id: row.id },
         }),
@@ -187,13 +194,44 @@ describe('the event relay in the database', () => {
     expect(await relayBacklog(db, 'c', 100)).toEqual({ owed: 0, oldestAgeMs: null });
   });
 
+  it("a cancel in the caller's transaction copies nothing when that transaction rolls back", async () => {
+    await registerDestinations(db, [{ name: 'nats', events: RELAYABLE_EVENTS }]);
+    const [id] = await enqueue(1);
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      expect(await cancelRows(statementsOnClient(client, tablesIn(DEFAULT_SCHEMA)), [id])).toHaveLength(1);
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
+    expect(await copies()).toEqual([]);
+  });
+
+  it('a destination nobody said it publishes to for the time given, still owed events, is abandoned', async () => {
+    await registerDestinations(db, [
+      { name: 'stale', events: RELAYABLE_EVENTS },
+      { name: 'stale-but-owed-nothing', events: [EMAIL_BOUNCED_EVENT] },
+      { name: 'live', events: RELAYABLE_EVENTS },
+    ]);
+    await enqueue(3);
+    await settleAllSent(false);
+    await pool.query(`update mail_relay_destination set seen_at = now() - interval '1 hour' where name like 'stale%'`);
+    expect(await abandonedDestinations(db, 600_000, 100)).toEqual({ stale: 3 });
+    expect(await abandonedDestinations(db, 600_000, 1)).toEqual({ stale: 2 });
+    expect(await abandonedDestinations(db, 7_200_000, 100)).toEqual({});
+  });
+
   it("a purged mail's copies stay owed, and removing a destination deletes them", async () => {
     await registerDestinations(db, [{ name: 'nats', events: RELAYABLE_EVENTS }]);
     const [id] = await enqueue(1);
     await settleAllSent(true);
     await pool.query('delete from mail_outbox where id = $1', [id]);
     expect(await copies()).toHaveLength(1);
-    expect(await removeDestination(db, 'nats')).toEqual({ registered: true, droppedEvents: 1 });
+    // Registered just now: in use, refused unless forced.
+    expect(await removeDestination(db, 'nats', false)).toMatchObject({ removed: false });
+    expect(await copies()).toHaveLength(1);
+    expect(await removeDestination(db, 'nats', true)).toEqual({ removed: true, registered: true, droppedEvents: 1 });
     expect(await copies()).toEqual([]);
     await enqueue(1);
     await settleAllSent(true);

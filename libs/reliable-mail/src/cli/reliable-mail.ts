@@ -7,6 +7,7 @@ import { statementsOnClient } from '../database/sql-client.js';
 import { outboxStats, partitionsAhead } from '../outbox/sql/health.js';
 import { migrateSchema, migrationConnection } from '../schema/migrate-schema.js';
 import { readSchemaState } from '../schema/schema-state.js';
+import { eventRelay } from '../schema/versions/0014-event-relay.js';
 import { KNOWN_SCHEMA_VERSION } from '../schema/schema-steps.js';
 import { MIGRATE_COMMAND, schemaProblem } from '../schema/schema-verdict.js';
 import {
@@ -29,7 +30,8 @@ const USAGE = `Usage: reliable-mail <command> [--schema <name>] [--url <postgres
   partitions     makes a partitioned outbox's partitions up to --ahead <n> days after today (default ${DEFAULT_PARTITIONS_AHEAD}),
                  for teams whose tool owns DDL; retention makes them too, where it runs
   relay          the event relay's destinations, each with the events it is owed and since when;
-                 relay remove <name> takes one out of service and deletes its backlog (once no instance names it)
+                 relay remove <name> takes one out of service and deletes its backlog; refused while an instance
+                 published to it in the last 3 minutes, unless --force
   status         the schema's version, and the outbox: rows by status and lane, backlog, oldest due, dead letters
                  (--json for a machine)
   sql            prints the SQL of the versions after --from <n> (default 0), for a migration tool that owns DDL
@@ -47,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
       from: { type: 'string' },
       json: { type: 'boolean' },
       partition: { type: 'boolean' },
+      force: { type: 'boolean' },
       ahead: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -109,7 +112,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (command === 'partitions') return await partitions(client, values.schema, ahead);
-    if (command === 'relay') return await relay(client, values.schema, positionals.slice(1));
+    if (command === 'relay') return await relay(client, values.schema, positionals.slice(1), values.force ?? false);
     return await status(client, values.schema, values.json ?? false);
   } finally {
     await client.end();
@@ -136,19 +139,27 @@ async function partitions(client: pg.Client, schema: string | undefined, ahead: 
   return 0;
 }
 
-async function relay(client: pg.Client, schema: string | undefined, args: string[]): Promise<number> {
-  const { tables } = await readSchemaState(migrationConnection(client), schema);
+async function relay(client: pg.Client, schema: string | undefined, args: string[], force: boolean): Promise<number> {
+  const { tables, version } = await readSchemaState(migrationConnection(client), schema);
+  if (version < eventRelay.version) {
+    console.error(
+      `reliable-mail: schema "${tables.schema}" is at version ${version}; the event relay's tables come with version ` +
+        `${eventRelay.version} (\`${MIGRATE_COMMAND}\`)`,
+    );
+    return 1;
+  }
   const statements = statementsOnClient(client, tables);
   if (args.length === 0) {
     const destinations = await registeredDestinations(statements);
     if (destinations.length === 0) console.log('reliable-mail: no relay destination is registered');
     else {
       console.table(
-        destinations.map(({ name, owed, oldest, seen_at }) => ({
+        destinations.map(({ name, owed, oldest, seen_at, last_error }) => ({
           name,
           owed,
           oldest: oldest?.toISOString() ?? 'none',
-          'last registered': seen_at.toISOString(),
+          'last seen': seen_at?.toISOString() ?? 'not registered',
+          'last error': last_error ?? '',
         })),
       );
     }
@@ -156,14 +167,21 @@ async function relay(client: pg.Client, schema: string | undefined, args: string
   }
   const [verb, name] = args;
   if (verb !== 'remove' || !name || args.length > 2) {
-    console.error(`usage: reliable-mail relay [remove <name>]\n\n${USAGE}`);
+    console.error(`usage: reliable-mail relay [remove <name> [--force]]\n\n${USAGE}`);
     return 2;
   }
-  const { registered, droppedEvents } = await removeDestination(statements, name);
+  const removed = await removeDestination(statements, name, force);
+  if (!removed.removed) {
+    console.error(
+      `reliable-mail: an instance published to relay destination "${name}" ${Math.round(removed.unseenMs / 1000)} s ` +
+        'ago: remove it from every instance first (or pass --force)',
+    );
+    return 1;
+  }
   console.log(
-    registered
-      ? `reliable-mail: relay destination "${name}" removed, with the ${droppedEvents} events it was owed`
-      : `reliable-mail: no relay destination "${name}" is registered; ${droppedEvents} events owed to it deleted`,
+    removed.registered
+      ? `reliable-mail: relay destination "${name}" removed, with the ${removed.droppedEvents} events it was owed`
+      : `reliable-mail: no relay destination "${name}" is registered; ${removed.droppedEvents} events owed to it deleted`,
   );
   return 0;
 }

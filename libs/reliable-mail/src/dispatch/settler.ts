@@ -40,10 +40,10 @@ interface PendingSettle {
 
 /**
  * Writes what became of sent rows: the settlements of every lane that finish while one settle statement runs go
- * together into the next, each still guarded by its own lock token. An event is recorded with its settle only
- * when something in this process listens for it or a relay destination takes it. Each settlement is written as JSON before it joins a batch, and a
- * batch that PostgreSQL refuses for its values is written again one settlement at a time, so that one value it
- * cannot store holds back no other row.
+ * together into the next, each still guarded by its own lock token. An event is recorded with its settle only when
+ * something in this process listens for it or a relay destination takes it. Each settlement is written as JSON before
+ * it joins a batch, and a batch that PostgreSQL refuses for its values is written again one settlement at a time, so
+ * that one value it cannot store holds back no other row.
  *
  * No statement outlives a lease it carries. Settlements with a statement's whole bound left in their lease share a
  * statement, bounded by the earliest of their deadlines (the wait for a connection included); one with less goes in

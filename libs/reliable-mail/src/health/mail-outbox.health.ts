@@ -13,10 +13,11 @@ import type { ResolvedReliableMailOptions } from '../options/resolve-options.js'
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 
 /**
- * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog
- * and its lag stay under their thresholds, dead letters stay few, events reach their listeners and relay destinations, complaints and hard bounces stay under the rates
- * that get sending accounts suspended, and (optionally) each lane's SMTP server or provider API answers. An outage
- * of either shows here as a growing backlog and a paused lane, never as lost mail.
+ * A terminus indicator for the app's health check: the database answers, the dispatcher's loops run, the backlog and
+ * its lag stay under their thresholds, dead letters stay few, events reach their listeners and relay destinations,
+ * complaints and hard bounces stay under the rates that get sending accounts suspended, and (optionally) each lane's
+ * SMTP server or provider API answers. An outage of either shows here as a growing backlog and a paused lane, never as
+ * lost mail.
  */
 @Injectable()
 export class MailOutboxHealthIndicator {
@@ -44,18 +45,22 @@ export class MailOutboxHealthIndicator {
     let oldestEvent;
     let daysAhead;
     let relayBacklogs;
+    let abandonedDestinations;
     try {
-      [figures, undeclared, feedback, oldestEvent, daysAhead, relayBacklogs] = await Promise.all([
-        healthFigures(this.database, thresholds.deadLetterWindowMs),
-        undeclaredLanes(
-          this.database,
-          this.options.lanes.map((lane) => lane.name),
-        ),
-        feedbackFigures(this.database, thresholds.feedbackWindowMs),
-        oldestUnconfirmedEvent(this.database, this.publisher.listenedNames()),
-        partitionsAhead(this.database),
-        this.relay.backlogs(),
-      ]);
+      [figures, undeclared, feedback, oldestEvent, daysAhead, relayBacklogs, abandonedDestinations] = await Promise.all(
+        [
+          healthFigures(this.database, thresholds.deadLetterWindowMs),
+          undeclaredLanes(
+            this.database,
+            this.options.lanes.map((lane) => lane.name),
+          ),
+          feedbackFigures(this.database, thresholds.feedbackWindowMs),
+          oldestUnconfirmedEvent(this.database, this.publisher.listenedNames()),
+          partitionsAhead(this.database),
+          this.relay.backlogs(),
+          this.relay.abandoned(),
+        ],
+      );
     } catch (error) {
       return indicator.down({ failing: ['database'], database: { reachable: false, error: String(error) } });
     }
@@ -74,7 +79,11 @@ export class MailOutboxHealthIndicator {
     if (oldestEvent && oldestEvent.ageMs > thresholds.maxEventAgeMs) failing.push('events');
     // A broker down, or refusing: its events wait in the table, and this says so before their number does harm.
     const maxBacklogAgeMs = this.options.relay?.maxBacklogAgeMs ?? 0;
-    if (Object.values(relayBacklogs).some(({ oldestAgeMs }) => oldestAgeMs !== null && oldestAgeMs > maxBacklogAgeMs))
+    // A destination nobody publishes to any more is owed every event recorded: its copies grow until it is removed.
+    if (
+      Object.values(relayBacklogs).some(({ oldestAgeMs }) => oldestAgeMs !== null && oldestAgeMs > maxBacklogAgeMs) ||
+      Object.keys(abandonedDestinations).length > 0
+    )
       failing.push('relay');
     const lanes = this.laneData();
     // A lane whose server refuses every session sends nothing: that is down, whatever the backlog says yet.
@@ -119,7 +128,15 @@ export class MailOutboxHealthIndicator {
         oldestUnconfirmedName: oldestEvent?.name ?? null,
         maxAgeMs: thresholds.maxEventAgeMs,
       },
-      ...(this.options.relay ? { relay: { destinations: relayBacklogs, maxBacklogAgeMs } } : {}),
+      ...(this.options.relay || Object.keys(abandonedDestinations).length > 0
+        ? {
+            relay: {
+              destinations: relayBacklogs,
+              maxBacklogAgeMs,
+              ...(Object.keys(abandonedDestinations).length > 0 ? { abandoned: abandonedDestinations } : {}),
+            },
+          }
+        : {}),
       deadLetters: {
         count: figures.deadLetters,
         windowMs: thresholds.deadLetterWindowMs,

@@ -5,6 +5,7 @@ import type { SqlClient } from '../database/sql-client.js';
 import type { ResolvedRelay, ResolvedRelayDestination } from '../options/resolve-relay.js';
 import { backoffDelayMs } from '../shared/retry-policy.js';
 import type { RelayedEvent } from './relay-destination.interface.js';
+import { paceAfter, type RelayRound } from './relay-pace.js';
 import {
   claimOwedEvents,
   confirmRelayed,
@@ -19,14 +20,8 @@ import {
  */
 const COPY_BACKOFF = { baseDelayMs: 1_000, maxDelayMs: 60_000 };
 
-/** A batch none of whose events was confirmed (the broker is down) pauses the loop, doubling up to 30 s. */
+/** A round that shows the broker down (see `paceAfter`) pauses the loop, doubling up to 30 s. */
 const OUTAGE_BACKOFF = { baseDelayMs: 1_000, maxDelayMs: 30_000 };
-
-/** What a batch came to. */
-interface BatchResult {
-  claimed: number;
-  confirmed: number;
-}
 
 /**
  * Publishes one destination's events from this instance: claim a batch of its due copies, publish them all at once,
@@ -42,8 +37,8 @@ export class DestinationRelay {
   private stopped = false;
   private due = false;
   private wakeUp: (() => void) | null = null;
-  /** Consecutive batches that confirmed nothing. */
-  private failedBatches = 0;
+  /** Consecutive rounds that showed the broker (or the database) down. */
+  private failedRounds = 0;
   private readonly publications = new Set<AbortController>();
 
   constructor(
@@ -89,9 +84,9 @@ export class DestinationRelay {
   private async run(): Promise<void> {
     while (!this.stopped) {
       this.due = false;
-      let result: BatchResult | null = null;
+      let round: RelayRound | null = null;
       try {
-        result = await this.relayBatch();
+        round = await this.relayBatch();
       } catch (error) {
         if (!reportedAsOutage(error)) {
           this.logger.error({
@@ -101,18 +96,17 @@ export class DestinationRelay {
           });
         }
       }
-      if (result === null || (result.claimed > 0 && result.confirmed === 0)) this.failedBatches++;
-      else if (result.confirmed > 0) this.failedBatches = 0;
       if (this.stopped) break;
-      // After a failure a nudge is no reason to try sooner; a full batch means more are due at once.
-      if (this.failedBatches > 0) await this.pause(backoffDelayMs(this.failedBatches, OUTAGE_BACKOFF, this.random));
-      else if (result!.claimed < this.settings.batchSize && !this.due) await this.pause(this.settings.pollIntervalMs);
+      const pace = paceAfter(round, this.failedRounds, this.settings.batchSize, this.due);
+      this.failedRounds = pace.failedRounds;
+      if (pace.next === 'backoff')
+        await this.pause(backoffDelayMs(this.failedRounds, OUTAGE_BACKOFF, this.random), false);
+      else if (pace.next === 'poll') await this.pause(this.settings.pollIntervalMs, true);
     }
   }
 
-  /** Waits `ms`, or until stopped; or nudged, while the broker answers. */
-  private async pause(ms: number): Promise<void> {
-    const nudgeable = this.failedBatches === 0;
+  /** Waits `ms`, or until stopped; or nudged, when `nudgeable`. */
+  private async pause(ms: number, nudgeable: boolean): Promise<void> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       timer.unref();
@@ -125,9 +119,9 @@ export class DestinationRelay {
     this.wakeUp = null;
   }
 
-  private async relayBatch(): Promise<BatchResult> {
+  private async relayBatch(): Promise<RelayRound> {
     const owed = await claimOwedEvents(this.database, this.name, this.settings.batchSize, this.leaseMs);
-    if (owed.length === 0) return { claimed: 0, confirmed: 0 };
+    if (owed.length === 0) return { claimed: 0, confirmed: 0, firstTries: 0 };
     const failures = await Promise.all(owed.map((event) => this.publish(event)));
     const confirmed: string[] = [];
     const deferred: DeferredCopy[] = [];
@@ -151,7 +145,12 @@ export class DestinationRelay {
         error: deferred[0].error,
       });
     }
-    return { claimed: owed.length, confirmed: confirmed.length };
+    return {
+      claimed: owed.length,
+      confirmed: confirmed.length,
+      // The claim counted this publication: 1 is its first.
+      firstTries: owed.filter((event) => event.attempts === 1).length,
+    };
   }
 
   /** Publishes one event within the timeout; null once the broker confirmed it, else why not. */

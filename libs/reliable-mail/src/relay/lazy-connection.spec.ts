@@ -18,6 +18,7 @@ function numbered() {
     async (connection) => {
       closed.push(connection);
     },
+    1_000,
   );
   return { lazy, endings, closed, failNextConnect: () => (failNext = true) };
 }
@@ -25,7 +26,7 @@ function numbered() {
 describe('LazyConnection', () => {
   it('connects at the first use, once for the uses meanwhile', async () => {
     const connect = jest.fn(async () => 1);
-    const lazy = new LazyConnection(connect, async () => undefined);
+    const lazy = new LazyConnection(connect, async () => undefined, 1_000);
     expect(connect).not.toHaveBeenCalled();
     expect(await Promise.all([lazy.get(), lazy.get()])).toEqual([1, 1]);
     expect(connect).toHaveBeenCalledTimes(1);
@@ -43,6 +44,27 @@ describe('LazyConnection', () => {
     failNextConnect();
     await expect(lazy.get()).rejects.toThrow('refused');
     expect(await lazy.get()).toBe(3);
+  });
+
+  it('gives up on a connect that does not settle in time, and closes its connection should it come late', async () => {
+    let connected: (connection: number) => void = () => undefined;
+    const closed: number[] = [];
+    const lazy = new LazyConnection<number>(
+      (_ended) => new Promise((resolve) => (connected = resolve)),
+      async (connection) => {
+        closed.push(connection);
+      },
+      20,
+    );
+    await expect(lazy.get()).rejects.toThrow('not connected within 20 ms');
+    const hung = connected;
+    // The next use connects again, not waiting for the hung one.
+    const next = lazy.get();
+    connected(2);
+    expect(await next).toBe(2);
+    hung(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toEqual([1]);
   });
 
   it('closes the connection it made, and none when it made none', async () => {

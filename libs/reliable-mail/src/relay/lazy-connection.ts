@@ -1,6 +1,9 @@
 /**
  * A broker connection made at its first use and shared by every publication meanwhile. One that fails to connect, or
- * that ends later (`ended`, called by the client's close event: a broker restart), is made again at the next use.
+ * that ends later (`ended`, called by the client's close event: a broker restart), is made again at the next use. A
+ * connect that has not settled within `connectTimeoutMs` (a broker that accepts the socket mid-restart and answers
+ * nothing) is given up on, and closed should it connect after all: a hung connect would otherwise hold every later
+ * publication.
  */
 export class LazyConnection<T> {
   private connecting: Promise<T> | null = null;
@@ -8,11 +11,12 @@ export class LazyConnection<T> {
   constructor(
     private readonly connect: (ended: () => void) => Promise<T>,
     private readonly disconnect: (connection: T) => Promise<void>,
+    private readonly connectTimeoutMs: number,
   ) {}
 
   get(): Promise<T> {
     if (this.connecting) return this.connecting;
-    const connecting: Promise<T> = this.connect(() => this.forget(connecting));
+    const connecting: Promise<T> = this.bounded(this.connect(() => this.forget(connecting)));
     this.connecting = connecting;
     connecting.catch(() => this.forget(connecting));
     return connecting;
@@ -24,6 +28,28 @@ export class LazyConnection<T> {
     this.connecting = null;
     const connection = await connecting?.catch(() => null);
     if (connection) await this.disconnect(connection);
+  }
+
+  private bounded(connecting: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        reject(new Error(`not connected within ${this.connectTimeoutMs} ms`));
+      }, this.connectTimeoutMs);
+      timer.unref();
+      connecting.then(
+        (connection) => {
+          clearTimeout(timer);
+          if (late) void this.disconnect(connection).catch(() => undefined);
+          else resolve(connection);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
   }
 
   private forget(connecting: Promise<T>): void {

@@ -4,18 +4,30 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  Optional,
 } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
-import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { RecurringTask } from '../shared/recurring-task.js';
+import { requireScheduler } from '../shared/require-scheduler.js';
 import { DestinationRelay } from './destination-relay.js';
 import { RelayedEvents } from './relayed-events.js';
-import { registerDestinations, relayedEventNames } from './sql/destinations.js';
+import { abandonedDestinations, registerDestinations, relayedEventNames } from './sql/destinations.js';
 import { type RelayBacklog, relayBacklog } from './sql/relay-events.js';
 
 /** A health check counts a destination's backlog up to this, so that one of millions costs it no more. */
 const BACKLOG_COUNT_CAP = 100_000;
+
+const HEARTBEAT_TIMER = `${DISPATCHER_TIMEOUT_NAME}:relay-heartbeat`;
+
+/** How often an instance that publishes to its destinations says so (`seen_at`). */
+const HEARTBEAT_MS = 60_000;
+
+/** A registered destination no instance has said it publishes to for this long is abandoned (health fails on it). */
+export const ABANDONED_AFTER_MS = 10 * 60_000;
 
 /**
  * The event relay of this instance: registers its destinations at start (from then on every instance copies the
@@ -28,11 +40,13 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
   private readonly logger = new Logger('ReliableMail');
   private readonly relays: DestinationRelay[] = [];
   private stopListening: (() => void) | null = null;
+  private heartbeat: RecurringTask | null = null;
 
   constructor(
     private readonly database: OutboxDatabase,
     private readonly relayed: RelayedEvents,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
+    @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -40,10 +54,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
     if (relay) {
       // Loads each client's packages: one missing stops the start, before any event is owed to its destination.
       await Promise.all(relay.destinations.map(({ destination }) => destination.open()));
-      await registerDestinations(
-        this.database,
-        relay.destinations.map(({ destination, events }) => ({ name: destination.name, events })),
-      );
+      await this.register();
     }
     await this.relayed.readWith(() => relayedEventNames(this.database));
     if (!relay || !this.options.dispatcher.enabled) return;
@@ -54,7 +65,27 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
       for (const destinationRelay of this.relays) destinationRelay.nudge();
     });
     for (const destinationRelay of this.relays) destinationRelay.start();
+    const scheduler = requireScheduler(this.scheduler, 'dispatcher.enabled');
+    this.heartbeat = new RecurringTask(scheduler, HEARTBEAT_TIMER, HEARTBEAT_MS, () => this.register(), this.logger);
+    this.heartbeat.start();
     this.logger.log({ msg: 'event relay started', destinations: this.relays.map(({ name }) => name) });
+  }
+
+  /** Registers this instance's destinations, or says again that it publishes to them. */
+  private async register(): Promise<void> {
+    await registerDestinations(
+      this.database,
+      (this.options.relay?.destinations ?? []).map(({ destination, events }) => ({ name: destination.name, events })),
+    );
+  }
+
+  /**
+   * Registered destinations no instance publishes to, that are still owed events (see `ABANDONED_AFTER_MS`); read only
+   * where some destination is registered.
+   */
+  async abandoned(): Promise<Record<string, number>> {
+    if (!this.relayed.anyRegistered) return {};
+    return abandonedDestinations(this.database, ABANDONED_AFTER_MS, BACKLOG_COUNT_CAP);
   }
 
   /** Each of this instance's destinations' backlog, for health: its oldest event's age, and how many are owed. */
@@ -69,6 +100,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
   async beforeApplicationShutdown(): Promise<void> {
     const deadline = Date.now() + this.options.dispatcher.shutdownTimeoutMs;
     this.stopListening?.();
+    this.heartbeat?.stop();
     await Promise.all(this.relays.map((destinationRelay) => destinationRelay.stop(deadline)));
     // A client's close is waited for until the shutdown bound, no longer.
     const closed = Promise.all(

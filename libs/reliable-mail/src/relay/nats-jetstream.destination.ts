@@ -45,16 +45,22 @@ export class NatsJetStreamDestination implements RelayDestination {
   readonly name: string;
   readonly events?: readonly string[];
   private packages: NatsPackages | null = null;
-  private readonly broker = new LazyConnection<Connected>(
-    (ended) => this.connect(ended),
-    // At once: every publication was acknowledged or given up on by then, so nothing is left to drain, and a drain
-    // would wait for a server that may be the one that is down.
-    ({ connection }) => connection.close(),
-  );
+  private readonly broker: LazyConnection<Connected>;
 
   constructor(private readonly options: NatsJetStreamDestinationOptions) {
     this.name = options.name ?? 'nats';
     this.events = options.events;
+    this.broker = new LazyConnection<Connected>(
+      (ended) => this.connect(ended),
+      // At once: every publication was acknowledged or given up on by then, so nothing is left to drain, and a drain
+      // would wait for a server that may be the one that is down.
+      ({ connection }) => connection.close(),
+      this.connectTimeoutMs,
+    );
+  }
+
+  private get connectTimeoutMs(): number {
+    return this.options.connectTimeoutMs ?? 5_000;
   }
 
   async open(): Promise<void> {
@@ -84,7 +90,7 @@ export class NatsJetStreamDestination implements RelayDestination {
       name: 'reliable-mail',
       ...this.options.connection,
       servers: this.options.servers,
-      timeout: this.options.connectTimeoutMs ?? 5_000,
+      timeout: this.connectTimeoutMs,
       // Reconnects for as long as the server is away; publications meanwhile fail at their ack timeout.
       maxReconnectAttempts: -1,
     });

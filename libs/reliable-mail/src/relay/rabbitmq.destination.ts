@@ -44,15 +44,22 @@ export class RabbitMqDestination implements RelayDestination {
   readonly events?: readonly string[];
   private readonly exchange: string;
   private amqp: typeof import('amqplib') | null = null;
-  private readonly broker = new LazyConnection<Connected>(
-    (ended) => this.connect(ended),
-    ({ model }) => model.close(),
-  );
+  private readonly broker: LazyConnection<Connected>;
 
   constructor(private readonly options: RabbitMqDestinationOptions) {
     this.name = options.name ?? 'rabbitmq';
     this.events = options.events;
     this.exchange = options.exchange ?? 'reliable-mail';
+    this.broker = new LazyConnection<Connected>(
+      (ended) => this.connect(ended),
+      ({ model }) => model.close(),
+      // The socket's connect and AMQP's handshake (and the exchange's declaration) together.
+      this.connectTimeoutMs,
+    );
+  }
+
+  private get connectTimeoutMs(): number {
+    return this.options.connectTimeoutMs ?? 5_000;
   }
 
   async open(): Promise<void> {
@@ -90,7 +97,7 @@ export class RabbitMqDestination implements RelayDestination {
 
   private async connect(ended: () => void): Promise<Connected> {
     if (!this.amqp) throw new Error(`relay destination ${this.name} was not opened`);
-    const model = await this.amqp.connect(this.options.url, { timeout: this.options.connectTimeoutMs ?? 5_000 });
+    const model = await this.amqp.connect(this.options.url, { timeout: this.connectTimeoutMs });
     // An 'error' nobody listens for would throw out of the process; each is followed by 'close'.
     model.on('error', () => undefined);
     model.on('close', ended);

@@ -27,6 +27,11 @@ export class RelayedEvents {
     this.readAt = Date.now();
   }
 
+  /** Whether any destination was registered, as last read. */
+  get anyRegistered(): boolean {
+    return this.names.size > 0;
+  }
+
   /** Whether a registered destination takes events of this name, as last read. */
   has(name: string): boolean {
     if (this.reader && !this.reading && Date.now() - this.readAt > RELAYED_NAMES_MAX_AGE_MS)

@@ -4,10 +4,10 @@ import { type SqlClient, Statement } from '../../database/sql-client.js';
 import { relayCopies } from '../../relay/sql/relay-copies.js';
 
 /**
- * A pending row is cancelled at once, and its `EmailFailedEvent` recorded with it, due at once: the next
- * redelivery of any dispatcher instance that listens for it emits it (this statement may run in a caller's
- * transaction, whose commit nothing here sees), and copied for the relay destinations registered for it. A row being sent gets a request that its settle honours, and that
- * settle records the event.
+ * A pending row is cancelled at once, and its `EmailFailedEvent` recorded with it, due at once: the next redelivery of
+ * any dispatcher instance that listens for it emits it (this statement may run in a caller's transaction, whose commit
+ * nothing here sees), and copied for the relay destinations registered for it. A row being sent gets a request that its
+ * settle honours, and that settle records the event.
  */
 const CANCEL = new Statement((t) => ({
   text: `with cancelled as (

@@ -1,10 +1,12 @@
 import { type SqlClient, Statement } from '../../database/sql-client.js';
 
 /**
- * Registers this instance's destinations at its start (`seen_at`: the latest start that named each): from the commit
- * on, every event of their names that any instance records is copied for them. An instance naming a destination's events differently changes
- * them for every instance: the destination is one, whoever registers it.
+ * Registers this instance's destinations: from the commit on, every event of their names that any instance records is
+ * copied for them. Done at start, and every minute where the dispatcher publishes to them (`seen_at`): a destination
+ * no instance publishes to any more is seen as abandoned (`abandonedDestinations`). An instance naming a destination's
+ * events differently changes them for every instance: the destination is one, whoever registers it.
  */
+
 const REGISTER = new Statement((t) => ({
   text: `insert into ${t.relayDestination} (name, events)
     select x.name, array(select jsonb_array_elements_text(x.events))
@@ -36,41 +38,84 @@ export async function relayedEventNames(db: SqlClient): Promise<string[]> {
  * one that does registers it again at its next start.
  */
 const UNREGISTER = new Statement((t) => ({
-  text: `delete from ${t.relayDestination} where name = $1 returning name`,
+  text: `delete from ${t.relayDestination} where name = $1 and ($2 or seen_at < now() - $3::float8 * interval '1 millisecond')
+         returning name`,
+}));
+
+const SEEN = new Statement((t) => ({
+  text: `select (extract(epoch from now() - seen_at) * 1000)::bigint as unseen_ms from ${t.relayDestination} where name = $1`,
 }));
 
 const DROP_BACKLOG = new Statement((t) => ({
   text: `with dropped as (delete from ${t.relay} where destination = $1 returning 1) select count(*)::int as count from dropped`,
 }));
 
-/** Each registered destination with its backlog: how many events it is owed, and since when the oldest. */
+/**
+ * Each destination with its backlog: how many events it is owed, since when the oldest, and the latest error. Those
+ * owed events but no longer registered too (`seen_at` null): copies a transaction that began before a `remove` made.
+ */
 const LIST = new Statement((t) => ({
-  text: `select d.name, d.events, d.registered_at, d.seen_at,
-                (select count(*) from ${t.relay} r where r.destination = d.name)::int as owed,
-                (select min(recorded_at) from ${t.relay} r where r.destination = d.name) as oldest
-         from ${t.relayDestination} d order by d.name`,
+  text: `with owed as (
+           select destination, count(*)::int as owed, min(recorded_at) as oldest,
+                  (array_agg(last_error order by id desc) filter (where last_error is not null))[1] as last_error
+           from ${t.relay} group by destination
+         )
+         select coalesce(d.name, o.destination) as name, d.seen_at, coalesce(o.owed, 0) as owed, o.oldest, o.last_error
+         from ${t.relayDestination} d full join owed o on o.destination = d.name
+         order by 1`,
 }));
 
 export interface RegisteredDestination {
   name: string;
-  events: string[];
-  registered_at: Date;
-  seen_at: Date;
+  /** Null for a destination no longer registered that is still owed events. */
+  seen_at: Date | null;
   owed: number;
   oldest: Date | null;
+  last_error: string | null;
 }
 
 export function registeredDestinations(db: SqlClient): Promise<RegisteredDestination[]> {
   return db.query<RegisteredDestination>(LIST, []);
 }
 
-export interface RemovedDestination {
-  registered: boolean;
-  droppedEvents: number;
+/**
+ * Registered destinations no instance has published to for $1 ms (none registered them since) that are still owed
+ * events: their copies grow with every event recorded, and nothing will publish them. Counted up to $2 + 1.
+ */
+// Unnamed: a health check's, run only where a destination is registered.
+const ABANDONED = new Statement((t) => ({
+  text: `select d.name,
+                (select count(*) from (select 1 from ${t.relay} r where r.destination = d.name limit $2 + 1) owed)::int
+                  as owed
+         from ${t.relayDestination} d
+         where d.seen_at < now() - $1::float8 * interval '1 millisecond'`,
+}));
+
+export async function abandonedDestinations(
+  db: SqlClient,
+  unseenForMs: number,
+  countUpTo: number,
+): Promise<Record<string, number>> {
+  const rows = await db.query<{ name: string; owed: number }>(ABANDONED, [unseenForMs, countUpTo]);
+  return Object.fromEntries(rows.filter(({ owed }) => owed > 0).map(({ name, owed }) => [name, owed]));
 }
 
-export async function removeDestination(db: SqlClient, name: string): Promise<RemovedDestination> {
-  const unregistered = await db.query(UNREGISTER, [name]);
+/** A registered destination an instance published to this recently is in use: `remove` refuses it but `force`d. */
+export const IN_USE_WITHIN_MS = 3 * 60_000;
+
+export type RemovedDestination =
+  { removed: true; registered: boolean; droppedEvents: number } | { removed: false; unseenMs: number };
+
+/**
+ * Takes a destination out of service, unless an instance published to it within `IN_USE_WITHIN_MS` and `force` is
+ * not set: that instance would go on publishing what it records while every other stopped copying events for it.
+ */
+export async function removeDestination(db: SqlClient, name: string, force: boolean): Promise<RemovedDestination> {
+  const unregistered = await db.query(UNREGISTER, [name, force, IN_USE_WITHIN_MS]);
+  if (unregistered.length === 0) {
+    const [seen] = await db.query<{ unseen_ms: string }>(SEEN, [name]);
+    if (seen) return { removed: false, unseenMs: Number(seen.unseen_ms) };
+  }
   const [{ count }] = await db.query<{ count: number }>(DROP_BACKLOG, [name]);
-  return { registered: unregistered.length > 0, droppedEvents: count };
+  return { removed: true, registered: unregistered.length > 0, droppedEvents: count };
 }

@@ -8,11 +8,11 @@ import type { SchemaVersion } from './schema-version.js';
  * - **A copy per destination, not a flag on the event.** A listener's confirmation deletes its event, as before, and
  *   costs an app without a relay nothing more; a destination's confirmation deletes its own copy. A broker down for a
  *   day keeps its copies and nothing else: the listeners' events go on being deleted.
- * - **The destinations are rows** (`mail_relay_destination`), registered by every instance that publishes to one.
- *   The statements that record an event (settle, feedback, cancel) copy it for every destination registered there,
- *   so an instance that has no broker client, or an older one mid-deploy whose events are recorded for listeners,
- *   still owes the broker its events. A destination taken out of service is deleted with its copies (`reliable-mail
- *   relay remove`).
+ * - **The destinations are rows** (`mail_relay_destination`), registered by every instance that publishes to one
+ *   (and again every minute: `seen_at`). The statements that record an event (settle, feedback, cancel) copy it for
+ *   every destination registered there, so an instance that has no broker client still owes the broker its events.
+ *   Code of before this version copies nothing: a destination is to be named once every instance runs this one. A
+ *   destination taken out of service is deleted with its copies (`reliable-mail relay remove`).
  * - **One id for the event everywhere**: the copy keeps the id the listeners' record has (or would have had: an
  *   event recorded for a destination alone takes its id from the same sequence), so the message id a broker
  *   deduplicates on, `<mail id>:<event id>`, is the same in every destination and in `eventId` in the app.
