@@ -140,5 +140,10 @@ describe('npx reliable-mail', () => {
       code: 2,
       stderr: expect.stringContaining('unknown command'),
     });
+    // The command first: an option it does not take is not what is wrong.
+    expect(await cli(['drop', '--ahead', '0'], migrated.url)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('unknown command: drop'),
+    });
   }, 60_000);
 });

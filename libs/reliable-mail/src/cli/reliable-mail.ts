@@ -74,13 +74,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(renderSchemaSql(values.schema ?? DEFAULT_SCHEMA, from));
     return 0;
   }
+  if (!['migrate', 'status', 'partitions', 'relay'].includes(command)) {
+    console.error(`unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  }
   const ahead = Number(values.ahead ?? DEFAULT_PARTITIONS_AHEAD);
   if (!Number.isInteger(ahead) || ahead < MIN_PARTITIONS_AHEAD || ahead > 366) {
     console.error(`--ahead must be a number of days from ${MIN_PARTITIONS_AHEAD} (health's least) to 366`);
-    return 2;
-  }
-  if (!['migrate', 'status', 'partitions', 'relay'].includes(command)) {
-    console.error(`unknown command: ${command}\n\n${USAGE}`);
     return 2;
   }
   const url = values.url ?? process.env.DATABASE_URL;
