@@ -11,7 +11,7 @@ import { CONNECTION_SETTINGS, OutboxDatabase } from '../libs/reliable-mail/src/d
 import { sqlClientOf } from './support/sql-client.js';
 import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
-import { Statement } from '../libs/reliable-mail/src/database/sql-client.js';
+import { Statement, statementsOnClient } from '../libs/reliable-mail/src/database/sql-client.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
@@ -269,6 +269,24 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
       ]);
     } finally {
       await pool.end();
+    }
+  });
+  it("the claim gives each row's day as YYYY-MM-DD, whatever the session's DateStyle", async () => {
+    const dmy = new pg.Client({ connectionString: database.url, options: '-c datestyle=SQL,DMY' });
+    await dmy.connect();
+    try {
+      const [row] = await claimRows(statementsOnClient(dmy, TABLES), claimRequest('plan-test:datestyle', 1));
+      const { rows } = await dmy.query(
+        `select to_char(partition_day, 'YYYY-MM-DD') as day, partition_day::text as shown
+                                          from mail_outbox where id = $1`,
+        [row.id],
+      );
+      // What `::text` would have given, which the settle's range compares as text.
+      expect(rows[0].shown).toMatch(/^\d\d\/\d\d\/\d{4}$/);
+      expect(row.partitionDay).toBe(rows[0].day);
+      expect(row.partitionDay).toMatch(/^\d{4}-\d\d-\d\d$/);
+    } finally {
+      await dmy.end();
     }
   });
 });

@@ -41,7 +41,11 @@ export class LazyConnection<T> {
       connecting.then(
         (connection) => {
           clearTimeout(timer);
-          if (late) void this.disconnect(connection).catch(() => undefined);
+          // Through a promise: a disconnect that throws at once is caught too.
+          if (late)
+            void Promise.resolve(connection)
+              .then(this.disconnect)
+              .catch(() => undefined);
           else resolve(connection);
         },
         (error: unknown) => {

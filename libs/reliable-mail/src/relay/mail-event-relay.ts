@@ -26,6 +26,12 @@ const HEARTBEAT_TIMER = `${DISPATCHER_TIMEOUT_NAME}:relay-heartbeat`;
 /** How often an instance that publishes to its destinations says so (`seen_at`). */
 const HEARTBEAT_MS = 60_000;
 
+/**
+ * How far health counts an abandoned destination's backlog: any copy makes it abandoned, and this says roughly how
+ * bad it is for a few hundred reads, where a backlog's count up to its own cap could read 100,001 on every probe.
+ */
+const ABANDONED_COUNT_CAP = 1_000;
+
 /** A registered destination no instance has said it publishes to for this long is abandoned (health fails on it). */
 export const ABANDONED_AFTER_MS = 10 * 60_000;
 
@@ -58,6 +64,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
     }
     await this.relayed.readWith(() => relayedEventNames(this.database));
     if (!relay || !this.options.dispatcher.enabled) return;
+    const scheduler = requireScheduler(this.scheduler, 'dispatcher.enabled');
     for (const destination of relay.destinations) {
       this.relays.push(new DestinationRelay(this.database, destination, relay, this.logger));
     }
@@ -65,7 +72,6 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
       for (const destinationRelay of this.relays) destinationRelay.nudge();
     });
     for (const destinationRelay of this.relays) destinationRelay.start();
-    const scheduler = requireScheduler(this.scheduler, 'dispatcher.enabled');
     this.heartbeat = new RecurringTask(scheduler, HEARTBEAT_TIMER, HEARTBEAT_MS, () => this.register(), this.logger);
     this.heartbeat.start();
     this.logger.log({ msg: 'event relay started', destinations: this.relays.map(({ name }) => name) });
@@ -85,7 +91,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
    */
   async abandoned(): Promise<Record<string, number>> {
     if (!this.relayed.anyRegistered) return {};
-    return abandonedDestinations(this.database, ABANDONED_AFTER_MS, BACKLOG_COUNT_CAP);
+    return abandonedDestinations(this.database, ABANDONED_AFTER_MS, ABANDONED_COUNT_CAP);
   }
 
   /** Each of this instance's destinations' backlog, for health: its oldest event's age, and how many are owed. */

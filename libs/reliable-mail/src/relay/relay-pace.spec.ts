@@ -19,6 +19,7 @@ describe('paceAfter', () => {
     ['still down', round(10, 0, 2), 4, true, { failedRounds: 5, next: 'backoff' }],
     ['the database failed the round', null, 1, false, { failedRounds: 2, next: 'backoff' }],
     ['only an event refused before, refused again', round(1, 0, 0), 0, false, { failedRounds: 0, next: 'poll' }],
+    ['the same, events committed meanwhile', round(1, 0, 0), 0, true, { failedRounds: 0, next: 'now' }],
     ['only events refused before, during an outage', round(5, 0, 0), 2, false, { failedRounds: 2, next: 'backoff' }],
     ['a confirmation ends the outage', round(5, 1, 0), 6, false, { failedRounds: 0, next: 'poll' }],
   ] as const)('%s', (_case, result, failedRounds, due, expected) => {

@@ -27,6 +27,6 @@ export function paceAfter(round: RelayRound | null, failedRounds: number, batchS
     return { failedRounds: failedRounds + 1, next: 'backoff' };
   }
   if (round.claimed === 0) return { failedRounds: 0, next: due ? 'now' : 'poll' };
-  if (round.confirmed === 0) return { failedRounds, next: failedRounds > 0 ? 'backoff' : 'poll' };
+  if (round.confirmed === 0) return { failedRounds, next: failedRounds > 0 ? 'backoff' : due ? 'now' : 'poll' };
   return { failedRounds: 0, next: round.claimed >= batchSize || due ? 'now' : 'poll' };
 }

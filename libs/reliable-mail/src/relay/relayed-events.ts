@@ -29,13 +29,13 @@ export class RelayedEvents {
 
   /** Whether any destination was registered, as last read. */
   get anyRegistered(): boolean {
+    this.readAgainIfOld();
     return this.names.size > 0;
   }
 
   /** Whether a registered destination takes events of this name, as last read. */
   has(name: string): boolean {
-    if (this.reader && !this.reading && Date.now() - this.readAt > RELAYED_NAMES_MAX_AGE_MS)
-      this.readAgain(this.reader);
+    this.readAgainIfOld();
     return this.names.has(name);
   }
 
@@ -51,9 +51,10 @@ export class RelayedEvents {
   }
 
   /** In the background; a read that fails (the database is down) keeps the names known, and is tried again later. */
-  private readAgain(read: () => Promise<string[]>): void {
+  private readAgainIfOld(): void {
+    if (!this.reader || this.reading || Date.now() - this.readAt <= RELAYED_NAMES_MAX_AGE_MS) return;
     this.reading = true;
-    read()
+    this.reader()
       .then((names) => {
         this.names = new Set(names);
       })

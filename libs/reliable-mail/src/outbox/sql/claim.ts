@@ -124,7 +124,7 @@ export const CLAIM = new Statement((t) => ({
     select ${TIME_ORDERED_UUID}, id, attempts, $4, $3, partition_day from screened where skip_reason is null
     returning id, outbox_id
   )
-  select screened.*, screened.partition_day::text as day, attempts.id as attempt_id
+  select screened.*, to_char(screened.partition_day, 'YYYY-MM-DD') as day, attempts.id as attempt_id
   from screened left join attempts on attempts.outbox_id = screened.id`,
 }));
 
@@ -161,7 +161,10 @@ interface ClaimedRecord {
   rejected_recipients: RejectedRecipient[] | null;
   traceparent: string | null;
   tracestate: string | null;
-  /** `partition_day` as text: pg would make a date column a Date at local midnight. */
+  /**
+   * `partition_day` as YYYY-MM-DD, whatever the session's DateStyle: pg would make a date column a Date at local
+   * midnight, and `::text` follows DateStyle (`03/12/2026` under SQL, DMY), which the settle's range compares as text.
+   */
   day: string;
 }
 

@@ -35,7 +35,7 @@ export async function relayedEventNames(db: SqlClient): Promise<string[]> {
  * Takes a destination out of service: no event is copied for it any more, then those it was owed are deleted. Two
  * statements, not one: a statement's parts see one snapshot, and the copies a settle made between that snapshot and
  * the registration's delete would stay; the second statement sees them. Run once no instance names the destination:
- * one that does registers it again at its next start.
+ * one that does registers it again within a minute (its heartbeat), or at its start.
  */
 const UNREGISTER = new Statement((t) => ({
   text: `delete from ${t.relayDestination} where name = $1 and ($2 or seen_at < now() - $3::float8 * interval '1 millisecond')
@@ -46,21 +46,35 @@ const SEEN = new Statement((t) => ({
   text: `select (extract(epoch from now() - seen_at) * 1000)::bigint as unseen_ms from ${t.relayDestination} where name = $1`,
 }));
 
+/**
+ * The backlog of a destination no longer registered. An instance that started since the registration's delete has
+ * registered it again, and its events are owed once more: this statement sees that registration (it began after its
+ * commit) and deletes nothing, and copies committed after it began are not its to see.
+ */
 const DROP_BACKLOG = new Statement((t) => ({
-  text: `with dropped as (delete from ${t.relay} where destination = $1 returning 1) select count(*)::int as count from dropped`,
+  text: `with dropped as (
+           delete from ${t.relay}
+           where destination = $1 and not exists (select 1 from ${t.relayDestination} where name = $1)
+           returning 1
+         )
+         select count(*)::int as count,
+                exists (select 1 from ${t.relayDestination} where name = $1) as registered_again
+         from dropped`,
 }));
 
 /**
  * Each destination with its backlog: how many events it is owed, since when the oldest, and the latest error. Those
  * owed events but no longer registered too (`seen_at` null): copies a transaction that began before a `remove` made.
  */
+// An operator's command: it reads the whole table once (a count per destination), keeping one error of each.
 const LIST = new Statement((t) => ({
   text: `with owed as (
            select destination, count(*)::int as owed, min(recorded_at) as oldest,
-                  (array_agg(last_error order by id desc) filter (where last_error is not null))[1] as last_error
+                  max(id) filter (where last_error is not null) as errored
            from ${t.relay} group by destination
          )
-         select coalesce(d.name, o.destination) as name, d.seen_at, coalesce(o.owed, 0) as owed, o.oldest, o.last_error
+         select coalesce(d.name, o.destination) as name, d.seen_at, coalesce(o.owed, 0) as owed, o.oldest,
+                (select r.last_error from ${t.relay} r where r.id = o.errored) as last_error
          from ${t.relayDestination} d full join owed o on o.destination = d.name
          order by 1`,
 }));
@@ -116,6 +130,9 @@ export async function removeDestination(db: SqlClient, name: string, force: bool
     const [seen] = await db.query<{ unseen_ms: string }>(SEEN, [name]);
     if (seen) return { removed: false, unseenMs: Number(seen.unseen_ms) };
   }
-  const [{ count }] = await db.query<{ count: number }>(DROP_BACKLOG, [name]);
+  const [{ count, registered_again }] = await db.query<{ count: number; registered_again: boolean }>(DROP_BACKLOG, [
+    name,
+  ]);
+  if (registered_again) return { removed: false, unseenMs: 0 };
   return { removed: true, registered: unregistered.length > 0, droppedEvents: count };
 }
