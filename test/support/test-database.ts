@@ -4,6 +4,9 @@ import pg from 'pg';
 /** The tests read reliable-mail's tables by their bare names, as an operator whose search_path names its schema. */
 const SEARCH_PATH = 'search_path = public, reliable_mail';
 
+/** How long a drop waits for the sessions of the database to end before it ends them. */
+const DROP_GRACE_MS = 2_000;
+
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
@@ -33,9 +36,18 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     url: url.toString(),
     drop: () =>
-      withClient(serverUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(
-        () => undefined,
-      ),
+      withClient(serverUrl, async (client) => {
+        // pg-pool's end() resolves once it has asked its clients to end, not once their sessions have: a forced drop
+        // at once ends those sessions itself, and a client still ending reports that as an error nobody listens for
+        // any more (an unhandled 57P01 in whichever test runs then). The sessions go within milliseconds; a test
+        // that left one open is ended by the drop after 2 s.
+        for (let waited = 0; waited < DROP_GRACE_MS; waited += 20) {
+          const { rowCount } = await client.query('select 1 from pg_stat_activity where datname = $1', [name]);
+          if (!rowCount) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        await client.query(`drop database if exists ${name} with (force)`);
+      }),
   };
 }
 
