@@ -17,8 +17,12 @@ export interface NatsJetStreamDestinationOptions {
   subjectPrefix?: string;
   /** The events it takes. @default every event of reliable-mail's */
   events?: string[];
-  /** The rest of the connection's options (user and pass, token, tls, authenticator…). */
-  connection?: Omit<NodeConnectionOptions, 'servers' | 'timeout'>;
+  /**
+   * The rest of the connection's options, as `@nats-io/transport-node`'s `connect` takes them (user and pass, token,
+   * tls, authenticator…). Typed loosely: the package is an optional peer, and an app without it must still compile
+   * these declarations.
+   */
+  connection?: Record<string, unknown>;
   /** How long one connection attempt may take. @default 5000 */
   connectTimeoutMs?: number;
   /** How long JetStream may take to acknowledge one event. @default 5000 */
@@ -88,7 +92,7 @@ export class NatsJetStreamDestination implements RelayDestination {
     const [transport, jetstream] = this.packages;
     const connection = await transport.connect({
       name: 'reliable-mail',
-      ...this.options.connection,
+      ...(this.options.connection as NodeConnectionOptions | undefined),
       servers: this.options.servers,
       timeout: this.connectTimeoutMs,
       // Reconnects for as long as the server is away; publications meanwhile fail at their ack timeout.
