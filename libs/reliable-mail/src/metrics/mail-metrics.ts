@@ -6,6 +6,7 @@ import { OutboxDatabase } from '../database/outbox-database.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { feedbackFigures, healthFigures, openCounts, rateOf } from '../outbox/sql/health.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
+import { relayBacklog } from '../relay/sql/relay-events.js';
 import type { DispatchTally } from '../dispatch/dispatch-summary.js';
 import type { ReplyFacts } from '../dispatch/logged-reply.js';
 
@@ -44,6 +45,13 @@ export class MailMetrics implements OnModuleDestroy {
     description:
       'Complaints and hard bounces per mail sent in health.feedbackWindowMs, by kind (complaint, hard_bounce)',
   });
+  private readonly relayPublications = this.meter.createCounter('reliable_mail.relay.publications', {
+    description:
+      'Events published to a relay destination, by destination and outcome (confirmed, or deferred: not confirmed by its broker, published again later)',
+  });
+  private readonly relayOwed = this.meter.createObservableGauge('reliable_mail.relay.owed', {
+    description: "Events a relay destination of this instance's is owed (counted up to 100,001)",
+  });
   private readonly observe: BatchObservableCallback;
   /** What was attempted since the dispatcher's last summary line (see `takeTally`). */
   private tally = emptyTally();
@@ -51,20 +59,29 @@ export class MailMetrics implements OnModuleDestroy {
   constructor(database: OutboxDatabase, @Inject(RELIABLE_MAIL_OPTIONS) options: ResolvedReliableMailOptions) {
     this.observe = async (result) => {
       try {
-        const [counts, figures, feedback] = await Promise.all([
+        const destinations = (options.relay?.destinations ?? []).map(({ destination }) => destination.name);
+        const [counts, figures, feedback, backlogs] = await Promise.all([
           openCounts(database),
           healthFigures(database, 60_000),
           feedbackFigures(database, options.health.feedbackWindowMs),
+          Promise.all(destinations.map((name) => relayBacklog(database, name, RELAY_OWED_COUNT_CAP))),
         ]);
         for (const { status, lane, count } of counts) result.observe(this.rows, count, { status, lane });
         result.observe(this.lag, figures.lagMs);
         result.observe(this.feedbackRate, rateOf(feedback.complaints, feedback.sent), { kind: 'complaint' });
         result.observe(this.feedbackRate, rateOf(feedback.hardBounces, feedback.sent), { kind: 'hard_bounce' });
+        backlogs.forEach(({ owed }, index) =>
+          result.observe(this.relayOwed, owed, { destination: destinations[index] }),
+        );
       } catch (error) {
         if (!reportedAsOutage(error)) this.logger.warn({ msg: 'metrics collection failed', error: String(error) });
       }
     };
-    this.meter.addBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
+    this.meter.addBatchObservableCallback(this.observe, this.observed());
+  }
+
+  private observed(): Observable[] {
+    return [this.rows, this.lag, this.feedbackRate, this.relayOwed];
   }
 
   /** One attempt, with the server's reply: the last of each outcome but `sent` goes into the summary line. */
@@ -92,14 +109,23 @@ export class MailMetrics implements OnModuleDestroy {
     return taken;
   }
 
+  /** One round of a relay destination: the events its broker confirmed, and those put off. */
+  recordRelayRound(destination: string, confirmed: number, deferred: number): void {
+    if (confirmed > 0) this.relayPublications.add(confirmed, { destination, outcome: 'confirmed' });
+    if (deferred > 0) this.relayPublications.add(deferred, { destination, outcome: 'deferred' });
+  }
+
   recordFeedback(source: string, kind: string, bounceType: string | null, linked: boolean): void {
     this.feedback.add(1, { source, kind, bounce_type: bounceType ?? 'none', linked });
   }
 
   onModuleDestroy(): void {
-    this.meter.removeBatchObservableCallback(this.observe, [this.rows, this.lag, this.feedbackRate] as Observable[]);
+    this.meter.removeBatchObservableCallback(this.observe, this.observed());
   }
 }
+
+/** The relay's gauge counts a backlog as health does: up to this, so that one of millions costs a collection no more. */
+const RELAY_OWED_COUNT_CAP = 100_000;
 
 function emptyTally(): DispatchTally {
   return { attempts: {}, lastReplies: {}, deadLettered: 0 };

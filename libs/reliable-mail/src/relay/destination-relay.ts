@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
+import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ResolvedRelay, ResolvedRelayDestination } from '../options/resolve-relay.js';
 import { backoffDelayMs } from '../shared/retry-policy.js';
 import type { RelayedEvent } from './relay-destination.interface.js';
@@ -46,6 +47,7 @@ export class DestinationRelay {
     private readonly target: ResolvedRelayDestination,
     private readonly settings: Pick<ResolvedRelay, 'batchSize' | 'publishTimeoutMs' | 'pollIntervalMs'>,
     private readonly logger: Logger,
+    private readonly metrics: Pick<MailMetrics, 'recordRelayRound'>,
     private readonly random: () => number = Math.random,
   ) {
     this.leaseMs = 2 * settings.publishTimeoutMs;
@@ -137,6 +139,7 @@ export class DestinationRelay {
     });
     await confirmRelayed(this.database, confirmed);
     await deferRelayed(this.database, deferred);
+    this.metrics.recordRelayRound(this.name, confirmed.length, deferred.length);
     if (deferred.length > 0) {
       this.logger.warn({
         msg: 'events not confirmed by their broker; published again later',

@@ -9,6 +9,7 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboxDatabase } from '../database/outbox-database.js';
+import { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ResolvedReliableMailOptions } from '../options/resolve-options.js';
 import { DISPATCHER_TIMEOUT_NAME, RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { RecurringTask } from '../shared/recurring-task.js';
@@ -51,6 +52,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
   constructor(
     private readonly database: OutboxDatabase,
     private readonly relayed: RelayedEvents,
+    private readonly metrics: MailMetrics,
     @Inject(RELIABLE_MAIL_OPTIONS) private readonly options: ResolvedReliableMailOptions,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {}
@@ -66,7 +68,7 @@ export class MailEventRelay implements OnApplicationBootstrap, BeforeApplication
     if (!relay || !this.options.dispatcher.enabled) return;
     const scheduler = requireScheduler(this.scheduler, 'dispatcher.enabled');
     for (const destination of relay.destinations) {
-      this.relays.push(new DestinationRelay(this.database, destination, relay, this.logger));
+      this.relays.push(new DestinationRelay(this.database, destination, relay, this.logger, this.metrics));
     }
     this.stopListening = this.relayed.whenRecorded(() => {
       for (const destinationRelay of this.relays) destinationRelay.nudge();

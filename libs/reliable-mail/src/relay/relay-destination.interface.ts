@@ -23,7 +23,7 @@ export interface RelayedEvent {
  */
 export interface RelayDestination {
   /**
-   * The destination's name in the relay table, health and logs: what its backlog is kept under, so a new
+   * The destination's name in the relay table, health, metrics and logs: what its backlog is kept under, so a new
    * name is a new destination (the old one's backlog stays until `reliable-mail relay remove <name>`). Letters,
    * digits, `.`, `_` and `-`.
    */
