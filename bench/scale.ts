@@ -33,7 +33,7 @@ import {
   dropPartition,
   outboxPartitions,
 } from '../libs/reliable-mail/src/schema/partitioned-layout.js';
-import { sentSettlementOf } from '../test/support/settlements.js';
+import { sentSettlement } from '../test/support/settlements.js';
 import { bodyFor, FROM, mailFor, MESSAGE_ID_DOMAIN, percentile, sleep } from './common.js';
 import { admin, createDatabase, dropDatabase, log, phase } from './run/context.js';
 import { fmt, table } from './run/report.js';
@@ -425,7 +425,13 @@ async function send(database: OutboxDatabase, count: number): Promise<void> {
         if (rows.length === 0) throw new Error('nothing due to send');
         const settlements = rows.map((row) =>
           settleInputOf(
-            sentSettlementOf(row, { acceptedRecipients: row.payload.to.map((recipient) => recipient.address) }),
+            sentSettlement({
+              id: row.id,
+              lockToken: row.lockToken,
+              attemptId: row.attemptId,
+              partitionDay: row.partitionDay,
+              acceptedRecipients: row.payload.to.map((recipient) => recipient.address),
+            }),
           ),
         );
         await settleRows(database, settlements, 30_000);
