@@ -33,7 +33,7 @@ import {
   dropPartition,
   outboxPartitions,
 } from '../libs/reliable-mail/src/schema/partitioned-layout.js';
-import { sentSettlement } from '../test/support/settlements.js';
+import { sentSettlementOf } from '../test/support/settlements.js';
 import { bodyFor, FROM, mailFor, MESSAGE_ID_DOMAIN, percentile, sleep } from './common.js';
 import { admin, createDatabase, dropDatabase, log, phase } from './run/context.js';
 import { fmt, table } from './run/report.js';
@@ -425,13 +425,7 @@ async function send(database: OutboxDatabase, count: number): Promise<void> {
         if (rows.length === 0) throw new Error('nothing due to send');
         const settlements = rows.map((row) =>
           settleInputOf(
-            sentSettlement({
-              id: row.id,
-              lockToken: row.lockToken,
-              attemptId: row.attemptId,
-              partitionDay: row.partitionDay,
-              acceptedRecipients: row.payload.to.map((recipient) => recipient.address),
-            }),
+            sentSettlementOf(row, { acceptedRecipients: row.payload.to.map((recipient) => recipient.address) }),
           ),
         );
         await settleRows(database, settlements, 30_000);

@@ -10,7 +10,7 @@ import { createTestApp, migrate, testMailOptions } from './support/test-app.js';
 import { CONNECTION_SETTINGS, OutboxDatabase } from '../libs/reliable-mail/src/database/outbox-database.js';
 import { sqlClientOf } from './support/sql-client.js';
 import { feedbackInput } from './support/feedback-input.js';
-import { sentSettlement } from './support/settlements.js';
+import { sentSettlement, sentSettlementOf } from './support/settlements.js';
 import { Statement, statementsOnClient } from '../libs/reliable-mail/src/database/sql-client.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 
@@ -247,14 +247,7 @@ describe("the dispatcher's statements, prepared while the attempts table was emp
       const applied = await settleRows(
         db,
         claimed.map((row, index) =>
-          settleInputOf({
-            ...settlement,
-            id: row.id,
-            lockToken: row.lockToken,
-            attemptId: row.attemptId,
-            partitionDay: row.partitionDay,
-            reply: replies[index],
-          }),
+          settleInputOf(sentSettlementOf(row, { providerMessageId: 'queued', reply: replies[index] })),
         ),
         30_000,
       );

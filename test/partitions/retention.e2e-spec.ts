@@ -10,7 +10,7 @@ import { settleInputOf, settleRows } from '../../libs/reliable-mail/src/outbox/s
 import { retainPartitions } from '../../libs/reliable-mail/src/retention/partition-retention.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import { addDays, outboxPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
-import { sentSettlement } from '../support/settlements.js';
+import { sentSettlementOf } from '../support/settlements.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -67,11 +67,7 @@ async function drain(pool: pg.Pool, stop: () => boolean): Promise<Drained> {
     const settleStarted = performance.now();
     const settled = await settleRows(
       db,
-      rows.map((row) =>
-        settleInputOf(
-          sentSettlement({ id: row.id, lockToken, attemptId: row.attemptId, partitionDay: row.partitionDay }),
-        ),
-      ),
+      rows.map((row) => settleInputOf(sentSettlementOf(row))),
       30_000,
     );
     drained.settles.push(performance.now() - settleStarted);
@@ -172,20 +168,7 @@ describe('retention of a partitioned outbox', () => {
       held: [{ partition: partitionOf(oldDay), rows: 1 }],
     });
     await endDdl();
-    const settledSlow = await settleRows(
-      db,
-      [
-        settleInputOf(
-          sentSettlement({
-            id: beingSent.id,
-            lockToken,
-            attemptId: beingSent.attemptId,
-            partitionDay: beingSent.partitionDay,
-          }),
-        ),
-      ],
-      30_000,
-    );
+    const settledSlow = await settleRows(db, [settleInputOf(sentSettlementOf(beingSent))], 30_000);
     expect(settledSlow.size).toBe(1);
 
     let draining = true;

@@ -25,7 +25,7 @@ import {
 } from '../../libs/reliable-mail/src/reliable-mail.constants.js';
 import type { SqlClient } from '../../libs/reliable-mail/src/database/sql-client.js';
 import { feedbackInput } from '../support/feedback-input.js';
-import { sentSettlement } from '../support/settlements.js';
+import { sentSettlementOf } from '../support/settlements.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -76,17 +76,7 @@ describe('the event relay in the database', () => {
       maxAgeMs: 86_400_000,
     });
     const inputs = claimed.map((row) =>
-      settleInputOf(
-        sentSettlement({
-          id: row.id,
-          lockToken: row.lockToken,
-          attemptId: row.attemptId,
-          partitionDay: row.partitionDay,
-          eventName: EMAIL_SENT_EVENT,
-          eventPayload: { id: row.id },
-        }),
-        forListeners,
-      ),
+      settleInputOf(sentSettlementOf(row, { eventName: EMAIL_SENT_EVENT, eventPayload: { id: row.id } }), forListeners),
     );
     return settleRows(db, inputs, 30_000);
   };

@@ -39,6 +39,15 @@ export function sentSettlement(overrides: Partial<Settlement> = {}): Settlement 
   };
 }
 
+/** `sentSettlement` of a row the test claimed: its id, lock token, attempt and day, with `overrides`. */
+export function sentSettlementOf(
+  row: Pick<ClaimedRow, 'id' | 'lockToken' | 'attemptId' | 'partitionDay'>,
+  overrides: Partial<Settlement> = {},
+): Settlement {
+  const { id, lockToken, attemptId, partitionDay } = row;
+  return sentSettlement({ id, lockToken, attemptId, partitionDay, ...overrides });
+}
+
 /** A claimed row of an order mail to two recipients (to Ann, cc Bob), its lease far from its end. */
 export function claimedRow(overrides: Partial<ClaimedRow> = {}): ClaimedRow {
   return {

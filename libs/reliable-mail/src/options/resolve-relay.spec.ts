@@ -1,4 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
 import { InvalidOptionsError } from '../errors.js';
 import { EMAIL_BOUNCED_EVENT, RELAYABLE_EVENTS } from '../reliable-mail.constants.js';
 import type { RelayDestination } from '../relay/relay-destination.interface.js';
@@ -47,5 +49,47 @@ describe('resolveRelay', () => {
   ])('refuses %s, naming the option', (_case, options, option) => {
     expect(() => resolveRelay(options as never)).toThrow(InvalidOptionsError);
     expect(() => resolveRelay(options as never)).toThrow(option);
+  });
+});
+
+describe('resolveRelay, given anything', () => {
+  it('property: relay options of any shape resolve, or are refused with an InvalidOptionsError', () => {
+    const anyDestination = fc.oneof(
+      fc.anything(),
+      fc
+        .record({ name: fc.oneof(fc.string(), fc.anything()), events: fc.anything() }, { requiredKeys: [] })
+        .map((fields) => ({ ...destination(fields.name, fields.events) })),
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.anything(),
+          fc.record(
+            {
+              destinations: fc.oneof(fc.anything(), fc.array(anyDestination, { maxLength: 3 })),
+              pollIntervalMs: fc.anything(),
+              batchSize: fc.anything(),
+              publishTimeoutMs: fc.anything(),
+              maxBacklogAgeMs: fc.anything(),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
+        (options) => {
+          try {
+            const relay = resolveRelay(options as never);
+            if (relay === null) return;
+            for (const { events } of relay.destinations) {
+              expect(events.length).toBeGreaterThan(0);
+              expect(events.every((name) => RELAYABLE_EVENTS.includes(name))).toBe(true);
+            }
+            expect(Number.isInteger(relay.batchSize) && relay.batchSize >= 1).toBe(true);
+          } catch (error) {
+            expect(error).toBeInstanceOf(InvalidOptionsError);
+          }
+        },
+      ),
+      propertyRuns('relay options of any shape'),
+    );
   });
 });

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { reportedAsOutage } from '../database/database-availability.js';
 import type { SqlClient } from '../database/sql-client.js';
+import { cutText, storableText } from '../database/storable.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ResolvedRelay, ResolvedRelayDestination } from '../options/resolve-relay.js';
 import { backoffDelayMs } from '../shared/retry-policy.js';
@@ -134,7 +135,7 @@ export class DestinationRelay {
         deferred.push({
           id: event.id,
           delayMs: backoffDelayMs(event.attempts, COPY_BACKOFF, this.random),
-          error: failure,
+          error: storedError(failure),
         });
     });
     await confirmRelayed(this.database, confirmed);
@@ -178,6 +179,15 @@ export class DestinationRelay {
     }
   }
 }
+
+/** The longest broker error kept with a copy (`last_error`): the start of it says what went wrong. */
+const STORED_ERROR_LENGTH = 1_000;
+
+/**
+ * A broker's error as the defer can store it: a NUL or half a character in one copy's error would otherwise fail the
+ * statement that puts off the whole batch.
+ */
+const storedError = (error: string): string => cutText(storableText(error), STORED_ERROR_LENGTH);
 
 function relayedEvent(owed: OwedEvent): RelayedEvent {
   return {
