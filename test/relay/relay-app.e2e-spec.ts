@@ -1,42 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { EntityManager } from '@mikro-orm/postgresql';
-import {
-  EMAIL_SENT_EVENT,
-  MailOutboxHealthIndicator,
-  MailOutboxService,
-  type RelayDestination,
-  type RelayedEvent,
-} from '@reliable-mail/nestjs';
+import { EMAIL_SENT_EVENT, MailOutboxHealthIndicator, MailOutboxService } from '@reliable-mail/nestjs';
+import { KeepingDestination } from '../support/keeping-destination.js';
 import { SmtpTestServer } from '../support/smtp-test-server.js';
 import { createTestApp, migrate, testMailOptions, waitFor } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-/**
- * A destination of the app's own (the `RelayDestination` interface is public, as `MailTransport` is): it keeps what
- * it was given, and refuses the events of the mails it is told to, as a broker refuses a message it cannot take.
- */
-class KeepingDestination implements RelayDestination {
-  readonly published: RelayedEvent[] = [];
-  readonly refused = new Set<string>();
-  opened = false;
-  closed = false;
-
-  constructor(readonly name = 'keeping') {}
-
-  async open(): Promise<void> {
-    this.opened = true;
-  }
-
-  async publish(event: RelayedEvent): Promise<void> {
-    // With a NUL, which PostgreSQL stores in no text: the error is kept without it, and defers the rest of its batch.
-    if (this.refused.has(event.mailId)) throw new Error('message too large\0');
-    this.published.push(event);
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-  }
-}
 
 describe('an app relaying its events', () => {
   let database: TestDatabase;

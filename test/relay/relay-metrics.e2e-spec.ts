@@ -1,29 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { MailOutboxService, type RelayDestination, type RelayedEvent } from '@reliable-mail/nestjs';
+import { MailOutboxService } from '@reliable-mail/nestjs';
+import { KeepingDestination } from '../support/keeping-destination.js';
 import { testMailOptions, waitFor } from '../support/test-app.js';
 import { useTestBed } from '../support/test-bed.js';
 
 class OnDemandReader extends MetricReader {
   protected override async onForceFlush(): Promise<void> {}
   protected override async onShutdown(): Promise<void> {}
-}
-
-/** Takes every event but those of the mails it refuses, as a broker refuses a message over its size limit. */
-class RefusingDestination implements RelayDestination {
-  readonly name = 'metered';
-  readonly published: RelayedEvent[] = [];
-  readonly refused = new Set<string>();
-
-  async open(): Promise<void> {}
-
-  async publish(event: RelayedEvent): Promise<void> {
-    if (this.refused.has(event.mailId)) throw new Error('message too large');
-    this.published.push(event);
-  }
-
-  async close(): Promise<void> {}
 }
 
 describe("the relay's metrics", () => {
@@ -39,7 +24,7 @@ describe("the relay's metrics", () => {
   });
 
   it('count the publications a broker confirmed and those put off, and gauge what each destination is owed', async () => {
-    const destination = new RefusingDestination();
+    const destination = new KeepingDestination('metered');
     await bed.startSmtp();
     const app = await bed.startApp(
       testMailOptions(bed.smtpUrl, { relay: { destinations: [destination], pollIntervalMs: 100 } }),
