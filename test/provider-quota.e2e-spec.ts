@@ -102,4 +102,39 @@ describe("a lane's provider quota, shared by every instance (lanes.<name>.quota)
       dispatcher: { quotas: { default: { exhausted: null, sentToday: 3 } } },
     });
   });
+  it('a quota that counts recipients (SES): each mail is charged its recipients, and what a grant cannot cover waits unsent', async () => {
+    const front = await sesFront();
+    const app = await bed.startApp(
+      testMailOptions(bed.smtpUrl, {
+        transport: sesTransport(front),
+        lanes: { default: { quota: { perDay: 4, counts: 'recipients', key: 'ses-recipients' } } },
+      }),
+    );
+    const outbox = app.get(MailOutboxService);
+    const health = app.get(MailOutboxHealthIndicator);
+    const [first, second, third] = await outbox.enqueueMany(
+      Array.from({ length: 3 }, (_, mail) => ({
+        mail: {
+          to: [`a${mail}@example.com`, `b${mail}@example.com`],
+          cc: `c${mail}@example.com`,
+          subject: 'Hi',
+          text: 'x',
+        },
+      })),
+    );
+    // The first mail takes 3 of the day's 4; the second goes on the one left (SES lets a mail through while any of
+    // its quota is left) and overdraws it; the third waits for the day to move on, its claim handed back unsent.
+    await waitFor('the quota to be spent', async () => (await health.isHealthy()).mail.status === 'down');
+    expect((await health.isHealthy()).mail).toMatchObject({
+      failing: ['quota'],
+      dispatcher: { quotas: { default: { exhausted: 'daily', sentToday: 6, perDay: 4 } } },
+    });
+    expect(app.events.sent.map((event) => event.id).sort()).toEqual([first.id, second.id].sort());
+    expect(await bed.execute(`select status, attempts from mail_outbox where id = $1`, [third.id])).toEqual([
+      { status: 'pending', attempts: 0 },
+    ]);
+    expect((await front.stored()).map((email) => email.messageId).sort()).toEqual(
+      [first.messageId, second.messageId].sort(),
+    );
+  });
 });

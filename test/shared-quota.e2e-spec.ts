@@ -6,8 +6,8 @@ import pg from 'pg';
 import { CONNECTION_SETTINGS } from '../libs/reliable-mail/src/database/outbox-database.js';
 import type { SqlClient } from '../libs/reliable-mail/src/database/sql-client.js';
 import type { ResolvedLaneQuota } from '../libs/reliable-mail/src/options/resolve-quota.js';
-import { GIVE_BACK_SEND_QUOTA } from '../libs/reliable-mail/src/outbox/sql/give-back-send-quota.js';
 import { PAUSE_SEND_QUOTA } from '../libs/reliable-mail/src/outbox/sql/pause-send-quota.js';
+import { SETTLE_SEND_QUOTA } from '../libs/reliable-mail/src/outbox/sql/settle-send-quota.js';
 import { TAKE_SEND_QUOTA } from '../libs/reliable-mail/src/outbox/sql/take-send-quota.js';
 import { SharedSendQuota, type SharedSendQuotaOptions } from '../libs/reliable-mail/src/quota/index.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
@@ -59,7 +59,13 @@ describe('a send quota shared by two instances', () => {
     limits: Partial<Omit<ResolvedLaneQuota, 'key'>>,
     options: Partial<SharedSendQuotaOptions> = {},
   ): SharedSendQuota[] => {
-    const quota = { key: `bulk-${randomUUID()}`, perSecond: null, perDay: null, ...limits };
+    const quota: ResolvedLaneQuota = {
+      key: `bulk-${randomUUID()}`,
+      perSecond: null,
+      perDay: null,
+      counts: 'messages',
+      ...limits,
+    };
     return instances.map((db) => new SharedSendQuota(db, { lane: 'bulk', quota, transport: null, logger, ...options }));
   };
 
@@ -161,7 +167,7 @@ describe('a send quota shared by two instances', () => {
     expect(firstTake).toMatchObject({ granted: 2, shortBy: 'rate' });
     expect(await second.take(5)).toMatchObject({ granted: 0, shortBy: 'rate' });
     // Its claim found one row: the other send goes back, and the second instance may have it.
-    await first.giveBack(firstTake, 1);
+    await first.settle(firstTake, firstTake.granted - 1);
     const secondTake = await second.take(5);
     expect(secondTake).toMatchObject({ granted: 1, shortBy: 'rate' });
     await sleep(400);
@@ -171,7 +177,7 @@ describe('a send quota shared by two instances', () => {
     expect(held).toMatchObject({ granted: 0, shortBy: 'rate' });
     // Longer than the bucket's 270 ms, however late this take came (about 650 ms on time).
     expect(held.waitMs).toBeGreaterThan(300);
-    await second.giveBack(secondTake, 1);
+    await second.settle(secondTake, secondTake.granted - 1);
     await sleep(300);
     expect(await first.take(5)).toMatchObject({ granted: 1, shortBy: 'rate' });
     await sleep(1_100);
@@ -180,6 +186,29 @@ describe('a send quota shared by two instances', () => {
     expect(second.state()).toMatchObject({ sentToday: 4, exhausted: null });
     expect(await second.take(1)).toMatchObject({ granted: 0, shortBy: 'daily' });
     expect(second.state()).toMatchObject({ sentToday: 4, exhausted: 'daily' });
+  });
+
+  it('sends that cost more than their grants (recipients counted) are charged: the rate and the day wait for them', async () => {
+    // 2 at once, 20 in any 1,075 ms, 30 a day.
+    const [first, second] = laneInEach({ perSecond: 20, perDay: 30, counts: 'recipients' });
+    const take = await first.take(1);
+    expect(take).toMatchObject({ granted: 1, shortBy: null });
+    // One mail to 25 recipients: SES lets it through on the one send left, and counts 25.
+    await first.settle(take, 25);
+    expect(first.state()).toMatchObject({ sentToday: 25 });
+    // The bucket is 24 below its next token (1.2 s at 20 a second), and the window holds 25 of its 20.
+    const held = await second.take(5);
+    expect(held).toMatchObject({ granted: 0, shortBy: 'rate' });
+    expect(held.waitMs).toBeGreaterThan(1_000);
+    expect(second.state()).toMatchObject({ sentToday: 25 });
+    await sleep(held.waitMs);
+    // The day has 5 left of 30, and the bucket refilled one token since.
+    const next = await second.take(10);
+    expect(next.granted).toBeGreaterThanOrEqual(1);
+    expect(next.granted).toBeLessThanOrEqual(2);
+    // Those sends came to 5 recipients: the day's 30 are spent.
+    await second.settle(next, 5);
+    expect(await first.take(1)).toMatchObject({ granted: 0, shortBy: 'daily' });
   });
 
   describe("'provider': the limits SES's GetAccount reports (aws-ses-v2-local)", () => {
@@ -221,7 +250,7 @@ describe('a send quota shared by two instances', () => {
     const providerLane = () =>
       new SharedSendQuota(instances[0], {
         lane: 'bulk',
-        quota: { key: `ses-${randomUUID()}`, perSecond: 'provider', perDay: 'provider' },
+        quota: { key: `ses-${randomUUID()}`, perSecond: 'provider', perDay: 'provider', counts: 'recipients' },
         transport,
         logger,
       });
@@ -289,7 +318,7 @@ describe('a send quota shared by two instances', () => {
       await client.query('analyze mail_send_quota');
       const statements = [
         { statement: TAKE_SEND_QUOTA, values: `('k', 5, 20, 2, 100, 86400000, null, 20, 1050)` },
-        { statement: GIVE_BACK_SEND_QUOTA, values: `('k', 1, 2, 1733270400000.5, 86400000)` },
+        { statement: SETTLE_SEND_QUOTA, values: `('k', 1, 2, 1733270400000.5, 86400000)` },
         { statement: PAUSE_SEND_QUOTA, values: `('k', 1000)` },
       ];
       const plans = async () => {
@@ -312,10 +341,10 @@ describe('a send quota shared by two instances', () => {
          select 'key-' || g, 1, now() from generate_series(1, 20000) g`,
       );
       await client.query('analyze mail_send_quota');
-      const [take, giveBack, pause] = await plans();
+      const [take, settle, pause] = await plans();
       for (const plan of [take, pause]) expect(plan).toContain('Conflict Arbiter Indexes: mail_send_quota_pkey');
-      expect(giveBack).toMatch(/Index Scan using mail_send_quota_pkey on mail_send_quota\s+Index Cond: \(key = /);
-      for (const plan of [take, giveBack, pause]) expect(plan).not.toMatch(/Seq Scan on mail_send_quota/);
+      expect(settle).toMatch(/Index Scan using mail_send_quota_pkey on mail_send_quota\s+Index Cond: \(key = /);
+      for (const plan of [take, settle, pause]) expect(plan).not.toMatch(/Seq Scan on mail_send_quota/);
     } finally {
       await client.end();
     }

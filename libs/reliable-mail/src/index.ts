@@ -11,6 +11,7 @@ export type {
   LaneOptions,
   LaneQuotaOptions,
   LoggingOptions,
+  QuotaCounts,
   RelayOptions,
   ReliableMailOptions,
   RetentionOptions,

@@ -70,10 +70,13 @@ const accepted: AttemptResult = {
 /** A lane loop whose database answers each statement by `answer` (an empty result when it gives none). */
 function laneWith(answer: Answer, result: AttemptResult = accepted, quota: SharedSendQuota | null = null) {
   const statements: string[] = [];
+  /** The ids of the rows handed back untouched. */
+  const released: string[] = [];
   const database: SqlClient = {
-    query<R>(statement: Statement): Promise<R[]> {
+    query<R>(statement: Statement, values: readonly unknown[]): Promise<R[]> {
       const { name, text } = statement.in(tablesIn(DEFAULT_SCHEMA));
       statements.push(name ?? text);
+      if (name === 'reliable_mail_release') released.push(...(values[0] as string[]));
       return (answer(name ?? '') ?? Promise.resolve([])) as Promise<R[]>;
     },
   };
@@ -111,7 +114,7 @@ function laneWith(answer: Answer, result: AttemptResult = accepted, quota: Share
     options,
     logger,
   });
-  return { loop, statements, delivered, startedAt, sends, logged, settled };
+  return { loop, statements, released, delivered, startedAt, sends, logged, settled };
 }
 
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -230,7 +233,7 @@ describe('LaneLoop', () => {
     expect(lane.statements).not.toContain('reliable_mail_settle');
   });
 
-  it('a quota give-back that fails costs only its grants: the rows claimed are still handled', async () => {
+  it('a quota settle that fails costs only its grants: the rows claimed are still handled', async () => {
     let claimed = false;
     // A row closed at its claim (all its recipients suppressed) sends nothing: its grant goes back.
     const oneRow: Answer = (statement) => {
@@ -240,16 +243,59 @@ describe('LaneLoop', () => {
     };
     const quota = {
       take: async (wanted: number) => ({ granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 }),
-      giveBack: () => Promise.reject(new Error('Query read timeout')),
+      settle: () => Promise.reject(new Error('Query read timeout')),
+      counts: 'messages',
       pauseFor: async () => undefined,
       state: () => null,
     } as unknown as SharedSendQuota;
     const lane = started(laneWith(oneRow, accepted, quota));
-    await waitFor('the give-back to fail', () =>
-      lane.logged.some(({ msg }) => msg === 'could not give back unused quota'),
-    );
+    await waitFor('the settle to fail', () => lane.logged.some(({ msg }) => msg === 'could not settle the quota'));
     expect(lane.logged.map(({ msg }) => msg)).not.toContain('claim failed; trying again after the poll interval');
     expect(lane.settled).toEqual(['first']);
+  });
+
+  describe('a quota is settled with what the claimed rows cost, as its provider counts', () => {
+    const to = (...addresses: string[]) => addresses.map((address) => ({ address }));
+    const rows = [
+      // Five recipients, one of whom took the mail in an earlier attempt and one on the suppression list: 3 left.
+      {
+        ...claimRecord('five'),
+        payload: {
+          to: to('a@example.com', 'b@example.com'),
+          cc: to('c@example.com'),
+          bcc: to('d@example.com', 'e@example.com'),
+        },
+        accepted_recipients: ['b@example.com'],
+        suppressed: ['e@example.com'],
+      },
+      { ...claimRecord('one'), payload: { to: to('f@example.com'), cc: [], bcc: [] } },
+      { ...claimRecord('closed'), skip_reason: 'cancelled', attempt_id: null },
+    ];
+    it.each([
+      { counts: 'recipients', granted: 4, used: 4, released: [] },
+      // The second row does not fit in what is left of 2 once the first took 3: it goes back to the queue.
+      { counts: 'recipients', granted: 2, used: 3, released: ['one'] },
+      { counts: 'messages', granted: 4, used: 2, released: [] },
+    ])('counted in $counts, $granted granted: $used used', async ({ counts, granted, used, released }) => {
+      let claimed = false;
+      const threeRows: Answer = (statement) => {
+        if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+        claimed = true;
+        return Promise.resolve(rows);
+      };
+      const settled: number[] = [];
+      const quota = {
+        take: async () => ({ granted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 }),
+        settle: async (_take: unknown, charged: number) => void settled.push(charged),
+        counts,
+        pauseFor: async () => undefined,
+        state: () => null,
+      } as unknown as SharedSendQuota;
+      const lane = started(laneWith(threeRows, accepted, quota));
+      await waitFor('the claim to be settled', () => settled.length > 0);
+      expect(settled[0]).toBe(used);
+      expect(lane.released).toEqual(released);
+    });
   });
 
   describe('a rate-limited lane', () => {
@@ -258,7 +304,9 @@ describe('LaneLoop', () => {
       return (statement) => {
         if (statement !== 'reliable_mail_claim' || claimed) return undefined;
         claimed = true;
-        return Promise.resolve([claimRecord('first')]);
+        return Promise.resolve([
+          { ...claimRecord('first'), payload: { to: [{ address: 'a@example.com' }], cc: [], bcc: [] } },
+        ]);
       };
     };
     /** A quota whose every take grants all it is asked for, its sends to start `inMs` after the take. */
@@ -268,7 +316,8 @@ describe('LaneLoop', () => {
           startsGiven.push(Date.now() + inMs);
           return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: startsGiven.at(-1) };
         },
-        giveBack: async () => undefined,
+        settle: async () => undefined,
+        counts: 'messages',
         pauseFor: async () => undefined,
         state: () => null,
       }) as unknown as SharedSendQuota;

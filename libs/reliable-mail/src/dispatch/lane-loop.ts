@@ -26,6 +26,8 @@ import { loggedReply, type ReplyFacts } from './logged-reply.js';
 import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
 import { GRANT_TO_SEND_MS, type QuotaTake, type SendQuotaState, type SharedSendQuota } from '../quota/index.js';
+import { keptWithinGrant, quotaChargeOf } from '../quota/quota-charge.js';
+import { envelopeOf } from './envelope.js';
 
 /** PostgreSQL's answers to a statement that met another transaction's change: a serialization failure, a deadlock. */
 const CONCURRENT_CHANGE = new Set(['40001', '40P01']);
@@ -336,22 +338,22 @@ export class LaneLoop {
       if (mayHaveCommittedUnanswered(error)) this.unansweredClaims.set(lockToken, performance.now() + leaseMs);
       else {
         this.throttle.giveBack(limit);
-        if (shared) this.giveBackQuota(shared, limit);
+        if (shared) this.settleQuota(shared, 0);
       }
       throw error;
     });
-    this.throttle.giveBack(limit - rows.length);
-    if (rows.length > 0 && this.deps.options.logging.perMail)
-      this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: rows.length, workerId });
+    const { kept, charge } = shared ? await this.withinGrant(rows, shared.granted) : { kept: rows, charge: 0 };
+    this.throttle.giveBack(limit - kept.length);
+    if (kept.length > 0 && this.deps.options.logging.perMail)
+      this.deps.logger.debug({ msg: 'claimed', lane: this.lane.name, count: kept.length, workerId });
     // At most GRANT_TO_SEND_MS from now, whatever the clock did since the take; rows closed at their claim send
     // nothing and are not held.
     const holdMs = Math.min(GRANT_TO_SEND_MS, Math.max(0, (shared?.sendsStartAt ?? 0) - Date.now()));
     if (holdMs > 0)
-      for (const row of rows) if (row.skipReason === null) this.heldUntil.set(row, performance.now() + holdMs);
-    this.ready.push(...rows);
+      for (const row of kept) if (row.skipReason === null) this.heldUntil.set(row, performance.now() + holdMs);
+    this.ready.push(...kept);
     this.pump();
-    // Rows closed at their claim (suppressed, unsubscribed, cancelled) send nothing: their grants go back too.
-    if (shared) this.giveBackQuota(shared, limit - rows.filter((row) => row.skipReason === null).length);
+    if (shared) this.settleQuota(shared, charge);
     this.backlogSeen = rows.length === limit;
     if (!this.backlogSeen) return pollIntervalMs;
     if (this.inFlight.size + this.unheldReady() >= this.prefetch * this.slots) return -1;
@@ -367,14 +369,43 @@ export class LaneLoop {
     return unheld;
   }
 
-  /** Returns unused grants of the shared quota, after the rows are in hand: a failure costs only those grants. */
-  private giveBackQuota(take: QuotaTake, unused: number): void {
-    if (unused <= 0) return;
-    this.track(
-      this.deps.quota!.giveBack(take, unused).catch((error: unknown) => {
+  /**
+   * The claimed rows the quota's grant covers, and what they cost it as its provider counts (`quotaChargeOf`): where
+   * it counts recipients, a claim of one row a grant can hold more recipients than were granted, and the rows past
+   * the grant go back to the queue untouched. Rows closed at their claim (suppressed, unsubscribed, cancelled) cost
+   * nothing. A hand-back that fails leaves its rows to their lease.
+   */
+  private async withinGrant(rows: ClaimedRow[], granted: number): Promise<{ kept: ClaimedRow[]; charge: number }> {
+    const { counts } = this.deps.quota!;
+    const copies = this.lane.unsubscribe !== null;
+    const charges = rows.map((row) =>
+      row.skipReason === null ? quotaChargeOf(envelopeOf(row).length, counts, copies) : 0,
+    );
+    const covered = keptWithinGrant(charges, granted);
+    const kept = rows.filter((_row, index) => covered[index]);
+    const beyond = rows.filter((_row, index) => !covered[index]);
+    if (beyond.length > 0) {
+      try {
+        await releaseRows(this.deps.database, beyond);
+      } catch (error) {
         if (!reportedAsOutage(error))
           this.deps.logger.warn({
-            msg: 'could not give back unused quota',
+            msg: 'could not hand back the rows past the quota; they are claimed again after the lease',
+            count: beyond.length,
+            error: String(error),
+          });
+      }
+    }
+    return { kept, charge: charges.reduce((sum, charge, index) => (covered[index] ? sum + charge : sum), 0) };
+  }
+
+  /** Settles a take of the shared quota once the rows are in hand: a failure costs only its grants' accuracy. */
+  private settleQuota(take: QuotaTake, used: number): void {
+    this.track(
+      this.deps.quota!.settle(take, used).catch((error: unknown) => {
+        if (!reportedAsOutage(error))
+          this.deps.logger.warn({
+            msg: 'could not settle the quota',
             lane: this.lane.name,
             error: String(error),
           });

@@ -429,6 +429,9 @@ export interface LaneOptions {
   category?: string;
 }
 
+/** What a lane's quota counts: each recipient (SES), or each message sent. */
+export type QuotaCounts = 'recipients' | 'messages';
+
 /**
  * A provider account's limits, shared by every instance on the database: its rate and rolling 24-hour quota, and
  * the pause a provider's Retry-After asks for, which one instance reads and all honour. Each limit is a number,
@@ -442,8 +445,17 @@ export interface LaneQuotaOptions {
    * provider a little unevenly.
    */
   perSecond?: number | 'provider';
-  /** The most messages in a rolling 24 hours, all instances together, as SES counts its quota. */
+  /** The most messages in a rolling 24 hours, all instances together. */
   perDay?: number | 'provider';
+  /**
+   * What the limits count, as the provider does: `'recipients'` for SES, whose rate and quota count each recipient
+   * (a mail to 5 counts 5); `'messages'` for a provider that counts requests. A mail to several recipients takes one
+   * grant and is charged the rest once claimed, so a lane may go over for a moment and then wait for it, as SES itself
+   * lets such a mail through while any of the second is left. In a non-transactional lane each recipient gets a
+   * message of its own: there both count each recipient.
+   * @default `'recipients'` with `quota: 'provider'` (SES), else `'messages'`
+   */
+  counts?: QuotaCounts;
   /**
    * The name the limits are kept under: lanes that send through one provider account give the same key (and the
    * same limits), and share them.

@@ -45,33 +45,33 @@ describe("a lane's quota", () => {
     {
       name: 'a rate alone, kept under the lane’s name',
       lanes: { bulk: { quota: { perSecond: 20 } } },
-      quotas: { bulk: { key: 'bulk', perSecond: 20, perDay: null } },
+      quotas: { bulk: { key: 'bulk', perSecond: 20, perDay: null, counts: 'messages' } },
     },
     {
-      name: "'provider': both limits from the transport",
+      name: "'provider': both limits from the transport (SES's), counting recipients as SES does",
       lanes: { bulk: { quota: 'provider' } },
-      quotas: { bulk: { key: 'bulk', perSecond: 'provider', perDay: 'provider' } },
+      quotas: { bulk: { key: 'bulk', perSecond: 'provider', perDay: 'provider', counts: 'recipients' } },
     },
     {
       name: 'one limit from the provider, one given, under a key two lanes share',
       lanes: {
-        login: { quota: { perSecond: 'provider', perDay: 5_000, key: 'ses-eu' } },
-        news: { quota: { perSecond: 'provider', perDay: 5_000, key: 'ses-eu' } },
+        login: { quota: { perSecond: 'provider', perDay: 5_000, key: 'ses-eu', counts: 'recipients' } },
+        news: { quota: { perSecond: 'provider', perDay: 5_000, key: 'ses-eu', counts: 'recipients' } },
       },
       quotas: {
-        login: { key: 'ses-eu', perSecond: 'provider', perDay: 5_000 },
-        news: { key: 'ses-eu', perSecond: 'provider', perDay: 5_000 },
+        login: { key: 'ses-eu', perSecond: 'provider', perDay: 5_000, counts: 'recipients' },
+        news: { key: 'ses-eu', perSecond: 'provider', perDay: 5_000, counts: 'recipients' },
       },
     },
     {
       name: 'no limit: only the provider’s pauses are shared',
       lanes: { bulk: { quota: {} } },
-      quotas: { bulk: { key: 'bulk', perSecond: null, perDay: null } },
+      quotas: { bulk: { key: 'bulk', perSecond: null, perDay: null, counts: 'messages' } },
     },
     {
       name: 'a fraction of a send a second',
       lanes: { bulk: { quota: { perSecond: 0.5, perDay: 200 } } },
-      quotas: { bulk: { key: 'bulk', perSecond: 0.5, perDay: 200 } },
+      quotas: { bulk: { key: 'bulk', perSecond: 0.5, perDay: 200, counts: 'messages' } },
     },
   ])('$name', ({ lanes, quotas: expected }) => {
     expect(quotas(lanes)).toEqual(expected);
@@ -103,6 +103,19 @@ describe("a lane's quota", () => {
       option: 'lanes.bulk.quota.key',
     },
     { name: 'a key as a number', lanes: { bulk: { quota: { key: 42 } } }, option: 'lanes.bulk.quota.key' },
+    {
+      name: 'a count of something else',
+      lanes: { bulk: { quota: { perDay: 10, counts: 'requests' } } },
+      option: 'lanes.bulk.quota.counts',
+    },
+    {
+      name: 'two lanes under one key counting differently (the second is named)',
+      lanes: {
+        login: { quota: { perSecond: 10, key: 'ses', counts: 'recipients' } },
+        news: { quota: { perSecond: 10, key: 'ses' } },
+      },
+      option: 'lanes.news.quota',
+    },
     {
       name: "'provider' on SMTP, which reports no quota",
       lanes: { bulk: { quota: 'provider' } },
@@ -139,8 +152,8 @@ describe("a lane's quota", () => {
         reportingTransport(),
       ).reason,
     ).toBe(
-      'shares the key "ses" with lane login, and so its limits, but gives others: perSecond 20, perDay null here, ' +
-        'perSecond 10, perDay null in login',
+      'shares the key "ses" with lane login, and so its limits, but gives others: perSecond 20, perDay null, ' +
+        'counts "messages" here, perSecond 10, perDay null, counts "messages" in login',
     );
   });
 });

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from '../errors.js';
-import type { LaneQuotaOptions } from './reliable-mail-options.interface.js';
+import type { LaneQuotaOptions, QuotaCounts } from './reliable-mail-options.interface.js';
 import { LARGEST_OPTION } from './require.js';
 
 /** A limit as configured: a number, read from the provider, or none. */
@@ -10,9 +10,11 @@ export interface ResolvedLaneQuota {
   key: string;
   perSecond: QuotaLimit;
   perDay: QuotaLimit;
+  counts: QuotaCounts;
 }
 
-const QUOTA_KEYS = new Set(['perSecond', 'perDay', 'key']);
+const QUOTA_KEYS = new Set(['perSecond', 'perDay', 'key', 'counts']);
+const COUNTS = new Set<unknown>(['recipients', 'messages'] satisfies QuotaCounts[]);
 /** A key is written into every take; bounded so that a whole document given by mistake is caught. */
 const LONGEST_KEY = 200;
 /** SES's highest published rates are in the thousands a second; a million is a typo (or ms taken for seconds). */
@@ -30,11 +32,13 @@ export function resolveQuota(
 ): ResolvedLaneQuota | null {
   if (quota === undefined) return null;
   const option = `lanes.${lane}.quota`;
-  const given: LaneQuotaOptions = quota === 'provider' ? { perSecond: 'provider', perDay: 'provider' } : quota;
+  // The only transport that reports its limits is SES's, which counts recipients.
+  const given: LaneQuotaOptions =
+    quota === 'provider' ? { perSecond: 'provider', perDay: 'provider', counts: 'recipients' } : quota;
   if (!given || typeof given !== 'object' || Array.isArray(given)) {
     throw new InvalidOptionsError(
       option,
-      `must be 'provider' or { perSecond?, perDay?, key? }, got ${JSON.stringify(quota)}`,
+      `must be 'provider' or { perSecond?, perDay?, key?, counts? }, got ${JSON.stringify(quota)}`,
     );
   }
   for (const key of Object.keys(given)) {
@@ -66,7 +70,14 @@ export function resolveQuota(
       `must be a string of 1 to ${LONGEST_KEY} characters, got ${JSON.stringify(key)}`,
     );
   }
-  return { key, perSecond, perDay };
+  const counts = given.counts ?? 'messages';
+  if (!COUNTS.has(counts)) {
+    throw new InvalidOptionsError(
+      `${option}.counts`,
+      `must be 'recipients' or 'messages', got ${JSON.stringify(counts)}`,
+    );
+  }
+  return { key, perSecond, perDay, counts };
 }
 
 function limit(option: string, value: unknown, expected: string, valid: (value: number) => boolean): QuotaLimit {
@@ -76,8 +87,8 @@ function limit(option: string, value: unknown, expected: string, valid: (value: 
 }
 
 /**
- * Lanes that share a quota key share one bucket and one day's count, so they must agree on the limits: with 10 a
- * second in one and 20 in the other, each take would refill the shared bucket at its own rate.
+ * Lanes that share a quota key share one bucket and one day's count, so they must agree on the limits and on what
+ * they count: with 10 a second in one and 20 in the other, each take would refill the shared bucket at its own rate.
  */
 export function requireAgreeingQuotas(lanes: ReadonlyArray<{ name: string; quota: ResolvedLaneQuota | null }>): void {
   const byKey = new Map<string, { name: string; quota: ResolvedLaneQuota }>();
@@ -86,7 +97,11 @@ export function requireAgreeingQuotas(lanes: ReadonlyArray<{ name: string; quota
     const first = byKey.get(quota.key);
     if (!first) {
       byKey.set(quota.key, { name, quota });
-    } else if (first.quota.perSecond !== quota.perSecond || first.quota.perDay !== quota.perDay) {
+    } else if (
+      first.quota.perSecond !== quota.perSecond ||
+      first.quota.perDay !== quota.perDay ||
+      first.quota.counts !== quota.counts
+    ) {
       throw new InvalidOptionsError(
         `lanes.${name}.quota`,
         `shares the key ${JSON.stringify(quota.key)} with lane ${first.name}, and so its limits, but gives others: ` +
@@ -96,5 +111,5 @@ export function requireAgreeingQuotas(lanes: ReadonlyArray<{ name: string; quota
   }
 }
 
-const limitsText = ({ perSecond, perDay }: ResolvedLaneQuota): string =>
-  `perSecond ${JSON.stringify(perSecond)}, perDay ${JSON.stringify(perDay)}`;
+const limitsText = ({ perSecond, perDay, counts }: ResolvedLaneQuota): string =>
+  `perSecond ${JSON.stringify(perSecond)}, perDay ${JSON.stringify(perDay)}, counts ${JSON.stringify(counts)}`;

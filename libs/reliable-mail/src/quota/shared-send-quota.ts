@@ -1,7 +1,8 @@
 import type { SqlClient } from '../database/sql-client.js';
+import type { QuotaCounts } from '../options/reliable-mail-options.interface.js';
 import type { ResolvedLaneQuota } from '../options/resolve-quota.js';
-import { giveBackSendQuota } from '../outbox/sql/give-back-send-quota.js';
 import { pauseSendQuota } from '../outbox/sql/pause-send-quota.js';
+import { settleSendQuota } from '../outbox/sql/settle-send-quota.js';
 import { type QuotaShortfall, type SendQuotaPace, takeSendQuota } from '../outbox/sql/take-send-quota.js';
 import type { MailTransport } from '../transport/mail-transport.interface.js';
 import { ProviderLimits, type QuotaLogger } from './provider-limits.js';
@@ -18,9 +19,9 @@ export interface QuotaLimits {
 
 /** What one take allows the lane. */
 export interface QuotaTake {
-  /** Sends the lane may start now; the ones it does not use go back with `giveBack`. */
+  /** Sends the lane may start now; `settle` gives back what they do not use, and charges what they use beyond. */
   granted: number;
-  /** When the take was made, on the database's clock: `giveBack` finds its grant by it. */
+  /** When the take was made, on the database's clock: `settle` finds its grant by it. */
   takenAtMs: number;
   /** How long until a take could grant one more: 0 when one could now. */
   waitMs: number;
@@ -63,20 +64,20 @@ export interface SharedSendQuotaOptions {
 
 /**
  * One lane's share of a provider's limits, kept in the database for every instance (mail_send_quota, one row per
- * key): taken before each claim, so that a mail over the quota is never claimed and never charged an attempt; given
- * back when the claim found fewer rows; paused for every instance when the provider asks one to wait.
+ * key): taken before each claim, so that a mail over the quota is never claimed and never charged an attempt; settled
+ * with what the claimed rows cost; paused for every instance when the provider asks one to wait.
  */
 export class SharedSendQuota {
   private readonly provider: ProviderLimits | null;
   private readonly clock: () => number;
   private readonly dayMs: number;
-  /** The pace of the latest take, which its give-back keeps to; null for no rate. */
+  /** The pace of the latest take, which its settle keeps to; null for no rate. */
   private pace: SendQuotaPace | null = null;
   private limits: QuotaLimits = { perSecond: null, perDay: null };
   /** What the latest take found, on this instance's clock. */
   private sentToday: number | null = null;
   private dayResetsAt = 0;
-  /** The database's time of the latest take, which a give-back of it adjusts `sentToday` for. */
+  /** The database's time of the latest take, which a settle of it adjusts `sentToday` for. */
   private latestTakenAtMs: number | null = null;
   private pausedUntil = 0;
   private readonly grantClock = new GrantClock();
@@ -98,6 +99,11 @@ export class SharedSendQuota {
 
   get key(): string {
     return this.options.quota.key;
+  }
+
+  /** What the limits count, as the provider does: what `settle` is told the rows used. */
+  get counts(): QuotaCounts {
+    return this.options.quota.counts;
   }
 
   /** Takes up to `wanted` sends (at least 1) for this lane from the limits every instance shares. */
@@ -131,19 +137,23 @@ export class SharedSendQuota {
     };
   }
 
-  /** Returns `unused` of the sends `take` granted, which the lane did not use (its claim found fewer due rows). */
-  async giveBack(take: QuotaTake, unused: number): Promise<void> {
-    const count = Math.min(unused, take.granted);
-    if (count <= 0) return;
-    await giveBackSendQuota(this.db, {
+  /**
+   * Settles `take` with what its claim's rows cost (`quotaChargeOf` each): what they did not use goes back (the claim
+   * found fewer due rows), what they used beyond it is charged (mails to several recipients where the provider
+   * counts recipients), and the next takes wait for it.
+   */
+  async settle(take: QuotaTake, used: number): Promise<void> {
+    const unused = take.granted - used;
+    if (unused === 0) return;
+    await settleSendQuota(this.db, {
       key: this.key,
-      unused: count,
+      unused,
       burst: this.pace?.burst ?? null,
       takenAtMs: take.takenAtMs,
       dayMs: this.dayMs,
     });
-    // `state()` says what the give-back left, not what the take saw.
-    if (take.takenAtMs === this.latestTakenAtMs && this.sentToday !== null) this.sentToday -= count;
+    // `state()` says what the settle left, not what the take saw.
+    if (take.takenAtMs === this.latestTakenAtMs && this.sentToday !== null) this.sentToday -= unused;
   }
 
   /**

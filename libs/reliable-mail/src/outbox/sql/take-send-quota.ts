@@ -31,7 +31,7 @@ export type QuotaShortfall = 'paused' | 'daily' | 'rate';
 
 export interface SendQuotaGrant {
   granted: number;
-  /** When the take was made, on the database's clock in ms since the epoch: what a give-back names it by. */
+  /** When the take was made, on the database's clock in ms since the epoch: what its settle names it by. */
   takenAtMs: number;
   /** How long, on the database's clock, until a take could grant one more: 0 when one could now. */
   waitMs: number;
