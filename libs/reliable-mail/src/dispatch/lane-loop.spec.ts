@@ -246,7 +246,7 @@ describe('LaneLoop', () => {
       settle: () => Promise.reject(new Error('Query read timeout')),
       counts: 'messages',
       pauseFor: async () => undefined,
-      state: () => null,
+      state: () => ({ limits: { perSecond: 20, perDay: null } }),
     } as unknown as SharedSendQuota;
     const lane = started(laneWith(oneRow, accepted, quota));
     await waitFor('the settle to fail', () => lane.logged.some(({ msg }) => msg === 'could not settle the quota'));
@@ -271,12 +271,15 @@ describe('LaneLoop', () => {
       { ...claimRecord('one'), payload: { to: to('f@example.com'), cc: [], bcc: [] } },
       { ...claimRecord('closed'), skip_reason: 'cancelled', attempt_id: null },
     ];
+    const limited = { perSecond: 20, perDay: null };
     it.each([
-      { counts: 'recipients', granted: 4, used: 4, released: [] },
+      { counts: 'recipients', granted: 4, limits: limited, used: 4, released: [] },
       // The second row does not fit in what is left of 2 once the first took 3: it goes back to the queue.
-      { counts: 'recipients', granted: 2, used: 3, released: ['one'] },
-      { counts: 'messages', granted: 4, used: 2, released: [] },
-    ])('counted in $counts, $granted granted: $used used', async ({ counts, granted, used, released }) => {
+      { counts: 'recipients', granted: 2, limits: limited, used: 3, released: ['one'] },
+      // No limit in force (the provider's unread): the take granted what was asked, and every row goes.
+      { counts: 'recipients', granted: 2, limits: { perSecond: null, perDay: null }, used: 4, released: [] },
+      { counts: 'messages', granted: 4, limits: limited, used: 2, released: [] },
+    ])('counted in $counts, $granted granted: $used used', async ({ counts, granted, limits, used, released }) => {
       let claimed = false;
       const threeRows: Answer = (statement) => {
         if (statement !== 'reliable_mail_claim' || claimed) return undefined;
@@ -289,7 +292,7 @@ describe('LaneLoop', () => {
         settle: async (_take: unknown, charged: number) => void settled.push(charged),
         counts,
         pauseFor: async () => undefined,
-        state: () => null,
+        state: () => ({ limits }),
       } as unknown as SharedSendQuota;
       const lane = started(laneWith(threeRows, accepted, quota));
       await waitFor('the claim to be settled', () => settled.length > 0);
@@ -319,7 +322,7 @@ describe('LaneLoop', () => {
         settle: async () => undefined,
         counts: 'messages',
         pauseFor: async () => undefined,
-        state: () => null,
+        state: () => ({ limits: { perSecond: 20, perDay: null } }),
       }) as unknown as SharedSendQuota;
 
     it("starts a row's send at its grant's time, not as soon as the row is in hand", async () => {

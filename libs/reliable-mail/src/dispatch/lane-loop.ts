@@ -123,6 +123,11 @@ export class LaneLoop {
   /** When the shared quota, found spent or paused, may grant again (`performance.now()`); 0 when it may now. */
   private quotaReadyAt = 0;
   /**
+   * What the lane's claimed rows cost its quota on average, recently (1 where it counts messages, or for mails to one
+   * recipient): a claim takes the rows its grant can cover, not one per grant, so that few go back unsent.
+   */
+  private chargePerRow = 1;
+  /**
    * Rows of a rate-limited lane whose send waits for its grant's time (`performance.now()`, so that a step of the
    * wall clock neither holds them longer nor lets them go early). They take no slot while held: a lane's sends are
    * not made fewer by the hold, only later.
@@ -324,9 +329,10 @@ export class LaneLoop {
       return Math.max(1, Math.min(shared!.waitMs, pollIntervalMs));
     }
     const lockToken = randomUUID();
+    const rowLimit = shared ? Math.max(1, Math.floor(limit / this.chargePerRow)) : limit;
     const rows = await claimRows(this.deps.database, {
       lane: this.lane.name,
-      limit,
+      limit: rowLimit,
       lockToken,
       workerId,
       leaseMs,
@@ -354,7 +360,8 @@ export class LaneLoop {
     this.ready.push(...kept);
     this.pump();
     if (shared) this.settleQuota(shared, charge);
-    this.backlogSeen = rows.length === limit;
+    // Rows handed back past the grant are due rows too.
+    this.backlogSeen = rows.length === rowLimit || kept.length < rows.length;
     if (!this.backlogSeen) return pollIntervalMs;
     if (this.inFlight.size + this.unheldReady() >= this.prefetch * this.slots) return -1;
     return Math.max(this.throttle.waitMs(Date.now()), Math.ceil(sharedReadyAt - performance.now()));
@@ -376,12 +383,19 @@ export class LaneLoop {
    * nothing. A hand-back that fails leaves its rows to their lease.
    */
   private async withinGrant(rows: ClaimedRow[], granted: number): Promise<{ kept: ClaimedRow[]; charge: number }> {
-    const { counts } = this.deps.quota!;
+    const quota = this.deps.quota!;
     const copies = this.lane.unsubscribe !== null;
     const charges = rows.map((row) =>
-      row.skipReason === null ? quotaChargeOf(envelopeOf(row).length, counts, copies) : 0,
+      row.skipReason === null ? quotaChargeOf(envelopeOf(row).length, quota.counts, copies) : 0,
     );
-    const covered = keptWithinGrant(charges, granted);
+    const sending = charges.filter((charge) => charge > 0);
+    if (sending.length > 0) {
+      const average = sending.reduce((sum, charge) => sum + charge, 0) / sending.length;
+      this.chargePerRow = Math.max(1, (this.chargePerRow * 3 + average) / 4);
+    }
+    // With no limit in force (none given, or the provider's unread) the take granted what was asked: nothing to trim.
+    const { perSecond, perDay } = quota.state().limits;
+    const covered = perSecond === null && perDay === null ? charges.map(() => true) : keptWithinGrant(charges, granted);
     const kept = rows.filter((_row, index) => covered[index]);
     const beyond = rows.filter((_row, index) => !covered[index]);
     if (beyond.length > 0) {

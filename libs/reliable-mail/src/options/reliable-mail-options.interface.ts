@@ -440,20 +440,21 @@ export type QuotaCounts = 'recipients' | 'messages';
  */
 export interface LaneQuotaOptions {
   /**
-   * The most messages a second, all instances together: no second holds more (a fraction rounds down: 14.5 lets a
-   * second hold 14). They go at 95 % of it (20 per 1,050 ms for 20), which leaves room for sends that reach the
-   * provider a little unevenly.
+   * The most sends a second (messages or recipients, as `counts` says), all instances together: no second holds more
+   * (a fraction rounds down: 14.5 lets a second hold 14). They go at 93 % of it (20 per 1,075 ms for 20), which
+   * leaves room for sends that reach the provider a little unevenly.
    */
   perSecond?: number | 'provider';
-  /** The most messages in a rolling 24 hours, all instances together. */
+  /** The most sends in a rolling 24 hours (messages or recipients, as `counts` says), all instances together. */
   perDay?: number | 'provider';
   /**
    * What the limits count, as the provider does: `'recipients'` for SES, whose rate and quota count each recipient
-   * (a mail to 5 counts 5); `'messages'` for a provider that counts requests. A mail to several recipients takes one
+   * (a mail to 5 counts 5); `'messages'` for a provider that counts messages (a mail past 50 recipients, which goes
+   * in several requests, counts once). A mail to several recipients takes one
    * grant and is charged the rest once claimed, so a lane may go over for a moment and then wait for it, as SES itself
    * lets such a mail through while any of the second is left. In a non-transactional lane each recipient gets a
    * message of its own: there both count each recipient.
-   * @default `'recipients'` with `quota: 'provider'` (SES), else `'messages'`
+   * @default `'recipients'` where a limit is `'provider'` (SES's), else `'messages'`
    */
   counts?: QuotaCounts;
   /**

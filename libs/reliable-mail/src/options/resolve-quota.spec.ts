@@ -64,6 +64,19 @@ describe("a lane's quota", () => {
       },
     },
     {
+      name: 'a limit read from the provider (SES) counts recipients; given, it counts messages unless told',
+      lanes: {
+        bulk: { quota: { perSecond: 'provider', perDay: 1_000 } },
+        news: { quota: { perSecond: 14 } },
+        login: { quota: { perSecond: 14, key: 'ses', counts: 'recipients' } },
+      },
+      quotas: {
+        bulk: { key: 'bulk', perSecond: 'provider', perDay: 1_000, counts: 'recipients' },
+        news: { key: 'news', perSecond: 14, perDay: null, counts: 'messages' },
+        login: { key: 'ses', perSecond: 14, perDay: null, counts: 'recipients' },
+      },
+    },
+    {
       name: 'no limit: only the provider’s pauses are shared',
       lanes: { bulk: { quota: {} } },
       quotas: { bulk: { key: 'bulk', perSecond: null, perDay: null, counts: 'messages' } },

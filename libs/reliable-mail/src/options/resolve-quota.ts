@@ -32,9 +32,7 @@ export function resolveQuota(
 ): ResolvedLaneQuota | null {
   if (quota === undefined) return null;
   const option = `lanes.${lane}.quota`;
-  // The only transport that reports its limits is SES's, which counts recipients.
-  const given: LaneQuotaOptions =
-    quota === 'provider' ? { perSecond: 'provider', perDay: 'provider', counts: 'recipients' } : quota;
+  const given: LaneQuotaOptions = quota === 'provider' ? { perSecond: 'provider', perDay: 'provider' } : quota;
   if (!given || typeof given !== 'object' || Array.isArray(given)) {
     throw new InvalidOptionsError(
       option,
@@ -70,7 +68,8 @@ export function resolveQuota(
       `must be a string of 1 to ${LONGEST_KEY} characters, got ${JSON.stringify(key)}`,
     );
   }
-  const counts = given.counts ?? 'messages';
+  // A limit read from the provider is SES's, which counts recipients.
+  const counts = given.counts ?? (perSecond === 'provider' || perDay === 'provider' ? 'recipients' : 'messages');
   if (!COUNTS.has(counts)) {
     throw new InvalidOptionsError(
       `${option}.counts`,
