@@ -56,7 +56,7 @@ const claimRecord = (id: string) => ({
   rejected_recipients: null,
 });
 
-type Answer = (statement: string) => Promise<unknown[]> | undefined;
+type Answer = (statement: string, values: readonly unknown[]) => Promise<unknown[]> | undefined;
 
 /** What the transport made of every row: nobody to send to, so nothing to say of the server. */
 const accepted: AttemptResult = {
@@ -77,7 +77,7 @@ function laneWith(answer: Answer, result: AttemptResult = accepted, quota: Share
       const { name, text } = statement.in(tablesIn(DEFAULT_SCHEMA));
       statements.push(name ?? text);
       if (name === 'reliable_mail_release') released.push(...(values[0] as string[]));
-      return (answer(name ?? '') ?? Promise.resolve([])) as Promise<R[]>;
+      return (answer(name ?? '', values) ?? Promise.resolve([])) as Promise<R[]>;
     },
   };
   const delivered: string[] = [];
@@ -273,18 +273,18 @@ describe('LaneLoop', () => {
     ];
     const limited = { perSecond: 20, perDay: null };
     it.each([
-      { counts: 'recipients', granted: 4, limits: limited, used: 4, released: [] },
+      { counts: 'recipients', granted: 5, limits: limited, used: 4, released: [] },
       // The second row does not fit in what is left of 2 once the first took 3: it goes back to the queue.
       { counts: 'recipients', granted: 2, limits: limited, used: 3, released: ['one'] },
       // No limit in force (the provider's unread): the take granted what was asked, and every row goes.
-      { counts: 'recipients', granted: 2, limits: { perSecond: null, perDay: null }, used: 4, released: [] },
+      { counts: 'recipients', granted: 3, limits: { perSecond: null, perDay: null }, used: 4, released: [] },
       { counts: 'messages', granted: 4, limits: limited, used: 2, released: [] },
     ])('counted in $counts, $granted granted: $used used', async ({ counts, granted, limits, used, released }) => {
       let claimed = false;
-      const threeRows: Answer = (statement) => {
+      const threeRows: Answer = (statement, values) => {
         if (statement !== 'reliable_mail_claim' || claimed) return undefined;
         claimed = true;
-        return Promise.resolve(rows);
+        return Promise.resolve(rows.slice(0, values[1] as number));
       };
       const settled: number[] = [];
       const quota = {
@@ -298,6 +298,42 @@ describe('LaneLoop', () => {
       await waitFor('the claim to be settled', () => settled.length > 0);
       expect(settled[0]).toBe(used);
       expect(lane.released).toEqual(released);
+    });
+  });
+
+  describe('a claim takes the rows its grant covers at what rows have cost of late', () => {
+    const fourEach = (id: string) => ({
+      ...claimRecord(id),
+      payload: { to: ['a', 'b', 'c', 'd'].map((name) => ({ address: `${name}-${id}@example.com` })), cc: [], bcc: [] },
+    });
+    it.each([
+      // 8 granted: 2 rows of 4 kept, the rest handed back; 4 a row of late (1 → 1.75) makes the next claim 4 rows.
+      { name: 'with a limit', limits: { perSecond: 20, perDay: null }, claimLimits: [8, 4] },
+      { name: 'with none in force', limits: { perSecond: null, perDay: null }, claimLimits: [8, 8] },
+    ])('$name', async ({ limits, claimLimits }) => {
+      const asked: number[] = [];
+      const twoClaims: Answer = (statement, values) => {
+        if (statement !== 'reliable_mail_claim' || asked.length === 2) return undefined;
+        const limit = values[1] as number;
+        asked.push(limit);
+        return Promise.resolve(Array.from({ length: limit }, (_, index) => fourEach(`${asked.length}-${index}`)));
+      };
+      const quota = {
+        take: async () => ({ granted: 8, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 }),
+        settle: async () => undefined,
+        counts: 'recipients',
+        pauseFor: async () => undefined,
+        state: () => ({ limits }),
+      } as unknown as SharedSendQuota;
+      const lane = started(laneWith(twoClaims, accepted, quota));
+      // Every send ends at once, so that the lane claims again.
+      const ending = setInterval(() => lane.sends.splice(0).forEach((end) => end()), 1);
+      try {
+        await waitFor('two claims', () => asked.length === 2);
+      } finally {
+        clearInterval(ending);
+      }
+      expect(asked).toEqual(claimLimits);
     });
   });
 

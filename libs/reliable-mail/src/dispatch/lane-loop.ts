@@ -329,7 +329,7 @@ export class LaneLoop {
       return Math.max(1, Math.min(shared!.waitMs, pollIntervalMs));
     }
     const lockToken = randomUUID();
-    const rowLimit = shared ? Math.max(1, Math.floor(limit / this.chargePerRow)) : limit;
+    const rowLimit = shared && this.quotaLimited() ? Math.max(1, Math.floor(limit / this.chargePerRow)) : limit;
     const rows = await claimRows(this.deps.database, {
       lane: this.lane.name,
       limit: rowLimit,
@@ -388,14 +388,14 @@ export class LaneLoop {
     const charges = rows.map((row) =>
       row.skipReason === null ? quotaChargeOf(envelopeOf(row).length, quota.counts, copies) : 0,
     );
-    const sending = charges.filter((charge) => charge > 0);
+    // With no limit in force the take granted what was asked: nothing to trim.
+    const covered = this.quotaLimited() ? keptWithinGrant(charges, granted) : charges.map(() => true);
+    // The rows kept that send, not those handed back, which count when they are claimed again.
+    const sending = charges.filter((charge, index) => covered[index] && charge > 0);
     if (sending.length > 0) {
       const average = sending.reduce((sum, charge) => sum + charge, 0) / sending.length;
       this.chargePerRow = Math.max(1, (this.chargePerRow * 3 + average) / 4);
     }
-    // With no limit in force (none given, or the provider's unread) the take granted what was asked: nothing to trim.
-    const { perSecond, perDay } = quota.state().limits;
-    const covered = perSecond === null && perDay === null ? charges.map(() => true) : keptWithinGrant(charges, granted);
     const kept = rows.filter((_row, index) => covered[index]);
     const beyond = rows.filter((_row, index) => !covered[index]);
     if (beyond.length > 0) {
@@ -413,8 +413,19 @@ export class LaneLoop {
     return { kept, charge: charges.reduce((sum, charge, index) => (covered[index] ? sum + charge : sum), 0) };
   }
 
+  /**
+   * Whether the lane's quota had a limit in force at its latest take; without one (none given, or the provider's
+   * unread) a take grants what it is asked.
+   */
+  private quotaLimited(): boolean {
+    const { perSecond, perDay } = this.deps.quota!.state().limits;
+    return perSecond !== null || perDay !== null;
+  }
+
   /** Settles a take of the shared quota once the rows are in hand: a failure costs only its grants' accuracy. */
   private settleQuota(take: QuotaTake, used: number): void {
+    // Nothing to give back or charge: no statement, and no wake-up when it ends.
+    if (used === take.granted) return;
     this.track(
       this.deps.quota!.settle(take, used).catch((error: unknown) => {
         if (!reportedAsOutage(error))
