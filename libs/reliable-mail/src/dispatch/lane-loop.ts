@@ -378,8 +378,8 @@ export class LaneLoop {
 
   /**
    * The claimed rows the quota's grant covers, and what they cost it as its provider counts (`quotaChargeOf`): where
-   * it counts recipients, a claim of one row a grant can hold more recipients than were granted, and the rows past
-   * the grant go back to the queue untouched. Rows closed at their claim (suppressed, unsubscribed, cancelled) cost
+   * it counts recipients, the rows claimed for a grant can hold more recipients than were granted, and those past the
+   * grant go back to the queue untouched. Rows closed at their claim (suppressed, unsubscribed, cancelled) cost
    * nothing. A hand-back that fails leaves its rows to their lease.
    */
   private async withinGrant(rows: ClaimedRow[], granted: number): Promise<{ kept: ClaimedRow[]; charge: number }> {
