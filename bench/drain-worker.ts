@@ -13,6 +13,7 @@ import type { Runner } from 'graphile-worker';
 import nodemailer from 'nodemailer';
 import type { PgBoss } from 'pg-boss';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
+import { type IdleStages, IdleStageTrace } from './idle-stages.js';
 import {
   FROM,
   GRAPHILE_TASK,
@@ -39,6 +40,9 @@ interface SystemRunner {
   start(): Promise<void>;
   stop(): Promise<void>;
   stats?(): unknown;
+  /** reliable-mail with BENCH_TRACE_IDLE: the stages of the idle mails traced since `traceIdle`. */
+  idleStages?(): IdleStages | null;
+  traceIdle?(): void;
   send?(request: { messageId: string; index: number }): Promise<void>;
 }
 
@@ -98,9 +102,23 @@ class Timing {
   }
 }
 
-async function instrumentReliableMail() {
+async function instrumentReliableMail(trace: IdleStageTrace | null) {
   const { OutboxDatabase } = await import('../libs/reliable-mail/src/database/outbox-database.js');
   const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp/smtp-mail.transport.js');
+  if (trace) {
+    const { LaneLoop } = await import('../libs/reliable-mail/src/dispatch/lane-loop.js');
+    const { Delivery } = await import('../libs/reliable-mail/src/dispatch/delivery.js');
+    const wake = LaneLoop.prototype.wake;
+    LaneLoop.prototype.wake = function (this: InstanceType<typeof LaneLoop>) {
+      trace.mark('wake');
+      wake.apply(this);
+    };
+    const attempt = Delivery.prototype.attempt;
+    Delivery.prototype.attempt = function (this: InstanceType<typeof Delivery>, ...params: Parameters<typeof attempt>) {
+      trace.mark('attempt');
+      return attempt.apply(this, params);
+    };
+  }
   type OutboxDatabase = InstanceType<typeof OutboxDatabase>;
   type SmtpMailTransport = InstanceType<typeof SmtpMailTransport>;
   const timings = { claim: new Timing(), settle: new Timing(), deleteEvents: new Timing(), smtpSend: new Timing() };
@@ -113,8 +131,11 @@ async function instrumentReliableMail() {
   const query = OutboxDatabase.prototype.query;
   OutboxDatabase.prototype.query = async function <R>(this: OutboxDatabase, ...params: Parameters<typeof query>) {
     const started = performance.now();
-    const rows = await query.apply(this, params);
     const { name } = params[0].in(tablesIn(DEFAULT_SCHEMA));
+    const claim = name === 'reliable_mail_claim';
+    if (claim) trace?.mark('claim-start');
+    const rows = await query.apply(this, params);
+    if (claim) trace?.mark('claim-end', rows.length);
     const timing = name ? timed[name] : undefined;
     timing?.[0].record(performance.now() - started, timing[1](params[1], rows));
     return rows as R[];
@@ -122,9 +143,11 @@ async function instrumentReliableMail() {
   const send = SmtpMailTransport.prototype.send;
   SmtpMailTransport.prototype.send = async function (this: SmtpMailTransport, ...params: Parameters<typeof send>) {
     const started = performance.now();
+    trace?.mark('send-start');
     try {
       return await send.apply(this, params);
     } finally {
+      trace?.mark('send-end');
       timings.smtpSend.record(performance.now() - started, 1);
     }
   };
@@ -171,11 +194,12 @@ function smtpOnly(): SystemRunner {
 
 function reliableMail(): SystemRunner {
   let timings: Awaited<ReturnType<typeof instrumentReliableMail>> | null = null;
+  const trace = process.env.BENCH_TRACE_IDLE ? new IdleStageTrace() : null;
   let moduleRef: TestingModule | null = null;
   return {
     async prepare() {
       await import('reflect-metadata');
-      timings = await instrumentReliableMail();
+      timings = await instrumentReliableMail(trace);
       const { MikroOrmModule } = await import('@mikro-orm/nestjs');
       const { EventEmitterModule } = await import('@nestjs/event-emitter');
       const { ScheduleModule } = await import('@nestjs/schedule');
@@ -198,6 +222,8 @@ function reliableMail(): SystemRunner {
       await moduleRef!.init();
     },
     stats: () => timings,
+    idleStages: () => trace?.stages() ?? null,
+    traceIdle: () => trace?.clear(),
     async stop() {
       await moduleRef?.close();
     },
@@ -316,6 +342,8 @@ serveIpc({
     return true;
   },
   stats: () => ({ ...(runner.stats?.() as object), vmHwm: vmHwmBytes() }),
+  idleStages: () => runner.idleStages?.() ?? null,
+  traceIdle: () => runner.traceIdle?.() ?? null,
   async stop() {
     clearInterval(rssTimer);
     await runner.stop();

@@ -1,6 +1,7 @@
 // The table printed at the end of a run.
 import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
+import type { StageFigure } from '../idle-stages.js';
 import type { CriticalResult, LatencyFigure, SystemResult } from './types.js';
 import { phases, runStartedAt } from './context.js';
 
@@ -196,6 +197,17 @@ export function report(
     );
     for (const key of ['claim', 'settle', 'deleteEvents', 'smtpSend'])
       lines.push(`  ${key}: ${JSON.stringify(stats[key])}`);
+    lines.push('');
+  }
+  const stages = results.find((result) => result.idleStages)?.idleStages;
+  if (stages) {
+    const ms = (figure: StageFigure) =>
+      (['p50', 'p90', 'p99'] as const).map((p) => `${p} ${figure[p]?.toFixed(2) ?? '-'}`).join(' / ') + ' ms';
+    lines.push(`reliable-mail's idle mails in the worker process (BENCH_TRACE_IDLE; ${stages.mails} traced):`);
+    lines.push(`  wake-up to the claim sent:  ${ms(stages.wakeToClaim)}`);
+    lines.push(`  the claim (one row):        ${ms(stages.claim)}`);
+    lines.push(`  claim to the send started:  ${ms(stages.claimToSend)}`);
+    lines.push(`  the SMTP send:              ${ms(stages.send)}`);
     lines.push('');
   }
   lines.push('phases:');

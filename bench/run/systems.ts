@@ -1,5 +1,6 @@
 // Each system under test: smtp-only, the queues, and reliable-mail's critical lane under a bulk backlog.
 import { Child, now, queueMessageId, settings, sleep, type SystemName } from '../common.js';
+import type { IdleStages } from '../idle-stages.js';
 import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from '../producers.js';
 import type { CriticalResult, SystemResult } from './types.js';
 import { createDatabase, dropDatabase, limit, log, phase, tag } from './context.js';
@@ -85,9 +86,12 @@ export async function benchQueue(
     );
     try {
       result.drain = await phase(`${system}: drain N`, () => measureDrain(system, sink, worker, rss, batched.ids));
+      const tracing = system === 'reliable-mail' && Boolean(process.env.BENCH_TRACE_IDLE);
+      if (tracing) await worker.request('traceIdle');
       result.idle = await phase(`${system}: idle latency`, () =>
         measureIdle(sink, (index) => producer.enqueueOne(index, 'idle')),
       );
+      if (tracing) result.idleStages = (await worker.request<IdleStages | null>('idleStages')) ?? undefined;
     } finally {
       await worker.stop();
     }

@@ -1,5 +1,6 @@
 // The shapes of what the benchmark measures, as bench/results/*.json stores them.
 import { type SystemName } from '../common.js';
+import type { IdleStages } from '../idle-stages.js';
 
 export interface SinkStats {
   received: number;
@@ -56,6 +57,8 @@ export interface SystemResult {
     workerStats?: unknown;
   };
   idle?: LatencyFigure;
+  /** reliable-mail with BENCH_TRACE_IDLE: where the idle mails' time went in the worker process. */
+  idleStages?: IdleStages;
   /** reliable-mail only: the drain again, with addresses on the suppression list (none of them a recipient). */
   drainWithSuppressions?: SystemResult['drain'];
   error?: string;
