@@ -100,9 +100,20 @@ const brokers = [
       }),
     readKept: (url: string) =>
       withAmqp(url, async (connection) => {
-        // Not acknowledged: the message goes back to the queue when the connection closes, for the next read.
-        const message = await (await connection.createChannel()).get('kept');
-        return message ? message.content.toString() : undefined;
+        // A broker that has just started may take a moment to recover its durable queues after it accepts
+        // connections (a CI run read 404 NOT_FOUND once): asked again for up to 10 s, each time on a new channel,
+        // since a 404 closes the one it came on.
+        for (const deadline = Date.now() + 10_000; ; await new Promise((resolve) => setTimeout(resolve, 200))) {
+          const channel = await connection.createChannel();
+          channel.on('error', () => undefined);
+          try {
+            // Not acknowledged: the message goes back to the queue when the connection closes, for the next read.
+            const message = await channel.get('kept');
+            return message ? message.content.toString() : undefined;
+          } catch (error) {
+            if ((error as { code?: unknown }).code !== 404 || Date.now() > deadline) throw error;
+          }
+        }
       }),
   },
 ];
