@@ -301,6 +301,33 @@ describe('LaneLoop', () => {
     });
   });
 
+  it('a hand-back of the rows past the grant that fails leaves them to their lease; the kept row is sent', async () => {
+    let claimed = false;
+    const to = (id: string) => [{ address: `a-${id}@example.com` }, { address: `b-${id}@example.com` }];
+    const twoRows: Answer = (statement) => {
+      if (statement === 'reliable_mail_release') return Promise.reject(new Error('Query read timeout'));
+      if (statement !== 'reliable_mail_claim' || claimed) return undefined;
+      claimed = true;
+      return Promise.resolve(
+        ['first', 'second'].map((id) => ({ ...claimRecord(id), payload: { to: to(id), cc: [], bcc: [] } })),
+      );
+    };
+    const quota = {
+      take: async () => ({ granted: 2, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 }),
+      settle: async () => undefined,
+      counts: 'recipients',
+      pauseFor: async () => undefined,
+      state: () => ({ limits: { perSecond: 20, perDay: null } }),
+    } as unknown as SharedSendQuota;
+    const lane = started(laneWith(twoRows, accepted, quota));
+    await waitFor('the first row sent', () => lane.delivered.length === 1);
+    expect(lane.delivered).toEqual(['first']);
+    expect(lane.logged).toContainEqual({
+      level: 'warn',
+      msg: 'could not hand back the rows past the quota; they are claimed again after the lease',
+    });
+  });
+
   describe('a claim takes the rows its grant covers at what rows have cost of late', () => {
     const fourEach = (id: string) => ({
       ...claimRecord(id),

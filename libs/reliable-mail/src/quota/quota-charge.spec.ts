@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
 import type { QuotaCounts } from '../options/reliable-mail-options.interface.js';
 import { keptWithinGrant, quotaChargeOf } from './quota-charge.js';
 
@@ -29,5 +30,21 @@ describe('which claimed rows a grant covers', () => {
     { name: 'no rows', charges: [], granted: 4, kept: [] },
   ])('$name', ({ charges, granted, kept }) => {
     expect(keptWithinGrant(charges, granted)).toEqual(kept);
+  });
+});
+
+describe('which claimed rows a grant covers, for any charges', () => {
+  it('keeps every free row and the first that costs anything, and never more than granted beyond that one', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(60), { maxLength: 64 }), fc.integer({ min: 1, max: 500 }), (charges, granted) => {
+        const kept = keptWithinGrant(charges, granted);
+        expect(kept).toHaveLength(charges.length);
+        charges.forEach((charge, index) => charge === 0 && expect(kept[index]).toBe(true));
+        const first = charges.findIndex((charge) => charge > 0);
+        if (first >= 0) expect(kept[first]).toBe(true);
+        const used = charges.reduce((sum, charge, index) => (kept[index] ? sum + charge : sum), 0);
+        expect(used <= granted || used === charges[first]).toBe(true);
+      }),
+    );
   });
 });
