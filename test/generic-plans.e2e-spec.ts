@@ -5,6 +5,7 @@ import { CONNECTION_SETTINGS } from '../libs/reliable-mail/src/database/outbox-d
 import type { SqlClient, Statement } from '../libs/reliable-mail/src/database/sql-client.js';
 import { deleteUnlinkedFeedback } from '../libs/reliable-mail/src/feedback/sql/feedback-retention.js';
 import { recordFeedback } from '../libs/reliable-mail/src/feedback/sql/record-feedback.js';
+import { anyDue } from '../libs/reliable-mail/src/outbox/sql/any-due.js';
 import { claimRows } from '../libs/reliable-mail/src/outbox/sql/claim.js';
 import {
   claimUnconfirmedEvents,
@@ -107,6 +108,7 @@ const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
     }),
   (db) => settleRows(db, [settleInputOf(settlement)], 30_000),
   (db) => extendLease(db, { id: randomUUID(), lockToken: randomUUID() }, 600_000),
+  (db) => anyDue(db, 'default'),
   (db) => releaseRows(db, [{ id: randomUUID(), lockToken: randomUUID(), attemptId: randomUUID() }]),
   (db) => releaseUnansweredClaims(db, 'default', [randomUUID()]),
   (db) =>
@@ -158,6 +160,7 @@ describe("the statements reliable-mail's connections prepare, planned once on em
     );
     expect(statements.map((statement) => statement.name).sort()).toEqual(
       [
+        'reliable_mail_any_due',
         'reliable_mail_claim',
         'reliable_mail_claim_events',
         'reliable_mail_claim_relay',

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { MailOutboxHealthIndicator, MailOutboxService } from '@reliable-mail/nestjs';
 import { sesTransport } from './support/provider-stand-ins.js';
@@ -105,6 +106,31 @@ describe("a lane's provider quota, shared by every instance (lanes.<name>.quota)
       status: 'up',
       dispatcher: { quotas: { default: { exhausted: null, sentToday: 3 } } },
     });
+  });
+  it('an idle lane asks whether a row is due before its poll takes from the quota: its polls write nothing, and health counts what was sent', async () => {
+    const front = await sesFront();
+    const options = testMailOptions(bed.smtpUrl, {
+      transport: sesTransport(front),
+      lanes: { default: { quota: { perDay: 5, key: 'ses-idle' } } },
+    });
+    const app = await bed.startApp(options);
+    await app.get(MailOutboxService).enqueue({ to: 'user@example.com', subject: 'Hi', text: 'x' });
+    await waitFor('the mail sent', () => app.events.sent.length === 1);
+    // A take and its give-back wrote the quota's row at every poll (every 50 ms here); now, once the claim after the
+    // send has found nothing, no poll writes it. Waited for, not timed: the code before never passed this.
+    const rowVersion = async () =>
+      (
+        (await bed.execute(`select xmin::text as version from mail_send_quota where key = 'ses-idle'`)) as Array<{
+          version: string;
+        }>
+      )[0].version;
+    await waitFor('ten polls that left the quota unwritten', async () => {
+      const before = await rowVersion();
+      await sleep(10 * options.dispatcher!.pollIntervalMs!);
+      return (await rowVersion()) === before;
+    });
+    const { quotas } = (await app.get(MailOutboxHealthIndicator).isHealthy()).mail.dispatcher;
+    expect(quotas).toMatchObject({ default: { sentToday: 1, exhausted: null } });
   });
   it('a quota that counts recipients (SES): each mail is charged its recipients, and what a grant cannot cover waits unsent', async () => {
     const front = await sesFront();

@@ -77,7 +77,9 @@ function laneWith(answer: Answer, result: AttemptResult = accepted, quota: Share
       const { name, text } = statement.in(tablesIn(DEFAULT_SCHEMA));
       statements.push(name ?? text);
       if (name === 'reliable_mail_release') released.push(...(values[0] as string[]));
-      return (answer(name ?? '', values) ?? Promise.resolve([])) as Promise<R[]>;
+      // Unless a test says otherwise, a lane that asks whether a row is due hears yes, and goes on to its claim.
+      const unanswered = name === 'reliable_mail_any_due' ? [{ due: true }] : [];
+      return (answer(name ?? '', values) ?? Promise.resolve(unanswered)) as Promise<R[]>;
     },
   };
   const delivered: string[] = [];
@@ -252,6 +254,58 @@ describe('LaneLoop', () => {
     await waitFor('the settle to fail', () => lane.logged.some(({ msg }) => msg === 'could not settle the quota'));
     expect(lane.logged.map(({ msg }) => msg)).not.toContain('claim failed; trying again after the poll interval');
     expect(lane.settled).toEqual(['first']);
+  });
+
+  describe('an idle lane with a quota takes no grant at its polls while no row is due', () => {
+    /** Nothing is ever due: every claim finds no row, and every ask says so. */
+    const nothingDue: Answer = (statement) =>
+      statement === 'reliable_mail_any_due' ? Promise.resolve([{ due: false }]) : undefined;
+    function countingQuota() {
+      const takes: number[] = [];
+      const quota = {
+        take: async (wanted: number) => {
+          takes.push(wanted);
+          return { granted: wanted, takenAtMs: 0, waitMs: 0, shortBy: null, sendsStartAt: 0 };
+        },
+        settle: async () => undefined,
+        counts: 'messages',
+        pauseFor: async () => undefined,
+        state: () => ({ limits: { perSecond: 20, perDay: null } }),
+      } as unknown as SharedSendQuota;
+      return { quota, takes };
+    }
+    const count = (statements: string[], name: string) => statements.filter((statement) => statement === name).length;
+
+    it('after a claim that found no row, each poll asks whether one is due and takes nothing', async () => {
+      const { quota, takes } = countingQuota();
+      const lane = started(laneWith(nothingDue, accepted, quota));
+      await waitFor('three polls', () => count(lane.statements, 'reliable_mail_any_due') >= 3);
+      expect(takes).toHaveLength(1);
+      expect(count(lane.statements, 'reliable_mail_claim')).toBe(1);
+    });
+
+    it('a poll that finds a row due takes a grant and claims', async () => {
+      const { quota, takes } = countingQuota();
+      let due = false;
+      const dueLater: Answer = (statement) =>
+        statement === 'reliable_mail_any_due' ? Promise.resolve([{ due }]) : undefined;
+      const lane = started(laneWith(dueLater, accepted, quota));
+      await waitFor('a poll that asked', () => count(lane.statements, 'reliable_mail_any_due') >= 1);
+      due = true;
+      await waitFor('a second claim', () => count(lane.statements, 'reliable_mail_claim') >= 2);
+      expect(takes.length).toBeGreaterThanOrEqual(2);
+    });
+
+    it("a wake-up (an enqueue's NOTIFY) takes and claims without asking", async () => {
+      const { quota, takes } = countingQuota();
+      const lane = started(laneWith(nothingDue, accepted, quota));
+      await waitFor('a poll that asked', () => count(lane.statements, 'reliable_mail_any_due') >= 1);
+      expect(takes).toHaveLength(1);
+      // The ask still says no row is due: only the wake-up's claim takes.
+      lane.loop.wake();
+      await waitFor('the take of the wake-up', () => takes.length === 2);
+      await waitFor('its claim', () => count(lane.statements, 'reliable_mail_claim') === 2);
+    });
   });
 
   describe('a quota is settled with what the claimed rows cost, as its provider counts', () => {

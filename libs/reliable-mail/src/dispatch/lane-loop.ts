@@ -8,6 +8,7 @@ import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { MailEventPublisher } from '../events/mail-event.publisher.js';
 import type { MailMetrics } from '../metrics/mail-metrics.js';
 import type { ClaimedRow, Settlement } from '../outbox/queue.types.js';
+import { anyDue } from '../outbox/sql/any-due.js';
 import { claimRows } from '../outbox/sql/claim.js';
 import { extendLease } from '../outbox/sql/extend-lease.js';
 import { releaseRows } from '../outbox/sql/release.js';
@@ -105,6 +106,10 @@ export class LaneLoop {
   private rerunRequested = false;
   /** The last claim filled its limit, so a freed slot should claim again without waiting for a poll. */
   private backlogSeen = false;
+  /** The last claim found no row: a lane with a quota asks whether any is due before its next poll takes a grant. */
+  private foundNoneDue = false;
+  /** Woken (an enqueue's NOTIFY, a freed slot) since the last claim: rows are likely due, and the claim asks not. */
+  private wokenUp = false;
   /** When each send under way started (`performance.now()`). */
   private readonly sendsStartedAt = new Map<ClaimedRow, number>();
   /**
@@ -222,6 +227,7 @@ export class LaneLoop {
   /** Runs the loop now unless it is already running, in which case it runs again right after. */
   wake(): void {
     if (this.stopping) return;
+    this.wokenUp = true;
     if (this.running) {
       this.rerunRequested = true;
       return;
@@ -311,8 +317,14 @@ export class LaneLoop {
       this.throttle.giveBack(granted);
       return Math.min(quotaWaitMs, pollIntervalMs);
     }
+    const woken = this.wokenUp;
+    this.wokenUp = false;
     let shared: QuotaTake | null = null;
     try {
+      if (this.deps.quota && this.foundNoneDue && !woken && !(await anyDue(this.deps.database, this.lane.name))) {
+        this.throttle.giveBack(granted);
+        return pollIntervalMs;
+      }
       shared = this.deps.quota ? await this.deps.quota.take(granted) : null;
     } catch (error) {
       this.throttle.giveBack(granted);
@@ -348,6 +360,7 @@ export class LaneLoop {
       }
       throw error;
     });
+    this.foundNoneDue = rows.length === 0;
     const { kept, charge } = shared ? await this.withinGrant(rows, shared.granted) : { kept: rows, charge: 0 };
     this.throttle.giveBack(limit - kept.length);
     if (kept.length > 0 && this.deps.options.logging.perMail)
