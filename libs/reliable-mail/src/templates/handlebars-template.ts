@@ -173,7 +173,8 @@ export function handlebarsTemplate(options: HandlebarsTemplateOptions): MailTemp
       const sources = sourcesFor(locale);
       const subject = sources
         .subject(params, locale)
-        .replace(/\s*[\r\n]+\s*/g, ' ')
+        // A fold starts where whitespace does (the lookbehind): tried at each space of a long run, quadratic time.
+        .replace(/(?<!\s)\s*[\r\n]+\s*/g, ' ')
         .trim();
       const text = sources.text?.(params, locale);
       const finish = (html: string | undefined): RenderedContent => ({
