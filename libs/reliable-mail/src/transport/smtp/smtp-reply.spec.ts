@@ -46,6 +46,11 @@ describe('providerMessageIdOf', () => {
       input: '250 2.0.0 OK  1700000000 d9443c01a7336-2a1b3si123plj.123 - gsmtp',
       expected: 'd9443c01a7336-2a1b3si123plj.123',
     },
+    {
+      name: 'an id cut by the 512 characters searched (a reply longer than a line may be): none, not a part of it',
+      input: `250 2.0.0 Ok: ${'x'.repeat(484)} queued as ABCDEF123456`,
+      expected: null,
+    },
   ])('$name', ({ input, expected }) => {
     expect(providerMessageIdOf(input)).toBe(expected);
   });

@@ -64,17 +64,20 @@ export function replyOfError(error: SmtpError): SmtpReply {
 }
 
 /**
- * Where a queue id is looked for: the start of the reply, where servers put it. The bare-id pattern's `\s+` and
- * `[: ]*` can share the same spaces, which a server's reply of 64,000 of them made take 6 s.
+ * Where a queue id is looked for: a reply line's 512 octets (RFC 5321 4.5.3.1.5), where servers put it. The bare-id
+ * pattern's `\s+` and `[: ]*` can share the same spaces, which a server's reply of 64,000 of them made take 6 s.
  */
 const QUEUE_ID_SEARCHED_LENGTH = 512;
 
 /** The provider's queue id if the 250 reply carries one (`250 2.0.0 Ok: queued as 4BZ1x2`). */
 export function providerMessageIdOf(reply: string): string | null {
-  const searched = reply.trim().slice(0, QUEUE_ID_SEARCHED_LENGTH);
+  const trimmed = reply.trim();
+  const searched = trimmed.slice(0, QUEUE_ID_SEARCHED_LENGTH);
   for (const pattern of QUEUE_ID_PATTERNS) {
     const match = pattern.exec(searched);
-    if (match) return match[1];
+    // An id the cut ends may go on past it: none rather than a part of one.
+    const cutShort = match !== null && match.index + match[0].length === searched.length && searched !== trimmed;
+    if (match) return cutShort ? null : match[1];
   }
   return null;
 }
