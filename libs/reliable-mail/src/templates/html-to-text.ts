@@ -27,13 +27,15 @@ const NAMED_ENTITIES: Record<string, string> = {
   deg: '°',
 };
 
-/** The start tags of the elements dropped with their content (up to the end tag of the same name). */
-const DROPPED_START = /<(head|style|script|title|template|noscript)\b[^>]*>/gi;
-const LINK = /<a\b([^>]*)>([\s\S]*?)<\/a\s*>/gi;
+/** Where the elements dropped with their content start (they end at the first end tag of the same name). */
+const DROPPED_NAMES = ['head', 'style', 'script', 'title', 'template', 'noscript'];
+const DROPPED_START = new RegExp(`<(${DROPPED_NAMES.join('|')})\\b`, 'gi');
+const DROPPED_END = new Map(DROPPED_NAMES.map((name) => [name, new RegExp(`<\\/${name}\\s*>`, 'gi')]));
+/** A link, read at a start that LINK_START found. */
+const LINK = /<a\b([^>]*)>([\s\S]*?)<\/a\s*>/iy;
+const LINK_START = /<a\b/gi;
 const LINK_END = /<\/a\s*>/gi;
-const TAG_END = />/g;
 const COMMENT = /<!--[\s\S]*?-->/g;
-const COMMENT_END = /-->/g;
 const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i;
 const PARAGRAPH_TAGS = /<\/?(?:p|h[1-6]|table|ul|ol|blockquote|pre|hr|address|figure)\b[^>]*>/gi;
 const LINE_TAGS =
@@ -59,40 +61,37 @@ export function decodeEntities(text: string): string {
 }
 
 /**
- * `text` with `pattern` replaced up to the end of the last match of `end` only. Every match of `pattern` ends with an
- * `end`, so none lies past it; and a start past it, which would scan to the end of the text for an `end` that is not
- * there and fail, is not tried. Tried at each of a run of such starts (`<<<<…`, `<a><a>…` with no `</a>`), a pattern
- * took quadratic time: 256,000 characters held the event loop for 29 s.
+ * `text` with `pattern` replaced up to the end of the last `end` only. Every match of `pattern` ends with `end` (a tag
+ * with `>`, a comment with `-->`, and no `end` within either but its last), so none lies past it; and a start past
+ * it, which would scan to the end of the text for an `end` that is not there and fail, is not tried. Tried at each
+ * of a run of such starts (`<<<<…`, `<p <p …`), a pattern took quadratic time: 256,000 characters held the event
+ * loop for 29 s.
  */
-function replaceBeforeLastEnd(
-  text: string,
-  end: RegExp,
-  pattern: RegExp,
-  replacement: string | ((match: string, ...groups: string[]) => string),
-): string {
-  let cut = 0;
-  for (const match of text.matchAll(end)) cut = match.index + match[0].length;
-  return (
-    text.slice(0, cut).replace(pattern, replacement as (match: string, ...groups: string[]) => string) + text.slice(cut)
-  );
+function replaceBeforeLastEnd(text: string, end: string, pattern: RegExp, replacement: string): string {
+  const cut = text.lastIndexOf(end) + end.length;
+  return cut < end.length ? text : text.slice(0, cut).replace(pattern, replacement) + text.slice(cut);
 }
 
 /**
- * Drops each element of DROPPED_START with its content, as `/<(head|…)\b[^>]*>[\s\S]*?<\/\1\s*>/gi` would (leftmost
- * first, to the first end tag of its name), in linear time: that pattern tried each start tag whose end tag is not
- * there, scanning to the end of the text for it, and a name without one is not looked for again.
+ * Drops each dropped element with its content, as `/<(head|…)\b[^>]*>[\s\S]*?<\/\1\s*>/gi` would (leftmost first,
+ * to the first end tag of its name), in linear time. That pattern, at each start tag, scanned to the next `>` and
+ * then to the end of the text for an end tag that was not there, and did so again from the next character: here the
+ * next `>` is found once for a run of starts, and a name without an end tag is not looked for again.
  */
 function dropElements(html: string): string {
-  const lastTagEnd = html.lastIndexOf('>') + 1;
-  const searched = html.slice(0, lastTagEnd);
+  // Every start tag ends at a `>`: what follows the last one holds none.
+  const searched = html.slice(0, html.lastIndexOf('>') + 1);
   const unclosed = new Set<string>();
   let kept = '';
   let from = 0;
+  let tagEnd = -1;
   DROPPED_START.lastIndex = 0;
   for (let start = DROPPED_START.exec(searched); start; start = DROPPED_START.exec(searched)) {
+    const nameEnd = start.index + start[0].length;
+    if (tagEnd < nameEnd) tagEnd = searched.indexOf('>', nameEnd);
     const name = start[1].toLowerCase();
-    const end = new RegExp(`<\\/${name}\\s*>`, 'gi');
-    end.lastIndex = DROPPED_START.lastIndex;
+    const end = DROPPED_END.get(name)!;
+    end.lastIndex = tagEnd + 1;
     const closed = unclosed.has(name) ? null : end.exec(searched);
     if (!closed) {
       unclosed.add(name);
@@ -105,9 +104,30 @@ function dropElements(html: string): string {
   return kept + html.slice(from);
 }
 
+/**
+ * Replaces each link, as `LINK` with the g flag would, in linear time. A link ends at a `</a>`, and its start tag at
+ * a `>` before that: a start before the last `>` that precedes the last `</a>` always makes a link, and one after it
+ * never does. That pattern tried each of those too, scanning to the last `</a>` and failing (`<a <a <a … </a>`).
+ */
+function replaceLinks(text: string, link: (attributes: string, inner: string) => string): string {
+  let lastEnd = -1;
+  for (const end of text.matchAll(LINK_END)) lastEnd = end.index;
+  const lastStartEnd = lastEnd < 0 ? -1 : text.lastIndexOf('>', lastEnd - 1);
+  let replaced = '';
+  let from = 0;
+  LINK_START.lastIndex = 0;
+  for (let start = LINK_START.exec(text); start && start.index < lastStartEnd; start = LINK_START.exec(text)) {
+    LINK.lastIndex = start.index;
+    const [whole, attributes, inner] = LINK.exec(text)!;
+    replaced += text.slice(from, start.index) + link(attributes, inner);
+    from = LINK_START.lastIndex = start.index + whole.length;
+  }
+  return replaced + text.slice(from);
+}
+
 /** Removes each tag; what follows the last `>` holds none. */
 function stripTags(html: string): string {
-  return replaceBeforeLastEnd(html, TAG_END, /<[^>]*>/g, '');
+  return replaceBeforeLastEnd(html, '>', /<[^>]*>/g, '');
 }
 
 /**
@@ -117,10 +137,10 @@ function stripTags(html: string): string {
  */
 export function htmlToText(html: string): string {
   const urls: string[] = [];
-  let text = replaceBeforeLastEnd(html.replace(/[\uE000-\uE002\0]/g, ''), COMMENT_END, COMMENT, '');
+  let text = replaceBeforeLastEnd(html.replace(/[\uE000-\uE002\0]/g, ''), '-->', COMMENT, '');
   text = dropElements(text);
   // Whitespace in html source is a single space wherever it is.
-  text = replaceBeforeLastEnd(text.replace(/\s+/g, ' '), LINK_END, LINK, (_link, attributes: string, inner: string) => {
+  text = replaceLinks(text.replace(/\s+/g, ' '), (attributes, inner) => {
     const href = HREF.exec(attributes);
     const url = decodeEntities(href?.[1] ?? href?.[2] ?? href?.[3] ?? '').trim();
     if (!url || url.startsWith('#') || /^javascript:/i.test(url)) return inner;
@@ -132,12 +152,12 @@ export function htmlToText(html: string): string {
     if (label === url || label === bare) return inner;
     return `${inner} (${mark})`;
   });
-  text = replaceBeforeLastEnd(text, TAG_END, /<br\b[^>]*>/gi, '\n');
-  text = replaceBeforeLastEnd(text, TAG_END, /<li\b[^>]*>/gi, `${LINE}- `)
+  text = replaceBeforeLastEnd(text, '>', /<br\b[^>]*>/gi, '\n');
+  text = replaceBeforeLastEnd(text, '>', /<li\b[^>]*>/gi, `${LINE}- `)
     .replace(/<\/li\s*>/gi, LINE)
     .replace(/<\/t[dh]\s*>/gi, ' ');
-  text = replaceBeforeLastEnd(text, TAG_END, PARAGRAPH_TAGS, PARAGRAPH);
-  text = replaceBeforeLastEnd(text, TAG_END, LINE_TAGS, LINE);
+  text = replaceBeforeLastEnd(text, '>', PARAGRAPH_TAGS, PARAGRAPH);
+  text = replaceBeforeLastEnd(text, '>', LINE_TAGS, LINE);
   text = decodeEntities(stripTags(text))
     .replace(URL_MARK, (_mark, index: string) => urls[Number(index)])
     .replace(BREAKS, (run) => {
