@@ -71,6 +71,13 @@ describe('htmlToText', () => {
       text: 'Go (https://x.example.com/?q=&lt;)',
     },
     { name: 'no more than one blank line', html: '<div><p>A</p></div><div></div><div><p>B</p></div>', text: 'A\n\nB' },
+    {
+      // The text part marks where a link's URL and a block's edges go with these characters: written as references
+      // in a parameter, they put the first link's URL (or "undefined") and blank lines where the sender wrote none.
+      name: "the markers' characters, written as references, are dropped",
+      html: '<a href="https://x.example.com/">Go</a> &#xE000;0&#xE000; &#xe002;&#57345;&#x0E001;!',
+      text: 'Go (https://x.example.com/) 0 !',
+    },
   ])('$name', ({ html, text }) => {
     expect(htmlToText(html)).toBe(text);
   });

@@ -45,6 +45,8 @@ const LINE_TAGS =
 const URL_MARK = /\uE000(\d+)\uE000/g;
 const LINE = '\uE001';
 const PARAGRAPH = '\uE002';
+/** The markers' characters and NUL in the html, written or as references (`&#xE000;` decoded after the tags go). */
+const MARKS_AND_NUL = /[\uE000-\uE002\0]|&#(?:x0*e00[0-2]|0*5734[4-6]);/gi;
 // A run starts where spaces do (the lookbehind): tried at each of a long run of them, it took quadratic time.
 const BREAKS = /(?<![ \t])[ \t]*(?:[\uE001\uE002\n][ \t]*)+/g;
 
@@ -137,7 +139,7 @@ function stripTags(html: string): string {
  */
 export function htmlToText(html: string): string {
   const urls: string[] = [];
-  let text = replaceBeforeLastEnd(html.replace(/[\uE000-\uE002\0]/g, ''), '-->', COMMENT, '');
+  let text = replaceBeforeLastEnd(html.replace(MARKS_AND_NUL, ''), '-->', COMMENT, '');
   text = dropElements(text);
   // Whitespace in html source is a single space wherever it is.
   text = replaceLinks(text.replace(/\s+/g, ' '), (attributes, inner) => {
