@@ -306,6 +306,25 @@ describe('LaneLoop', () => {
       await waitFor('the take of the wake-up', () => takes.length === 2);
       await waitFor('its claim', () => count(lane.statements, 'reliable_mail_claim') === 2);
     });
+
+    it('an ask that fails (the database away) takes nothing and asks again at the next poll', async () => {
+      const { quota, takes } = countingQuota();
+      let asks = 0;
+      const askFailsTwice: Answer = (statement) => {
+        if (statement !== 'reliable_mail_any_due') return undefined;
+        asks += 1;
+        return asks <= 2
+          ? Promise.reject(new Error('Connection terminated unexpectedly'))
+          : Promise.resolve([{ due: true }]);
+      };
+      const lane = started(laneWith(askFailsTwice, accepted, quota));
+      await waitFor('a take after the ask answered', () => takes.length === 2);
+      // The two failed asks took nothing: the first take was the start's, the second followed the third ask.
+      expect(asks).toBe(3);
+      expect(
+        lane.logged.filter(({ msg }) => msg === 'claim failed; trying again after the poll interval'),
+      ).toHaveLength(2);
+    });
   });
 
   describe('a quota is settled with what the claimed rows cost, as its provider counts', () => {
