@@ -135,25 +135,32 @@ describe('a lane with SES, then Postmark (FailoverTransport)', () => {
     expect((await outbox.get(mail.id)).feedback).toEqual([expect.objectContaining({ kind: 'delivered' })]);
   });
 
-  it('the retry of a mail SES may have taken stays on SES, even when SES then refuses every message', async () => {
-    const front = new SesTestFront();
-    standIns.push(front);
-    await front.start();
-    const postmark = await new PostmarkTestApi().start();
-    standIns.push(postmark);
-    // The first request taken and its answer lost; the retry refused as an account's (an outage); then taken.
-    front.script.next('drop', SES_ERRORS.accountPaused);
-    const { app, outbox } = await start(sesTransport(front), postmark);
+  // A 500 may come after SES stored the message: read as an unknown outcome, its retry is pinned as a lost answer's.
+  it.each([
+    ['its answer lost', 'drop' as const],
+    ['answered 500 (InternalFailure)', SES_ERRORS.serverError],
+  ])(
+    'the retry of a mail SES may have taken (%s) stays on SES, even when SES then refuses every message',
+    async (_case, first) => {
+      const front = new SesTestFront();
+      standIns.push(front);
+      await front.start();
+      const postmark = await new PostmarkTestApi().start();
+      standIns.push(postmark);
+      // The first request taken or failed as above; the retry refused as an account's (an outage); then taken.
+      front.script.next(first, SES_ERRORS.accountPaused);
+      const { app, outbox } = await start(sesTransport(front), postmark);
 
-    const mail = await outbox.enqueue({ to: 'ann@example.org', subject: 'Your order', text: 'Thanks' });
-    await waitFor('the sent event', () => app.events.sent.length === 1, 20_000);
-    expect(postmark.messages).toEqual([]);
-    expect((await attemptsOf(mail.id)).map(({ outcome, transport }) => `${outcome} ${transport}`)).toEqual([
-      'unknown ses',
-      'outage ses',
-      'sent ses',
-    ]);
-  });
+      const mail = await outbox.enqueue({ to: 'ann@example.org', subject: 'Your order', text: 'Thanks' });
+      await waitFor('the sent event', () => app.events.sent.length === 1, 20_000);
+      expect(postmark.messages).toEqual([]);
+      expect((await attemptsOf(mail.id)).map(({ outcome, transport }) => `${outcome} ${transport}`)).toEqual([
+        'unknown ses',
+        'outage ses',
+        'sent ses',
+      ]);
+    },
+  );
 
   it('back on SES once a probe goes through', async () => {
     const front = new SesTestFront();

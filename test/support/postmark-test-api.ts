@@ -34,6 +34,8 @@ export const POSTMARK_ERRORS = {
     body: { ErrorCode: 0, Message: 'Rate limit exceeded' },
   }),
   serverError: { status: 500, body: { ErrorCode: 0, Message: 'Internal server error' } } as HttpReply,
+  /** Maintenance: the SDK's ServiceUnavailablerError (sic). */
+  unavailable: error(503, 100, 'Maintenance: the API is offline for a short while'),
   invalidRequest: error(422, 300, 'Invalid email request: the To field holds an invalid address'),
   inactiveRecipients: (addresses: string[]) =>
     error(

@@ -17,8 +17,17 @@ export interface ProviderStandIn {
   /** A transport pointed at the stand-in. */
   transport(): MailTransport;
   script: ReplyScript;
-  /** The provider's answers to a throttled request, a 5xx, a refused message, and a suspended account. */
-  replies: { throttled: HttpReply; serverError: HttpReply; refused: HttpReply; suspended: HttpReply };
+  /**
+   * The provider's answers to a throttled request, a 500 (which may follow the message's storing), a 503 (not taken
+   * in), a refused message, and a suspended account.
+   */
+  replies: {
+    throttled: HttpReply;
+    serverError: HttpReply;
+    unavailable: HttpReply;
+    refused: HttpReply;
+    suspended: HttpReply;
+  };
   /** Whether a retry with the same idempotency key is answered without a second copy. */
   deduplicates: boolean;
   /** The Message-IDs of the messages the provider took, in order. */
@@ -56,6 +65,7 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
       replies: {
         throttled: SES_ERRORS.throttling,
         serverError: SES_ERRORS.serverError,
+        unavailable: SES_ERRORS.unavailable,
         refused: SES_ERRORS.rejected,
         suspended: SES_ERRORS.accountPaused,
       },
@@ -79,6 +89,7 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
       replies: {
         throttled: POSTMARK_ERRORS.rateLimited,
         serverError: POSTMARK_ERRORS.serverError,
+        unavailable: POSTMARK_ERRORS.unavailable,
         refused: POSTMARK_ERRORS.invalidRequest,
         suspended: POSTMARK_ERRORS.notAllowedToSend,
       },
@@ -101,6 +112,7 @@ export async function startStandIn(name: ProviderName): Promise<ProviderStandIn>
     replies: {
       throttled: RESEND_ERRORS.rateLimited,
       serverError: RESEND_ERRORS.serverError,
+      unavailable: RESEND_ERRORS.unavailable,
       refused: RESEND_ERRORS.validation,
       suspended: RESEND_ERRORS.invalidKey,
     },

@@ -35,6 +35,7 @@ export const RESEND_ERRORS = {
     body: { statusCode: 429, name: 'rate_limit_exceeded', message: 'Too many requests' },
   }),
   serverError: error(500, 'internal_server_error', 'An unexpected error occurred'),
+  unavailable: error(503, 'service_unavailable', 'The service is unavailable'),
   validation: error(422, 'validation_error', 'Invalid `to` field'),
   /** The sending domain is not verified, which refuses every mail from it. */
   domainNotVerified: error(403, 'validation_error', 'The example.com domain is not verified'),

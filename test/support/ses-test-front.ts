@@ -34,6 +34,7 @@ export const SES_MAX_RECIPIENTS = 50;
 export const SES_ERRORS = {
   throttling: sesError(429, 'ThrottlingException', 'Maximum sending rate exceeded.'),
   serverError: sesError(500, 'InternalFailure', 'The request processing has failed because of an unknown error.'),
+  unavailable: sesError(503, 'ServiceUnavailable', 'Service is unavailable. Try again later.'),
   rejected: sesError(400, 'MessageRejected', 'Transaction failed: Illegal address'),
   accountPaused: sesError(400, 'AccountSendingPausedException', 'Sending is paused for this account.'),
 };

@@ -7,11 +7,9 @@ import type { SendOutcome } from '../mail-transport.interface.js';
  * provider: connection refused, DNS, TLS) or with a 503, which says the service did not take the request in (RFC 9110
  * §15.6.4: unavailable, maintenance).
  *
- * Never after another 5xx: a 500 may come after the message was stored (SES's InternalFailure, Postmark's and Resend's
- * internal_server_error say nothing of it), and a 502 or 504 from a gateway whose backend may have taken it. It is
- * retried as any deferral, through the transport the lane is on then: the same one, unless an outage of another mail's
- * send moved the lane meanwhile (a 500 is not read as an unknown outcome, whose retry is pinned). Nor after an unknown
- * outcome (the request was written and no answer came: the provider may have taken it), a recipient taken or refused
+ * Never after another 5xx, which may come after the message was stored: the providers' classifications read it as an
+ * unknown outcome (`serverErrorStatus`). Nor after an unknown outcome (a request written with no answer, or such a
+ * 5xx: the provider may have taken it; its retry is pinned to this transport), a recipient taken or refused
  * (the message itself was judged), an SMTP server's 4yz (the recipient's server defers this mail, and would another
  * provider's too), a request to slow down, which the lane honours, or a send held back or stopped at shutdown, which
  * sent nothing and is not charged.

@@ -39,8 +39,8 @@ describe('failedBeforeHandoff', () => {
     },
     { name: "a provider's 503 (unavailable: not taken in)", outcome: everyRecipient('deferred', 503), expected: true },
     ...[500, 502, 504].map((status) => ({
-      name: `a provider's ${status} (it may have stored the message)`,
-      outcome: everyRecipient('deferred', status),
+      name: `a provider's ${status} (unknown: it may have stored the message)`,
+      outcome: everyRecipient('unknown', status),
       expected: false,
     })),
     { name: 'an unknown outcome (written, no answer)', outcome: everyRecipient('unknown', null), expected: false },

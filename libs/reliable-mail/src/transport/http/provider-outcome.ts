@@ -58,6 +58,16 @@ export function networkFailure(code: string | null | undefined, message: string)
   return { ...notSent(reply), status: 'unknown' };
 }
 
+/**
+ * What a provider's 5xx makes of its request's recipients. A 503 says the request was not taken in (RFC 9110
+ * §15.6.4: unavailable, maintenance): deferred, and a failover lane may send it through its next transport. Any other
+ * may come after the message was stored (SES's InternalFailure, Postmark's and Resend's internal_server_error say
+ * nothing of it, and a 502 or 504 comes from a gateway whose backend may have taken it): unknown, as a request whose
+ * answer was lost, so that its retry goes through the same transport alone, with the same Message-ID (and Resend's
+ * key), and a copy the provider kept arrives at most twice, from that provider.
+ */
+export const serverErrorStatus = (status: number): 'deferred' | 'unknown' => (status === 503 ? 'deferred' : 'unknown');
+
 /** A status and error the provider named, as the reply recorded for it. */
 export function replyOf(status: number, name: string, message: string): string {
   return `${status} ${name}: ${message}`.trim();

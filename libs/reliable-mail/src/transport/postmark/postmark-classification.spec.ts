@@ -11,9 +11,9 @@ describe('classifyPostmarkError: what a Postmark /email error means', () => {
       expected: { status: 'deferred', slowDown: true, replyCode: 429 },
     },
     {
-      name: 'InternalServerError (500): deferred',
+      name: 'InternalServerError (500): unknown, Postmark may have stored the message',
       error: { name: 'InternalServerError', message: 'Internal error', code: 0, statusCode: 500 },
-      expected: { status: 'deferred', slowDown: false },
+      expected: { status: 'unknown', slowDown: false, replyCode: 500 },
     },
     {
       name: 'ServiceUnavailablerError (100, 503, maintenance): deferred',

@@ -1,4 +1,10 @@
-import { networkFailure, type ProviderVerdict, replyOf, verdictsOn } from '../http/provider-outcome.js';
+import {
+  networkFailure,
+  type ProviderVerdict,
+  replyOf,
+  serverErrorStatus,
+  verdictsOn,
+} from '../http/provider-outcome.js';
 
 // What a Postmark /email error means (the table in the README's "Transports"). The SDK throws one error class per
 // HTTP status (`err.name`), with Postmark's `ErrorCode` as `code`; a network failure is a PostmarkError without a
@@ -48,7 +54,7 @@ export function classifyPostmarkError(
     // Postmark does not say whether the active recipients were sent to: their outcome is unknown.
     return verdict('unknown', { refusedRecipients: inactive });
   }
-  if (status >= 500) return verdict('deferred');
+  if (status >= 500) return verdict(serverErrorStatus(status));
   return verdict('refused');
 }
 

@@ -54,9 +54,14 @@ describe('classifyResendError: what a Resend /emails error means', () => {
       expected: { status: 'refused' },
     },
     {
-      name: '500 internal_server_error: deferred',
+      name: '500 internal_server_error: unknown, Resend may have stored the message (the retry is deduplicated)',
       error: { name: 'internal_server_error', message: 'oops', statusCode: 500 },
-      expected: { status: 'deferred' },
+      expected: { status: 'unknown', replyCode: 500 },
+    },
+    {
+      name: '503 service_unavailable: deferred, not taken in',
+      error: { name: 'service_unavailable', message: 'down', statusCode: 503 },
+      expected: { status: 'deferred', replyCode: 503 },
     },
     {
       name: 'application_error without a status (any network failure): unknown, the retry is deduplicated',

@@ -1,4 +1,10 @@
-import { networkFailure, type ProviderVerdict, replyOf, verdictsOn } from '../http/provider-outcome.js';
+import {
+  networkFailure,
+  type ProviderVerdict,
+  replyOf,
+  serverErrorStatus,
+  verdictsOn,
+} from '../http/provider-outcome.js';
 
 // What a Resend /emails error means (the table in the README's "Transports"). The SDK never throws: it resolves
 // `{ error: { name, statusCode, message } }`, and every network failure (a drop, a stall cut by the send deadline,
@@ -37,7 +43,7 @@ export function classifyResendError(
   if (status === 403) return verdict(context.fromDefaultSender ? 'outage' : 'refused');
   // An earlier request with this key is still being processed: ask again later, it is the same message.
   if (name === 'concurrent_idempotent_requests') return verdict('deferred');
-  if (status >= 500) return verdict('deferred');
+  if (status >= 500) return verdict(serverErrorStatus(status));
   // 422 validation_error and missing_required_field, 400, and 409 invalid_idempotent_request that is not this row's
   // own earlier request (see `takenByEarlierRequest`): another sender of the team used the key.
   return verdict('refused');

@@ -85,10 +85,15 @@ describe('classifySesError: what an SES v2 SendEmail error means', () => {
       expected: { status: 'outage' },
     },
     {
-      name: 'InternalFailure (500): deferred',
+      name: 'InternalFailure (500): unknown, SES may have stored the message',
       error: { name: 'InternalFailure', message: 'internal error', ...status(500) },
-      expected: { status: 'deferred', slowDown: false },
+      expected: { status: 'unknown', slowDown: false, replyCode: 500 },
     },
+    ...[502, 504].map((code) => ({
+      name: `a gateway's ${code}: unknown, its backend may have taken the message`,
+      error: { name: 'UnknownError', message: 'gateway', ...status(code) },
+      expected: { status: 'unknown', replyCode: code },
+    })),
     {
       name: 'ServiceUnavailable (503): deferred',
       error: { name: 'ServiceUnavailable', message: 'unavailable', ...status(503) },

@@ -1,4 +1,10 @@
-import { networkFailure, type ProviderVerdict, replyOf, verdictsOn } from '../http/provider-outcome.js';
+import {
+  networkFailure,
+  type ProviderVerdict,
+  replyOf,
+  serverErrorStatus,
+  verdictsOn,
+} from '../http/provider-outcome.js';
 
 // What an Amazon SES v2 SendEmail error means (the table in the README's "Transports"). Classified by the error's
 // name and HTTP status, not by `instanceof`: several errors have no class of their own in the v2 SDK and arrive as
@@ -63,7 +69,7 @@ export function classifySesError(
     // SES refused the whole request: recipients it did not name were not sent to, and go again on their own.
     return refused.length > 0 ? verdict('deferred', { refusedRecipients: refused }) : verdict('refused');
   }
-  if (status !== null && status >= 500) return verdict('deferred');
+  if (status !== null && status >= 500) return verdict(serverErrorStatus(status));
   if (status !== null && status >= 400) return verdict('refused');
   // No answer: a reset, a timeout or the send deadline (AbortError) once connected may follow the provider's accept.
   return networkFailure(error.code, `${name}: ${message}`);
