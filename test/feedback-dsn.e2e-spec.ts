@@ -142,6 +142,29 @@ describe('DSN emails: linked to their row by VERP address or Message-ID', () => 
     expect(app.events.delivered[0]).not.toHaveProperty('suppressed');
   });
 
+  it('a diagnostic of 500,000 characters (anyone can mail a DSN) is stored and sent in its event cut to 2,000 characters', async () => {
+    const { app, outbox, feedback, mail, received } = await sendOne();
+    const diagnostic = `552 5.2.2 ${'mailbox full '.repeat(40_000)}`;
+    const dsn = dsnMessage({
+      to: received.sender,
+      original: { raw: received.raw, as: 'headers' },
+      recipients: [{ address: 'gone@example.org', action: 'failed', status: '5.2.2', diagnostic }],
+    });
+
+    expect(await feedback.ingestDsn(dsn)).toMatchObject({ stored: 1, unlinked: 0 });
+    const [stored] = (await outbox.get(mail.id)).feedback;
+    // Lengths and a flag compared, not the strings: a failure would print half a million characters.
+    expect(stored.diagnostic?.length).toBe(2_000);
+    expect(stored.diagnostic === `${diagnostic.slice(0, 1_999)}…`).toBe(true);
+    await waitFor('the bounced event', () => app.events.bounced.length === 1);
+    expect(app.events.bounced[0].diagnostic === stored.diagnostic).toBe(true);
+    // The recipient's group kept in the payload is cut too (the per-message group, a blank line, 3,000 characters).
+    const [{ length }] = (await bed.execute(
+      `select length(payload->>'deliveryStatus') as length from mail_outbox_feedback`,
+    )) as Array<{ length: number }>;
+    expect(length).toBeLessThanOrEqual(1_000 + 2 + 3_000);
+  });
+
   it('the whole original returned as message/rfc822 links too', async () => {
     const { outbox, feedback, mail, received } = await sendOne();
     const dsn = dsnMessage({

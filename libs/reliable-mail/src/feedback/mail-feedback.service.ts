@@ -15,7 +15,7 @@ import {
   RELIABLE_MAIL_OPTIONS,
 } from '../reliable-mail.constants.js';
 import { startRowSpan } from '../shared/trace-context.js';
-import type { FeedbackItem, FeedbackReport } from './feedback-report.js';
+import { type FeedbackItem, type FeedbackReport, MAX_DIAGNOSTIC_LENGTH } from './feedback-report.js';
 import { type FeedbackInput, recordFeedback, type StoredFeedback } from './sql/record-feedback.js';
 import { dsnReport } from './sources/dsn-report.js';
 import type { WebhookHeaders, WebhookSource } from './sources/webhook-source.js';
@@ -110,6 +110,7 @@ export class MailFeedbackService {
     const recording = this.publisher.recordingOf(eventName);
     const reportedAt = item.reportedAt.toISOString();
     const providerEventId = indexableKey(item.providerEventId);
+    const diagnostic = item.diagnostic === null ? null : cutText(item.diagnostic, MAX_DIAGNOSTIC_LENGTH);
     return {
       id,
       source,
@@ -121,7 +122,7 @@ export class MailFeedbackService {
       row_id: item.rowId,
       message_id: item.messageId,
       status: item.status,
-      diagnostic: item.diagnostic,
+      diagnostic,
       reported_at: reportedAt,
       payload: item.payload,
       suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item) : null,
@@ -133,7 +134,7 @@ export class MailFeedbackService {
         source,
         recipient: item.recipient,
         status: item.status,
-        diagnostic: item.diagnostic,
+        diagnostic,
         providerEventId,
         providerMessageId: item.providerMessageId,
         reportedAt,

@@ -1,7 +1,7 @@
 import { cutText, storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { isHardBounceStatus } from '../../shared/enhanced-status.js';
-import { addressIn, type FeedbackItem, statusIn } from '../feedback-report.js';
+import { addressIn, type FeedbackItem, MAX_DIAGNOSTIC_LENGTH, statusIn } from '../feedback-report.js';
 
 // RFC 3464 delivery status notifications: the `message/delivery-status` part, a group of per-message fields, then
 // a group per recipient, each in header syntax.
@@ -45,6 +45,11 @@ export const MAX_RECIPIENT_GROUPS = 1_000;
  * (Reporting-MTA, Arrival-Date, a queue id), and 1,000 rows repeat it.
  */
 export const MAX_REPEATED_LENGTH = 1_000;
+/**
+ * A recipient's own group is kept in its row's payload cut to this many characters: a genuine one is a few fields and
+ * a diagnostic (stored cut to `MAX_DIAGNOSTIC_LENGTH`).
+ */
+const MAX_GROUP_LENGTH = MAX_REPEATED_LENGTH + MAX_DIAGNOSTIC_LENGTH;
 
 /** A group of fields, and its text as the report gave it. */
 export interface FieldGroup {
@@ -135,7 +140,7 @@ export function dsnFeedbackOf(status: DeliveryStatus, context: DsnContext): Feed
         messageId: context.messageId,
         providerEventId: context.providerEventId,
         providerMessageId: null,
-        payload: { ...context.payload, deliveryStatus: `${perMessage}\n\n${text}` },
+        payload: { ...context.payload, deliveryStatus: `${perMessage}\n\n${cutText(text, MAX_GROUP_LENGTH)}` },
         recipient,
         kind,
         bounceType: kind === 'bounced' ? (hard ? 'hard' : 'soft') : null,
