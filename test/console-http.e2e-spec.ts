@@ -16,8 +16,8 @@ import { createTestDatabase, type TestDatabase, withClient } from './support/tes
 
 // The mail console over plain HTTP (fetch and node:http, no browser), on Express and on Fastify, against the demo
 // shop on a real PostgreSQL and a scripted SMTP server: what a requester without the content permission sees, bulk
-// actions on a filter, the suppression list, input refused with 400, the loopback-only console without authorize,
-// cross-site reads, a global prefix, and authorize's denial on every route.
+// actions on a filter, the suppression list, the unsubscribes, input refused with 400, the loopback-only console
+// without authorize, cross-site reads, a global prefix, and authorize's denial on every route.
 
 const CSRF_COOKIE = 'reliable_mail_console_csrf';
 
@@ -49,16 +49,34 @@ interface Answer {
   body: string;
 }
 
-/** The part of a page from the element with `data-testid="<id>"` on, tags stripped and spaces collapsed. */
-function textFrom(body: string, testId: string, length = 2_000): string {
-  const at = body.indexOf(`data-testid="${testId}"`);
-  if (at < 0) return '';
-  return body
-    .slice(at, at + length)
-    .replace(/^[^>]*>/, '')
+/** Markup as the text it shows: tags stripped and spaces collapsed. */
+function textOf(markup: string): string {
+  return markup
     .replace(/<[^>]*>/g, ' ')
     .replace(/\s+/g, ' ')
     .trim();
+}
+
+/** The text of a page from the element with `data-testid="<id>"` on. */
+function textFrom(body: string, testId: string, length = 2_000): string {
+  const at = body.indexOf(`data-testid="${testId}"`);
+  if (at < 0) return '';
+  return textOf(body.slice(at, at + length).replace(/^[^>]*>/, ''));
+}
+
+/** The text of each cell of each row of the body of the table with `data-testid="<id>"`. */
+function tableRows(body: string, testId: string): string[][] {
+  const at = body.indexOf(`data-testid="${testId}"`);
+  if (at < 0) return [];
+  const rows = body.slice(body.indexOf('<tbody>', at), body.indexOf('</tbody>', at));
+  return [...rows.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].map(([, row]) =>
+    [...row.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map(([, cell]) => textOf(cell)),
+  );
+}
+
+/** Where a page's "next" link goes, as a path; undefined on a last page. */
+function nextOf(body: string): string | undefined {
+  return /<a rel="next" href="([^"]+)"/.exec(body)?.[1].replaceAll('&amp;', '&');
 }
 
 /** The CSRF cookie a response sets, as `name=value`, with its attributes; undefined when it sets none. */
@@ -133,6 +151,19 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
   const rowOf = async (id: string) => (await sql(`select * from reliable_mail.mail_outbox where id = $1`, [id]))[0];
   const auditCount = async () => Number((await sql(`select count(*) from reliable_mail.mail_console_audit`))[0].count);
   const statusOf = async (id: string) => (await rowOf(id)).status as string;
+  /** One-click unsubscribes as the webhooks module records them: the demo shop's mails carry no link to follow. */
+  const unsubscribe = (rows: { address: string; category: string; outboxId?: string }[]) =>
+    sql(
+      `insert into reliable_mail.mail_unsubscribe (address, category, outbox_id)
+       select * from unnest($1::text[], $2::text[], $3::uuid[])`,
+      [rows.map((row) => row.address), rows.map((row) => row.category), rows.map((row) => row.outboxId ?? null)],
+    );
+  const unsubscribes = async () =>
+    (
+      await sql<{ address: string; category: string }>(
+        `select address, category from reliable_mail.mail_unsubscribe order by address, category`,
+      )
+    ).map((row) => `${row.address} ${row.category}`);
 
   async function get(path: string, who: Who, headers: Record<string, string> = {}, base = baseUrl): Promise<Answer> {
     const response = await fetch(`${base}${path}`, { headers: { ...who, ...headers }, redirect: 'manual' });
@@ -148,19 +179,21 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     return { ...page, cookie: cookie! };
   }
 
-  /** An action posted as its form posts it: the cookie, the token, the confirmation and the reason. */
+  /**
+   * An action posted as its form posts it: the cookie, the token, the confirmation and the reason. A field given a
+   * list is posted once per value, as a form with that name repeated posts it.
+   */
   async function post(
     path: string,
     who: Who,
-    fields: Record<string, string>,
+    fields: Record<string, string | string[]>,
     cookie: { pair: string; token: string } | undefined,
     base = baseUrl,
   ): Promise<Answer> {
-    const body = new URLSearchParams({
-      ...(cookie ? { _csrf: cookie.token } : {}),
-      confirmed: 'yes',
-      ...fields,
-    });
+    const posted = { ...(cookie ? { _csrf: cookie.token } : {}), confirmed: 'yes', ...fields };
+    const body = new URLSearchParams(
+      Object.entries(posted).flatMap(([name, value]) => [value].flat().map((one): [string, string] => [name, one])),
+    );
     const response = await fetch(`${base}${path}`, {
       method: 'POST',
       headers: {
@@ -254,6 +287,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     await app
       .get(MailOutboxAdmin)
       .suppress('dave.private@example.net', 'dave.private@example.net asked us to stop writing');
+    await unsubscribe([{ address: 'gina.private@example.com', category: 'newsletter', outboxId: ann }]);
   });
 
   afterAll(async () => {
@@ -282,6 +316,8 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       '/mail/suppressions',
       '/mail/suppressions/add?address=x@example.com',
       '/mail/suppressions/remove?address=dave.private@example.net',
+      '/mail/unsubscribes',
+      '/mail/unsubscribes/resubscribe?address=gina.private@example.com&category=newsletter',
     ];
     for (const path of gets) {
       const answer = await get(path, {});
@@ -291,6 +327,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     }
     const audits = await auditCount();
     const suppressed = await sql(`select address from reliable_mail.mail_suppression order by address`);
+    const unsubscribed = await unsubscribes();
     const posts: [string, Record<string, string>][] = [
       [`/mail/mails/${privateMails.bob}/requeue`, { reason: 'denied' }],
       [`/mail/mails/${id}/cancel`, { reason: 'denied' }],
@@ -298,6 +335,10 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       ['/mail/mails/bulk/cancel', { reason: 'denied', status: 'pending' }],
       ['/mail/suppressions/add', { reason: 'denied', address: 'x@example.com' }],
       ['/mail/suppressions/remove', { reason: 'denied', address: 'dave.private@example.net' }],
+      [
+        '/mail/unsubscribes/resubscribe',
+        { reason: 'denied', address: 'gina.private@example.com', category: 'newsletter' },
+      ],
     ];
     for (const [path, fields] of posts) {
       // Even with a cookie and a token that match: the denial comes first.
@@ -307,6 +348,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     }
     expect(await auditCount()).toBe(audits);
     expect(await sql(`select address from reliable_mail.mail_suppression order by address`)).toEqual(suppressed);
+    expect(await unsubscribes()).toEqual(unsubscribed);
     expect(['failed', 'dead']).toContain(await statusOf(privateMails.bob));
   });
 
@@ -318,6 +360,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       '/mail/mails?status=failed',
       '/mail/overview/figures',
       '/mail/suppressions',
+      '/mail/unsubscribes',
       ...ids.map((id) => `/mail/mails/${id}`),
     ];
     const needles = ['private', 'Carol Private', 'carol-invoice'];
@@ -353,6 +396,7 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
       'carol-invoice.pdf',
       'welcome:ann.private@example.com',
       'dave.private@example.net',
+      'gina.private@example.com',
     ]) {
       expect([shown, all.includes(shown)]).toEqual([shown, true]);
     }
@@ -545,6 +589,140 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     const notListed = await act('remove', 'nobody@example.com', 'just in case');
     expect(notListed.status).toBeLessThan(500);
     expect(await auditCount()).toBe(audits);
+  });
+
+  it('lists the unsubscribes a page at a time by address and category, and from an address, to who may read them', async () => {
+    // 60 addresses in 2 categories beside gina's row: the first page ends between an address's two categories.
+    await unsubscribe(
+      Array.from({ length: 60 }, (_, n) => `page${String(n).padStart(3, '0')}@example.com`).flatMap((address) =>
+        ['digest', 'newsletter'].map((category) => ({ address, category })),
+      ),
+    );
+    const listed = (body: string) =>
+      tableRows(body, 'unsubscribes').map(([address, category]) => `${address} ${category}`);
+
+    // Page after page by each page's link: every row of the table once, in the order of its key.
+    const pages: string[][] = [];
+    for (let path: string | undefined = '/mail/unsubscribes'; path !== undefined;) {
+      const page = await get(path, OPERATOR);
+      expect([path, page.status]).toEqual([path, 200]);
+      pages.push(listed(page.body));
+      path = nextOf(page.body);
+    }
+    expect(pages.map((rows) => rows.length)).toEqual([100, 21]);
+    expect(pages.flat()).toEqual(await unsubscribes());
+    expect([pages[0].at(-1), pages[1][0]]).toEqual(['page049@example.com digest', 'page049@example.com newsletter']);
+
+    // Each row links to the mail its link came in, where it is known.
+    const first = await get('/mail/unsubscribes', OPERATOR);
+    const [gina, page000] = tableRows(first.body, 'unsubscribes');
+    expect(gina.slice(0, 3)).toEqual(['gina.private@example.com', 'newsletter', 'the mail']);
+    expect(first.body).toContain(`href="/mail/mails/${privateMails.ann}"`);
+    expect(page000.slice(0, 3)).toEqual(['page000@example.com', 'digest', '—']);
+    expect(first.body).toContain(
+      'href="/mail/unsubscribes/resubscribe?address=page000%40example.com&amp;category=digest"',
+    );
+
+    // A search starts at an address, in any case, and its next page keeps to it.
+    const search = await get('/mail/unsubscribes?from=Page005@Example.com', OPERATOR);
+    expect(search.status).toBe(200);
+    const rest = await get(nextOf(search.body)!, OPERATOR);
+    expect(nextOf(rest.body)).toBeUndefined();
+    const all = await unsubscribes();
+    expect([...listed(search.body), ...listed(rest.body)]).toEqual(
+      all.slice(all.indexOf('page005@example.com digest')),
+    );
+
+    const cursorWithoutCategory = await get('/mail/unsubscribes?after=page000@example.com', OPERATOR);
+    expect(cursorWithoutCategory.status).toBe(400);
+    expect(cursorWithoutCategory.body).toContain('afterCategory');
+
+    // Without content, the first page whatever the URL asks: no address, no search, no cursor, no next page.
+    for (const who of [VIEWER, ACTOR_WITHOUT_CONTENT]) {
+      const blind = await get(
+        '/mail/unsubscribes?from=page050@example.com&after=page050@example.com&afterCategory=digest',
+        who,
+      );
+      expect(blind.status).toBe(200);
+      const rows = tableRows(blind.body, 'unsubscribes');
+      expect(rows.map(([address, category]) => `${address} ${category}`)).toEqual(
+        pages[0].map((row) => `hidden ${row.split(' ')[1]}`),
+      );
+      expect(leaks(blind.body, ['@example.com', 'after=', 'unsubscribes/resubscribe'])).toEqual([]);
+    }
+  });
+
+  it('takes an unsubscribe back from its page, audited; refused without the token, the confirmation or a permission', async () => {
+    await unsubscribe([
+      { address: 'hank@example.com', category: 'digest' },
+      { address: 'hank@example.com', category: 'newsletter' },
+    ]);
+    const path = '/mail/unsubscribes/resubscribe';
+    const page = await pageWithToken(`${path}?address=Hank@Example.com&category=newsletter`, OPERATOR);
+    expect(page.body).toContain(`action="${path}"`);
+    expect(page.body).toContain('name="address" value="hank@example.com"');
+    expect(page.body).toContain('name="category" value="newsletter"');
+    const fields = { address: 'hank@example.com', category: 'newsletter', reason: 'opted in again at checkout' };
+    const before = await unsubscribes();
+    const audits = await auditCount();
+
+    // The page and the post need act and content; the post, the page's token and its confirmation.
+    for (const who of [READER, ACTOR_WITHOUT_CONTENT]) {
+      expect((await get(`${path}?address=hank@example.com&category=newsletter`, who)).status).toBe(403);
+      expect((await post(path, who, fields, page.cookie)).status).toBe(403);
+    }
+    const withoutToken = await post(path, OPERATOR, fields, undefined);
+    expect(withoutToken.status).toBe(403);
+    expect(withoutToken.body).toContain('CSRF');
+    const unconfirmed = await post(path, OPERATOR, { ...fields, confirmed: 'no' }, page.cookie);
+    expect(unconfirmed.status).toBe(400);
+    expect(unconfirmed.body).toContain('confirmed');
+
+    // Input that names no unsubscribe: 400 with the reason, on the page and in the post.
+    const refusals: [Answer, string][] = [
+      [await get(`${path}?category=newsletter`, OPERATOR), 'address'],
+      [await get(`${path}?address=hank@example.com`, OPERATOR), 'category'],
+      [await post(path, OPERATOR, { ...fields, address: '' }, page.cookie), 'address'],
+      [await post(path, OPERATOR, { address: fields.address, reason: fields.reason }, page.cookie), 'category'],
+      [await post(path, OPERATOR, { ...fields, category: ['newsletter', 'digest'] }, page.cookie), 'category'],
+      [await post(path, OPERATOR, { address: fields.address, category: fields.category }, page.cookie), 'reason'],
+    ];
+    for (const [answer, field] of refusals) {
+      expect([field, answer.status]).toEqual([field, 400]);
+      expect([field, answer.body]).toEqual([field, expect.stringContaining(field)]);
+    }
+    expect((await get(`/mail/unsubscribes/remove?address=hank@example.com&category=newsletter`, OPERATOR)).status).toBe(
+      404,
+    );
+    expect((await post('/mail/unsubscribes/remove', OPERATOR, fields, page.cookie)).status).toBe(404);
+    expect(await unsubscribes()).toEqual(before);
+    expect(await auditCount()).toBe(audits);
+
+    const done = await post(path, OPERATOR, fields, page.cookie);
+    expect(done.status).toBe(303);
+    const location = new URL(done.headers.get('location') ?? '', baseUrl);
+    expect(`${location.pathname}${location.search}`).toBe('/mail/unsubscribes?done=resubscribe&n=1');
+    expect(await unsubscribes()).toEqual(before.filter((row) => row !== 'hank@example.com newsletter'));
+    expect(
+      await sql(
+        `select actor, reason, filter, outbox_ids from reliable_mail.mail_console_audit where action = 'resubscribe'`,
+      ),
+    ).toEqual([
+      {
+        actor: 'ops@example.com',
+        reason: 'opted in again at checkout',
+        filter: { address: 'hank@example.com', category: 'newsletter' },
+        outbox_ids: [],
+      },
+    ]);
+    const landed = await get(`${location.pathname}${location.search}`, OPERATOR);
+    expect(landed.body).toContain('Unsubscribe taken back');
+
+    // Taken back again: nothing was there, so nothing is recorded.
+    const again = await post(path, OPERATOR, fields, page.cookie);
+    expect(again.status).toBe(303);
+    expect(again.headers.get('location')).toContain('n=0');
+    expect(await auditCount()).toBe(audits + 1);
   });
 
   it('a console without authorize answers on a loopback Host only (DNS rebinding)', async () => {

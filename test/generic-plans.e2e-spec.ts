@@ -25,6 +25,7 @@ import { deleteRetained } from '../libs/reliable-mail/src/outbox/sql/retention.j
 import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/settle.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { claimOwedEvents, confirmRelayed, deferRelayed } from '../libs/reliable-mail/src/relay/sql/relay-events.js';
+import { listUnsubscribes } from '../libs/reliable-mail/src/unsubscribe/sql/unsubscribes.js';
 import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
 import { migrate } from './support/test-app.js';
@@ -34,8 +35,9 @@ import { createTestDatabase, type TestDatabase } from './support/test-database.j
 // every run: a claim planned at every run cost 0.4-0.6 ms (the bench's claim figures at 87df0c2) on the path of every
 // idle mail. A generic plan is made with the tables as they are then, often empty, and kept once they have grown. Each statement must therefore reach every
 // table through an index condition whatever the statistics said (a primary key array, a partial index), never
-// through a scan of a whole table or index: this runs each statement as the dispatcher, health, events, retention
-// and feedback run it, plans it on empty tables just analysed, grows them, and reads the plan it keeps.
+// through a scan of a whole table or index: this runs each statement as the dispatcher, health, events, retention,
+// feedback and the unsubscribes' pages run it, plans it on empty tables just analysed, grows them, and reads the plan
+// it keeps.
 
 const TABLES = tablesIn(DEFAULT_SCHEMA);
 // mail_relay_destination is not among them: a row per broker, read whole by every statement that records events.
@@ -125,7 +127,20 @@ const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
   (db) => claimOwedEvents(db, 'nats', 100, 20_000),
   (db) => confirmRelayed(db, ['1', '2']),
   (db) => deferRelayed(db, [{ id: '1', delayMs: 1_000, error: 'no stream' }]),
+  (db) => listUnsubscribes(db, 101, undefined, 'reader2'),
+  (db) => listUnsubscribes(db, 101, { address: 'reader2500@example.com', category: 'newsletter' }),
 ];
+
+/**
+ * The primary key scan of each page of the unsubscribes, started at its keyset: as a filter, the keyset would leave
+ * each page reading the index from its first entry.
+ */
+const UNSUBSCRIBE_PAGES: Record<string, RegExp> = {
+  reliable_mail_list_unsubscribes:
+    /Index (Only )?Scan using mail_unsubscribe_pkey on mail_unsubscribe\s+Index Cond: \(address >= \$2\)/,
+  reliable_mail_list_unsubscribes_after:
+    /Index (Only )?Scan using mail_unsubscribe_pkey on mail_unsubscribe\s+Index Cond: \(\(ROW\(address, category\) > ROW\(\$2, \$3\)\)/,
+};
 
 describe("the statements reliable-mail's connections prepare, planned once on empty tables", () => {
   let database: TestDatabase;
@@ -170,6 +185,8 @@ describe("the statements reliable-mail's connections prepare, planned once on em
         'reliable_mail_extend_lease',
         'reliable_mail_feedback_retention',
         'reliable_mail_health',
+        'reliable_mail_list_unsubscribes',
+        'reliable_mail_list_unsubscribes_after',
         'reliable_mail_open_counts',
         'reliable_mail_record_feedback',
         'reliable_mail_release',
@@ -214,11 +231,16 @@ describe("the statements reliable-mail's connections prepare, planned once on em
        select d, e.id, e.outbox_id, e.name, e.payload, now() + interval '1 hour'
        from mail_outbox_event e, unnest(array['nats', 'rabbitmq']) d`,
     );
+    const plans: Record<string, string> = {};
     const offenders: Record<string, string[]> = {};
     for (const statement of statements) {
-      const scans = wholeScans(await explain(statement));
+      plans[statement.name] = await explain(statement);
+      const scans = wholeScans(plans[statement.name]);
       if (scans.length > 0) offenders[statement.name] = scans;
     }
     expect(offenders).toEqual({});
+    for (const [name, keysetScan] of Object.entries(UNSUBSCRIBE_PAGES)) {
+      expect([name, plans[name]]).toEqual([name, expect.stringMatching(keysetScan)]);
+    }
   }, 60_000);
 });

@@ -339,6 +339,7 @@ describe.each(['express', 'fastify'] as const)('the mail console in Chromium, on
       `/mail/mails/${id}/message`,
       `/mail/mails/${id}/requeue`,
       '/mail/suppressions',
+      '/mail/unsubscribes',
     ]) {
       const response = await page.goto(`${baseUrl}${path}`);
       expect([path, response?.status()]).toEqual([path, 401]);
@@ -397,5 +398,48 @@ describe.each(['express', 'fastify'] as const)('the mail console in Chromium, on
     expect(await rowOf(id)).toEqual(before);
     expect(before.status).toBe('pending');
     expect(await auditCount()).toBe(audits);
+  });
+
+  it('an unsubscribe taken back from the Unsubscribes page, through its confirmation, leaves the list', async () => {
+    // As the webhooks module records a one-click unsubscribe: the demo shop's mails carry no link to follow.
+    await sql(
+      `insert into reliable_mail.mail_unsubscribe (address, category, outbox_id) values ('ann@example.org', 'newsletter', $1)`,
+      [mails.first.mail.id],
+    );
+    const page = await open('/mail');
+    await Promise.all([
+      page.waitForURL('**/mail/unsubscribes'),
+      page.locator('header nav').getByRole('link', { name: 'Unsubscribes' }).click(),
+    ]);
+    const rows = page.locator('[data-testid="unsubscribes"] tbody tr');
+    await expect(rows.count()).resolves.toBe(1);
+    await expect(rows.textContent()).resolves.toMatch(/ann@example\.org\s+newsletter\s+the mail/);
+    await expect(rows.getByRole('link', { name: 'the mail' }).getAttribute('href')).resolves.toBe(
+      `/mail/mails/${mails.first.mail.id}`,
+    );
+
+    await Promise.all([
+      page.waitForURL(/\/mail\/unsubscribes\/resubscribe\?/),
+      rows.getByRole('link', { name: 'take back…' }).click(),
+    ]);
+    await expect(page.locator('main p').first().textContent()).resolves.toMatch(/newsletter.*ann@example\.org/s);
+    await page.locator('form.action input[name="reason"]').fill('asked for the newsletter again');
+    await Promise.all([page.waitForURL(/done=resubscribe/), page.getByRole('button', { name: 'Take back' }).click()]);
+    await expect(page.locator('.notice').textContent()).resolves.toBe(
+      'Unsubscribe taken back: mail of its category goes to the address again.',
+    );
+    await expect(page.locator('[data-testid="unsubscribes"] tbody').textContent()).resolves.toMatch(
+      /^\s*No unsubscribe\.\s*$/,
+    );
+    expect(await sql(`select address from reliable_mail.mail_unsubscribe`)).toEqual([]);
+    expect(
+      await sql(`select actor, reason, filter from reliable_mail.mail_console_audit where action = 'resubscribe'`),
+    ).toEqual([
+      {
+        actor: 'ops@example.com',
+        reason: 'asked for the newsletter again',
+        filter: { address: 'ann@example.org', category: 'newsletter' },
+      },
+    ]);
   });
 });

@@ -4,12 +4,15 @@ import { OutboxDatabase } from '../database/outbox-database.js';
 import type { SqlClient } from '../database/sql-client.js';
 import { MailValidationError } from '../errors.js';
 import type { OutboxStatus } from '../outbox/mail.types.js';
+import type { Unsubscribe } from '../outbox/operations.types.js';
 import { CANCELLABLE_STATUSES, cancelRows } from '../outbox/sql/cancel.js';
 import { countMatching, matchingIds } from '../outbox/sql/filter.js';
 import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { addSuppression, removeSuppression } from '../outbox/sql/suppression.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
 import { checkStorable } from '../outbox/validation/json.js';
+import { shown } from '../shared/shown.js';
+import { removeUnsubscribe } from '../unsubscribe/sql/unsubscribes.js';
 import type { ConsoleFilter } from './console-data.types.js';
 import type { ConsoleAccess } from './console-options.js';
 import { recordAudit } from './sql/audit.js';
@@ -41,6 +44,19 @@ function checkReason(reason: unknown): string {
     throw new MailValidationError('reason', `must be at most ${MAX_REASON_LENGTH} characters`);
   }
   return reason.trim();
+}
+
+/**
+ * An unsubscribe as an operator names it, from a link or a form: the address as the rows keep it (lower case) and
+ * the category, which is taken as it is, since it names what a row holds.
+ */
+export function unsubscribeOf(address: unknown, category: unknown): Pick<Unsubscribe, 'address' | 'category'> {
+  if (typeof category !== 'string' || category.trim().length === 0) {
+    const given = category === undefined ? 'none' : shown(category);
+    throw new MailValidationError('category', `must be the category the address is unsubscribed from, got ${given}`);
+  }
+  checkStorable('category', category);
+  return { address: normalizeAddress('address', address as string), category };
 }
 
 /**
@@ -89,7 +105,7 @@ export class ConsoleActions {
     const why = checkReason(reason);
     await this.database.transaction(async (db) => {
       await addSuppression(db, normalized, why);
-      await this.recordOnList(db, access, 'suppress', normalized, why);
+      await this.recordOnList(db, access, 'suppress', { address: normalized }, why);
     });
   }
 
@@ -99,13 +115,36 @@ export class ConsoleActions {
     const why = checkReason(reason);
     return this.database.transaction(async (db) => {
       const removed = await removeSuppression(db, normalized);
-      if (removed) await this.recordOnList(db, access, 'unsuppress', normalized, why);
+      if (removed) await this.recordOnList(db, access, 'unsuppress', { address: normalized }, why);
       return removed;
     });
   }
 
-  /** An action on the suppression list, which names an address and no mail. */
-  private async recordOnList(db: SqlClient, access: ConsoleAccess, action: string, address: string, reason: string) {
-    await recordAudit(db, { actor: access.actor, action, reason, filter: { address }, outboxIds: [] });
+  /**
+   * Takes back an address's unsubscribe from a category; returns whether there was one. One that was not there is
+   * not audited, since nothing changed.
+   */
+  async resubscribe(access: ConsoleAccess, address: unknown, category: unknown, reason: unknown): Promise<boolean> {
+    const unsubscribe = unsubscribeOf(address, category);
+    const why = checkReason(reason);
+    return this.database.transaction(async (db) => {
+      const removed = await removeUnsubscribe(db, unsubscribe.address, unsubscribe.category);
+      if (removed) await this.recordOnList(db, access, 'resubscribe', unsubscribe, why);
+      return removed;
+    });
+  }
+
+  /**
+   * An action on the suppression list or the unsubscribes, whose target is an address (and a category, for an
+   * unsubscribe) and no mail.
+   */
+  private async recordOnList(
+    db: SqlClient,
+    access: ConsoleAccess,
+    action: string,
+    target: { address: string },
+    reason: string,
+  ) {
+    await recordAudit(db, { actor: access.actor, action, reason, filter: target, outboxIds: [] });
   }
 }

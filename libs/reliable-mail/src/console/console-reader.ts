@@ -5,7 +5,8 @@ import { MailOutboxService } from '../outbox/mail-outbox.service.js';
 import { listInstances } from '../outbox/sql/instances.js';
 import { listRows } from '../outbox/sql/list.js';
 import { listSuppressions } from '../outbox/sql/suppression.js';
-import type { Suppression } from '../outbox/operations.types.js';
+import type { Suppression, Unsubscribe } from '../outbox/operations.types.js';
+import { listUnsubscribes, type UnsubscribeCursor } from '../unsubscribe/sql/unsubscribes.js';
 import { isUuid } from '../shared/uuid.js';
 import type { SqlClient } from '../database/sql-client.js';
 import type { AuditEntry, ConsoleFilter, ConsoleOverview, MailPage, MailTimeline } from './console-data.types.js';
@@ -20,8 +21,24 @@ const MAX_PAGE = 200;
 /** A week of minutes, 10,080 points: more than a chart draws. */
 const MAX_HOURS = 168;
 
-const SUPPRESSIONS_PAGE = 100;
-/** What the web console reads: the overview, a search over the mails, one mail's timeline, the audit. */
+/** The rows of a page of the suppression list or of the unsubscribes. */
+const LIST_PAGE = 100;
+
+/** A page of a list by address, and where the next starts: null on the last. */
+export interface AddressListPage<T, C> {
+  items: T[];
+  next: C | null;
+}
+
+/** A page of a list read one row past it, which tells whether there is a next page. */
+function listPage<T, C>(rows: T[], cursorOf: (last: T) => C): AddressListPage<T, C> {
+  return { items: rows.slice(0, LIST_PAGE), next: rows.length > LIST_PAGE ? cursorOf(rows[LIST_PAGE - 1]) : null };
+}
+
+/**
+ * What the web console reads: the overview, a search over the mails, one mail's timeline, the suppression list, the
+ * unsubscribes, the audit.
+ */
 @Injectable()
 export class ConsoleReader {
   constructor(private readonly outbox: MailOutboxService) {}
@@ -79,14 +96,31 @@ export class ConsoleReader {
    * A page of the suppression list in address order: from `from` (a search's start, included), after `after` (the
    * last address of the page before).
    */
-  async suppressions(page: { from?: string; after?: string }): Promise<{ items: Suppression[]; next: string | null }> {
+  async suppressions(page: { from?: string; after?: string }): Promise<AddressListPage<Suppression, string>> {
     const from = checkTextCursor('from', page.from);
     const after = checkTextCursor('after', page.after);
-    const rows = await listSuppressions(await this.db(), SUPPRESSIONS_PAGE + 1, after, from?.toLowerCase());
-    return {
-      items: rows.slice(0, SUPPRESSIONS_PAGE),
-      next: rows.length > SUPPRESSIONS_PAGE ? rows[SUPPRESSIONS_PAGE - 1].address : null,
-    };
+    const rows = await listSuppressions(await this.db(), LIST_PAGE + 1, after, from?.toLowerCase());
+    return listPage(rows, (last) => last.address);
+  }
+
+  /**
+   * A page of the unsubscribes in address and category order: from `from` (a search's start, included), after
+   * `after` and `afterCategory` (the last of the page before, given together).
+   */
+  async unsubscribes(page: {
+    from?: unknown;
+    after?: unknown;
+    afterCategory?: unknown;
+  }): Promise<AddressListPage<Unsubscribe, UnsubscribeCursor>> {
+    const from = checkTextCursor('from', page.from);
+    const address = checkTextCursor('after', page.after);
+    const category = checkTextCursor('afterCategory', page.afterCategory);
+    if ((address === undefined) !== (category === undefined)) {
+      throw new OutboxFilterError('after', 'and afterCategory go together: the last unsubscribe of the page before');
+    }
+    const after = address !== undefined && category !== undefined ? { address, category } : undefined;
+    const rows = await listUnsubscribes(await this.db(), LIST_PAGE + 1, after, from?.toLowerCase());
+    return listPage(rows, ({ address, category }) => ({ address, category }));
   }
 
   /** The operators' actions, newest first; continue with `before`: the last id of a page. */

@@ -21,12 +21,19 @@ import { MailRenderer } from '../dispatch/mail-renderer.js';
 import { composeMime, releaseAttachmentStreams } from '../transport/outbound-content.js';
 import { MailValidationError, OutboxFilterError } from '../errors.js';
 import { isUuid } from '../shared/uuid.js';
-import { ConsoleActions, type MailAction } from './console-actions.js';
+import { ConsoleActions, type MailAction, unsubscribeOf } from './console-actions.js';
 import { ConsoleGate, type ConsoleRequest, type ConsoleResponse } from './console-gate.js';
 import type { ConsoleAccess, ResolvedConsoleOptions } from './console-options.js';
 import { filterOf, mailsQueryOf } from './console-query.js';
 import { ConsoleReader } from './console-reader.js';
-import { auditPage, confirmPage, suppressionConfirmPage, suppressionsPage } from './views/actions.view.js';
+import {
+  auditPage,
+  confirmPage,
+  resubscribeConfirmPage,
+  suppressionConfirmPage,
+  suppressionsPage,
+  unsubscribesPage,
+} from './views/actions.view.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './views/assets.js';
 import { escapeHtml, type Markup } from './views/html.js';
 import { filterQuery, mailsPage } from './views/mails.view.js';
@@ -57,6 +64,10 @@ const NOTICES: Record<string, (count: number) => string> = {
   cancel: (n) => `Cancelled ${n} mail${n === 1 ? '' : 's'} (a mail being sent is cancelled by its settle).`,
   suppress: () => 'Added to the suppression list.',
   unsuppress: (n) => (n === 1 ? 'Removed from the suppression list.' : 'The address was not on the list.'),
+  resubscribe: (n) =>
+    n === 1
+      ? 'Unsubscribe taken back: mail of its category goes to the address again.'
+      : 'The address was not unsubscribed from that category.',
 };
 
 function noticeOf(query: Record<string, unknown>): string | undefined {
@@ -73,6 +84,26 @@ function headersFor(response: ConsoleResponse, policy: string): void {
   // Not no-referrer: a browser then sends `Origin: null` with a form post, which checkCsrf refuses.
   response.header('referrer-policy', 'same-origin');
   response.header('cache-control', 'no-store');
+}
+
+/** A list's search from an address and its cursor, as the URL gives them to who may read addresses. */
+interface AddressSearch {
+  content: boolean;
+  /** The address the search starts from; '' for none. */
+  from: string;
+  /** The URL's query, where the list's cursor is; empty without content. */
+  cursor: Record<string, unknown>;
+}
+
+function addressSearchOf(access: ConsoleAccess, query: Record<string, unknown>): AddressSearch {
+  // Without content a list is not searched nor paged by address: a search would tell which addresses are on it, and
+  // a cursor is an address in the URL.
+  const content = ConsoleGate.may(access, 'content');
+  return {
+    content,
+    from: content && typeof query.from === 'string' ? query.from.trim() : '',
+    cursor: content ? query : {},
+  };
 }
 
 /** A filter or value the operator gave that cannot be used: 400 with the reason, nothing changed. */
@@ -392,13 +423,25 @@ export function consoleControllerAt(path: string): Type {
     ) {
       const access = await this.gate.access(request);
       const page = this.page(access, request, response, query);
-      // Without content the list is not searched nor paged by address: a search would tell which addresses are on
-      // it, and a cursor is an address in the URL.
-      const content = ConsoleGate.may(access, 'content');
-      const from = content && typeof query.from === 'string' ? query.from.trim() : '';
-      const after = content && typeof query.after === 'string' ? query.after : undefined;
+      const { content, from, cursor } = addressSearchOf(access, query);
+      const after = typeof cursor.after === 'string' ? cursor.after : undefined;
       const list = await badRequestOnInput(() => this.reader.suppressions({ from: from || undefined, after }));
       return this.send(response, suppressionsPage(page, from, list.items, content ? list.next : null));
+    }
+
+    @Get('unsubscribes')
+    async unsubscribes(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Query() query: Record<string, unknown>,
+    ) {
+      const access = await this.gate.access(request);
+      const page = this.page(access, request, response, query);
+      const { content, from, cursor } = addressSearchOf(access, query);
+      const list = await badRequestOnInput(() =>
+        this.reader.unsubscribes({ from: from || undefined, after: cursor.after, afterCategory: cursor.afterCategory }),
+      );
+      return this.send(response, unsubscribesPage(page, from, list.items, content ? list.next : null));
     }
 
     @Get('audit')
@@ -448,6 +491,37 @@ export function consoleControllerAt(path: string): Type {
       return { url: `${this.base}/suppressions?done=unsuppress&n=${removed ? 1 : 0}`, statusCode: 303 };
     }
 
+    @Get('unsubscribes/:verb')
+    async resubscribePreview(
+      @Req() request: ConsoleRequest,
+      @Res({ passthrough: true }) response: ConsoleResponse,
+      @Param('verb') verb: string,
+      @Query() query: Record<string, unknown>,
+    ) {
+      this.requireResubscribe(verb);
+      const access = await this.gate.actor(request);
+      this.requireContent(access);
+      const unsubscribe = await badRequestOnInput(async () => unsubscribeOf(query.address, query.category));
+      const page = this.page(access, request, response);
+      return this.send(response, resubscribeConfirmPage(page, unsubscribe));
+    }
+
+    @Post('unsubscribes/:verb')
+    @Redirect()
+    async resubscribe(
+      @Req() request: ConsoleRequest,
+      @Param('verb') verb: string,
+      @Body() body: Record<string, unknown>,
+    ) {
+      this.requireResubscribe(verb);
+      const access = await this.authorizedAction(request, body);
+      this.requireContent(access);
+      const removed = await badRequestOnInput(() =>
+        this.actions.resubscribe(access, body.address, body.category, body.reason),
+      );
+      return { url: `${this.base}/unsubscribes?done=resubscribe&n=${removed ? 1 : 0}`, statusCode: 303 };
+    }
+
     /** An action posted: allowed (not read-only, the `act` permission), CSRF-checked, and confirmed on its page. */
     private async authorizedAction(request: ConsoleRequest, body: Record<string, unknown> | undefined) {
       const access = await this.gate.actor(request);
@@ -464,6 +538,11 @@ export function consoleControllerAt(path: string): Type {
     private suppressionVerb(verb: string): boolean {
       if (verb === 'add' || verb === 'remove') return verb === 'add';
       throw new NotFoundException(`no suppression action ${verb}`);
+    }
+
+    /** The unsubscribes' one action, taking one back. */
+    private requireResubscribe(verb: string): void {
+      if (verb !== 'resubscribe') throw new NotFoundException(`no unsubscribe action ${verb}`);
     }
 
     private requireRowId(id: string): void {

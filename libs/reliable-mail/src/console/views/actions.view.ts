@@ -1,5 +1,6 @@
 import type { AuditEntry } from '../console-data.types.js';
-import type { Suppression } from '../../outbox/operations.types.js';
+import type { Suppression, Unsubscribe } from '../../outbox/operations.types.js';
+import type { UnsubscribeCursor } from '../../unsubscribe/sql/unsubscribes.js';
 import { html, type Markup } from './html.js';
 import { actionForm, address, canAct, canReadContent, layout, type PageContext, redacted, time } from './layout.js';
 
@@ -80,6 +81,14 @@ export function suppressionConfirmPage(page: PageContext, verb: 'Add' | 'Remove'
   );
 }
 
+/** A list's search, which starts it from an address. */
+function addressSearchForm(page: PageContext, section: string, search: string): Markup {
+  return html`<form method="get" action="${page.base}${section}" class="filter">
+    <label>address from<input name="from" value="${search}" placeholder="ann@" /></label>
+    <button type="submit">Search</button>
+  </form>`;
+}
+
 export function suppressionsPage(
   page: PageContext,
   search: string,
@@ -90,10 +99,7 @@ export function suppressionsPage(
     page,
     'Suppressions',
     '/suppressions',
-    html`<form method="get" action="${page.base}/suppressions" class="filter">
-        <label>address from<input name="from" value="${search}" placeholder="ann@" /></label>
-        <button type="submit">Search</button>
-      </form>
+    html`${addressSearchForm(page, '/suppressions', search)}
       ${
         canAct(page)
           ? html`<form method="get" action="${page.base}/suppressions/add" class="filter">
@@ -142,6 +148,94 @@ export function suppressionsPage(
         </tbody>
       </table>
       ${next ? html`<p><a rel="next" href="${page.base}/suppressions?from=${encodeURIComponent(search)}&after=${encodeURIComponent(next)}">More →</a></p>` : ''}`,
+  );
+}
+
+export function resubscribeConfirmPage(
+  page: PageContext,
+  unsubscribe: Pick<Unsubscribe, 'address' | 'category'>,
+): Markup {
+  return layout(
+    page,
+    'Take back an unsubscribe',
+    '/unsubscribes',
+    html`<p>
+        Mail of the category <strong>${unsubscribe.category}</strong> may be sent again to
+        <strong>${address(page, unsubscribe.address)}</strong>, who unsubscribed from it. Take it back only when they
+        asked for that mail again.
+      </p>
+      ${actionForm(
+        page,
+        `${page.base}/unsubscribes/resubscribe`,
+        html`<input type="hidden" name="address" value="${unsubscribe.address}" />
+          <input type="hidden" name="category" value="${unsubscribe.category}" />${reasonField}`,
+        'Take back',
+      )}
+      <p><a href="${page.base}/unsubscribes">Cancel, go back</a></p>`,
+  );
+}
+
+export function unsubscribesPage(
+  page: PageContext,
+  search: string,
+  unsubscribes: Unsubscribe[],
+  next: UnsubscribeCursor | null,
+): Markup {
+  const more =
+    next && new URLSearchParams({ from: search, after: next.address, afterCategory: next.category }).toString();
+  return layout(
+    page,
+    'Unsubscribes',
+    '/unsubscribes',
+    html`<p class="muted">
+        Who unsubscribed from a category of non-transactional mail by its one-click link: no mail of that category goes
+        to them; transactional mail still does.
+      </p>
+      ${addressSearchForm(page, '/unsubscribes', search)}
+      <table data-testid="unsubscribes">
+        <thead>
+          <tr>
+            <th>address</th>
+            <th>category</th>
+            <th>mail</th>
+            <th>since</th>
+            <th></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${
+            unsubscribes.length === 0
+              ? html`<tr>
+                  <td colspan="5" class="muted">No unsubscribe.</td>
+                </tr>`
+              : unsubscribes.map(
+                  (unsubscribe) =>
+                    html`<tr>
+                      <td>${address(page, unsubscribe.address)}</td>
+                      <td>${unsubscribe.category}</td>
+                      <td>
+                        ${unsubscribe.outboxId ? html`<a href="${page.base}/mails/${unsubscribe.outboxId}">the mail</a>` : '—'}
+                      </td>
+                      <td>${time(unsubscribe.createdAt)}</td>
+                      <td>
+                        ${
+                          canAct(page) && canReadContent(page)
+                            ? html`<a
+                                href="${page.base}/unsubscribes/resubscribe?${new URLSearchParams({
+                                  address: unsubscribe.address,
+                                  category: unsubscribe.category,
+                                }).toString()}"
+                                >take back…</a
+                              >`
+                            : ''
+                        }
+                      </td>
+                    </tr>`,
+                )
+          }
+        </tbody>
+      </table>
+      ${more ? html`<p><a rel="next" href="${page.base}/unsubscribes?${more}">More →</a></p>` : ''}`,
   );
 }
 

@@ -25,6 +25,7 @@ const SECTIONS = [
   ['/mails', 'Mails'],
   ['/preview', 'Preview'],
   ['/suppressions', 'Suppressions'],
+  ['/unsubscribes', 'Unsubscribes'],
   ['/audit', 'Audit'],
 ] as const;
 

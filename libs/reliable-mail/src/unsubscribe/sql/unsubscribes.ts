@@ -27,10 +27,23 @@ export async function removeUnsubscribe(db: SqlClient, address: string, category
   return (await db.query(REMOVE, [address, category])).length > 0;
 }
 
-/** Unsubscribes in the order of their primary key, after the pair `$2`, `$3` (a page's last, excluded). */
-const LIST = new Statement((t) => ({
+// The pages of unsubscribes, in the order of their primary key. Each statement is planned once (a generic plan), so
+// each has its keyset in its text, where it is the primary key's index condition: an optional one (`$2 is null or
+// ...`) was only a filter, and every page read the index from its first entry.
+
+/** From the address `$2` (included): a search's start, or '' for the first page. */
+const LIST_FROM = new Statement((t) => ({
+  name: 'reliable_mail_list_unsubscribes',
   text: `select address, category, outbox_id, created_at from ${t.unsubscribe}
-         where $2::text is null or (address, category) > ($2::text, $3::text)
+         where address >= $2::text
+         order by address, category limit $1`,
+}));
+
+/** After the pair `$2`, `$3` (a page's last, excluded), and still from the address `$4` of the search. */
+const LIST_AFTER = new Statement((t) => ({
+  name: 'reliable_mail_list_unsubscribes_after',
+  text: `select address, category, outbox_id, created_at from ${t.unsubscribe}
+         where (address, category) > ($2::text, $3::text) and address >= $4::text
          order by address, category limit $1`,
 }));
 
@@ -40,16 +53,23 @@ export interface UnsubscribeCursor {
   category: string;
 }
 
+interface UnsubscribeRecord {
+  address: string;
+  category: string;
+  outbox_id: string | null;
+  created_at: Date | string;
+}
+
+/** Unsubscribes in address and category order, after `after` (a page's last) and from `from` (a search's start). */
 export async function listUnsubscribes(
   db: SqlClient,
   limit: number,
   after: UnsubscribeCursor | undefined,
+  from = '',
 ): Promise<Unsubscribe[]> {
-  const rows = await db.query<{ address: string; category: string; outbox_id: string | null; created_at: Date }>(LIST, [
-    limit,
-    after?.address ?? null,
-    after?.category ?? null,
-  ]);
+  const rows = after
+    ? await db.query<UnsubscribeRecord>(LIST_AFTER, [limit, after.address, after.category, from])
+    : await db.query<UnsubscribeRecord>(LIST_FROM, [limit, from]);
   return rows.map((row) => ({
     address: row.address,
     category: row.category,
