@@ -65,6 +65,7 @@ describe('enqueue inside the business transaction', () => {
     await waitFor('EmailSentEvent', () => app.events.sent.length === 1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(app.events.sent).toHaveLength(1);
+    expect(app.events.repeated).toBe(0);
     expect(smtp.received).toHaveLength(1);
     expect(smtp.received[0].messageId).toBe(result.messageId);
     expect(smtp.received[0].recipients).toEqual(['commit@example.com']);

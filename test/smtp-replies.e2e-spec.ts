@@ -112,6 +112,7 @@ describe('each SMTP reply ends in the right state with the right event', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     expect(events.failed).toHaveLength(1);
+    expect(events.repeated).toBe(0);
     expect(events.failed[0]).toMatchObject({
       permanent: true,
       replyCode: 550,

@@ -236,6 +236,7 @@ describe('templates and attachments', () => {
 
     const reason = 'template "exploding"@4 failed to render: Cannot read properties of undefined (reading "total")';
     expect(app.events.failed).toHaveLength(1);
+    expect(app.events.repeated).toBe(0);
     expect(app.events.failed[0]).toMatchObject({
       id: mail.id,
       status: 'failed',

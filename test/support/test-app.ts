@@ -36,7 +36,8 @@ const DISPATCHER_PROCESS = fileURLToPath(new URL('./dispatcher-process.ts', impo
 /**
  * Records the events the app receives, for assertions, each once: events go out at least once, and one whose
  * confirmation outlasts the tests' 1 s event lease on a loaded machine comes again with the same `eventId`, which a
- * count of exactly N would read as one too many and wait for in vain.
+ * count of exactly N would read as one too many and wait for in vain. `repeated` counts those, for a test that an
+ * event is not emitted twice within less than a lease.
  */
 @Injectable()
 export class EventRecorder {
@@ -45,6 +46,8 @@ export class EventRecorder {
   readonly bounced: EmailBouncedEvent[] = [];
   readonly complained: EmailComplainedEvent[] = [];
   readonly delivered: EmailDeliveredEvent[] = [];
+  /** Events heard again with an `eventId` already recorded. */
+  repeated = 0;
   private readonly heard = new Set<string>();
 
   @OnEvent(EMAIL_SENT_EVENT)
@@ -73,7 +76,10 @@ export class EventRecorder {
   }
 
   private record<E extends { eventId: string }>(list: E[], event: E): void {
-    if (this.heard.has(event.eventId)) return;
+    if (this.heard.has(event.eventId)) {
+      this.repeated++;
+      return;
+    }
     this.heard.add(event.eventId);
     list.push(event);
   }

@@ -3,8 +3,8 @@ import type { OutboxStatus } from '../outbox/mail.types.js';
 /**
  * Why an attempt did not send the message, or why the row closed without it:
  * - `deferred`: the server answered 4yz, or the send failed before the message could have been taken (retried);
- * - `unknown`: the connection was lost after the whole message was written, so the server may hold it (retried
- *   with the same Message-ID; the copy may be a duplicate);
+ * - `unknown`: the connection was lost after the whole message was written, or a provider answered 500, 502 or 504,
+ *   so the server may hold it (retried with the same Message-ID; the copy may be a duplicate);
  * - `partial`: some recipients took it and others were deferred (retried for those only);
  * - `outage`: the lane's server refused the session (connection, greeting, EHLO, login, the module's own sender):
  *   retried when the lane resumes, not counted as an attempt;

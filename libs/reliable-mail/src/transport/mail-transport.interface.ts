@@ -56,8 +56,8 @@ export interface OutboundMessage {
    */
   recipients: string[];
   /**
-   * Those of `recipients` an earlier attempt may have reached: it wrote the request and got no answer (`unknown`), or
-   * its worker died mid-send. A provider that refuses a key reused with another body (Resend's 409) then knows the
+   * Those of `recipients` an earlier attempt may have reached: it wrote the request and got no answer or a provider's
+   * 500, 502 or 504 (`unknown`), or its worker died mid-send. A provider that refuses a key reused with another body (Resend's 409) then knows the
    * key's first request was this row's own, and took the message. Empty or absent on a first attempt.
    */
   possiblyTakenBefore?: string[];

@@ -24,7 +24,7 @@ export function nextSendGoes(outcome: SendOutcome): boolean {
   );
 }
 
-/** What a send that stopped the attempt came to: `deferred: 500 internal_server_error: …`. */
+/** What a send that stopped the attempt came to: `deferred: 503 unavailable: …`. */
 export function stopReasonOf(outcome: SendOutcome): string {
   if (outcome.kind === 'outage') return `outage: ${outcome.reply}`;
   const unsettled = outcome.recipients.find(({ status }) => status !== 'accepted' && status !== 'refused');

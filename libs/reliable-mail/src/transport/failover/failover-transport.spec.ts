@@ -43,6 +43,13 @@ describe('failedBeforeHandoff', () => {
       outcome: everyRecipient('unknown', status),
       expected: false,
     })),
+    // Only a 503 moves a deferral with an answer: another status (Resend's 409 while the key's first request is
+    // still in progress, or any a transport defers with) says nothing of whether the provider took it in.
+    ...[500, 409].map((status) => ({
+      name: `every recipient deferred with a ${status}`,
+      outcome: everyRecipient('deferred', status),
+      expected: false,
+    })),
     { name: 'an unknown outcome (written, no answer)', outcome: everyRecipient('unknown', null), expected: false },
     { name: 'taken', outcome: everyRecipient('accepted', 250, '2.0.0'), expected: false },
     { name: 'refused (the message itself was judged)', outcome: everyRecipient('refused', 422), expected: false },

@@ -52,7 +52,7 @@ export function classifyResendError(
 /**
  * Whether Resend's answer says that this row's own earlier request took the message: 409 invalid_idempotent_request
  * (the key was used in the last 24 hours with another body) to recipients an earlier attempt may have reached
- * (`OutboundMessage.possiblyTakenBefore`: its request went and no answer came). The key is the row's and the request's
+ * (`OutboundMessage.possiblyTakenBefore`: its request went, and no answer or a 5xx other than 503 came). The key is the row's and the request's
  * recipients' (`resendIdempotencyKey`), so that request had these recipients; its body differed because the retry
  * rendered again (a template or resolver that is not deterministic). Resend kept and sent the first: the message is
  * taken, and deduplicated by key. On a first attempt the same answer can only mean another sender of the team used the

@@ -138,7 +138,7 @@ export class ResendMailTransport implements MailTransport {
       return acceptedOutcome(message.recipients, {
         ...facts,
         replyCode: 409,
-        reply: `${refusal} (taken by an earlier attempt with this key, whose answer was lost)`,
+        reply: `${refusal} (taken by an earlier attempt with this key, whose outcome was unknown)`,
         // The 409 does not name the email the first request made.
         providerMessageId: null,
         acceptedAt: new Date(),
