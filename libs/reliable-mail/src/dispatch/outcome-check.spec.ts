@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { malformedOutcome, readOutcome } from './outcome-check.js';
+import { MAX_REPLY_LENGTH, malformedOutcome, readOutcome } from './outcome-check.js';
 
 const envelope = ['ann@example.com', 'bob@example.com'];
 const accepted = (address: string) => ({
@@ -278,6 +278,20 @@ describe('readOutcome copies only the fields of a SendOutcome', () => {
   it("bounds a custom transport's Retry-After to an hour, as a provider's header is: a lane is never paused for years", () => {
     const read = readOutcome({ ...attempted, retryAfterMs: 1e12 }, envelope);
     expect(read.outcome).toMatchObject({ retryAfterMs: 3_600_000 });
+  });
+
+  it('cuts a reply of a million characters to 2,000, of the outcome, of each recipient and of an outage', () => {
+    // Lengths compared, not the strings: a failure would print a million characters.
+    const long = `250 2.0.0 ${'x'.repeat(1_000_000)}`;
+    const read = readOutcome({ ...withRecipient(1, { reply: long }), reply: long }, envelope).outcome;
+    expect(read.kind === 'attempted' && [read.reply?.length, ...read.recipients.map((r) => r.reply?.length)]).toEqual([
+      MAX_REPLY_LENGTH,
+      attempted.recipients[0].reply.length,
+      MAX_REPLY_LENGTH,
+    ]);
+    expect(read.kind === 'attempted' && read.reply?.startsWith('250 2.0.0 xxx') && read.reply.endsWith('…')).toBe(true);
+    const down = readOutcome({ ...outage, reply: `554 ${'y'.repeat(1_000_000)}` }, envelope).outcome;
+    expect(down.kind === 'outage' && down.reply.length).toBe(MAX_REPLY_LENGTH);
   });
 
   it('reads each field once: the value checked is the value kept', () => {

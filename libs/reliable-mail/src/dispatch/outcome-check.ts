@@ -56,6 +56,14 @@ const status = check(
 const retryAfterCopy = (value: unknown): unknown =>
   Number.isFinite(value) ? Math.min(value as number, LONGEST_RETRY_AFTER_MS) : value;
 
+/**
+ * A reply is kept cut to this many characters. An SMTP reply is a few lines of at most 512 octets each (RFC 5321
+ * §4.5.3.1.5) and a provider's error a sentence; one of a megabyte (a gateway's HTML page, a server gone wrong) went
+ * into the attempt's record once for each recipient, the failed event, the log and every broker's message.
+ */
+export const MAX_REPLY_LENGTH = 2_000;
+const replyCopy = (value: unknown): unknown => (typeof value === 'string' ? cutText(value, MAX_REPLY_LENGTH) : value);
+
 /** A Date as its time alone: a subclass's own toJSON or toISOString stays behind. */
 function dateCopy(value: unknown): unknown {
   if (!(value instanceof Date)) return value;
@@ -69,7 +77,7 @@ function dateCopy(value: unknown): unknown {
 
 /** The fields of each kind of `SendOutcome`, and of a `RecipientOutcome`; no other field is copied. */
 const ATTEMPTED: readonly Field[] = [
-  { name: 'reply', check: textOrNull, kind: 'required' },
+  { name: 'reply', check: textOrNull, kind: 'required', copy: replyCopy },
   { name: 'providerMessageId', check: textOrNull, kind: 'required' },
   { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
   { name: 'acceptedAt', check: acceptedAt, kind: 'fact', copy: dateCopy },
@@ -83,7 +91,7 @@ const ATTEMPTED: readonly Field[] = [
 const OUTAGE: readonly Field[] = [
   { name: 'replyCode', check: replyCode, kind: 'required' },
   { name: 'enhancedStatus', check: textOrNull, kind: 'required' },
-  { name: 'reply', check: text, kind: 'required' },
+  { name: 'reply', check: text, kind: 'required', copy: replyCopy },
   { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
   { name: 'transport', check: text, kind: 'fact' },
@@ -93,7 +101,7 @@ const RECIPIENT: readonly Field[] = [
   { name: 'status', check: status, kind: 'required' },
   { name: 'replyCode', check: replyCode, kind: 'required' },
   { name: 'enhancedStatus', check: textOrNull, kind: 'required' },
-  { name: 'reply', check: textOrNull, kind: 'required' },
+  { name: 'reply', check: textOrNull, kind: 'required', copy: replyCopy },
   { name: 'perRecipient', check: flag, kind: 'required' },
   { name: 'providerMessageId', check: textOrNull, kind: 'fact' },
 ];
