@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { propertyRuns } from '../../../../test/support/property-runs.js';
 import {
+  cutAtWord,
   cutText,
   indexableKey,
   isStorableDate,
@@ -34,6 +35,19 @@ describe('the values on their way to PostgreSQL', () => {
     expect(cut).toBe(`${'x'.repeat(998)}…`);
     expect(unstorableIn(cut)).toBeNull();
     expect(cutText('short', 1_000)).toBe('short');
+  });
+
+  it.each([
+    [
+      'a cut inside an address goes back to before it: no part of one is left for the redactions to miss',
+      `${'a'.repeat(1_990)} <john.smith@example.com> more`,
+      `${'a'.repeat(1_990)} <…`,
+    ],
+    ['a cut after a word ends is where cutText makes it', `${'a'.repeat(1_999)} more`, `${'a'.repeat(1_999)}…`],
+    ['a word longer than any address is cut where it is', 'x'.repeat(5_000), `${'x'.repeat(1_999)}…`],
+    ['a text that fits is kept whole', 'short <ann@example.com>', 'short <ann@example.com>'],
+  ])('cutAtWord: %s', (_case, text, cut) => {
+    expect(cutAtWord(text, 2_000)).toBe(cut);
   });
 
   it('keeps a key of up to 512 UTF-8 bytes as it is, and writes a longer one as its SHA-256, the same each time', () => {
@@ -109,6 +123,26 @@ describe('the values on their way to PostgreSQL', () => {
         expect(unstorableIn(cut)).toBeNull();
       }),
       propertyRuns('cutText'),
+    );
+  });
+
+  it("property: a cut at a word is a prefix of the text, never longer than asked, never half a character, and never inside a word of an address's length", () => {
+    const wordEnd = /[\s<>()[\]{}"',;:]/;
+    const words = fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom(' ', '<', ',')));
+    fc.assert(
+      fc.property(words, fc.integer({ min: 2, max: 300 }), (parts, max) => {
+        const value = parts.join('');
+        const cut = cutAtWord(value, max);
+        if (value.length <= max) return expect(cut).toBe(value);
+        expect(cut.length).toBeLessThanOrEqual(max);
+        expect(cut.endsWith('…') && value.startsWith(cut.slice(0, -1))).toBe(true);
+        expect(unstorableIn(cut)).toBeNull();
+        const end = cut.length - 1;
+        const atWordEnd = end === 0 || wordEnd.test(value[end - 1]) || wordEnd.test(value[end]);
+        // Else the word the cut falls in is longer than any address, or starts the text.
+        if (!atWordEnd) expect(wordEnd.test(value.slice(Math.max(0, end - 254), end))).toBe(false);
+      }),
+      propertyRuns('cutAtWord'),
     );
   });
 

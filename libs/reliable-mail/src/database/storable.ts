@@ -36,6 +36,31 @@ export function cutText(value: string, maxLength: number): string {
   return `${value.slice(0, end)}…`;
 }
 
+/** The longest address, in characters (RFC 5321 §4.5.3.1.3: a path is at most 256 octets, its brackets included). */
+const LONGEST_ADDRESS = 254;
+
+/**
+ * A character that ends an address where it stands in a server's text, as the log's redaction reads one
+ * (shared/logged-reply.ts): white space, brackets, quotes, punctuation.
+ */
+const WORD_END = /[\s<>()[\]{}"',;:]/;
+const isWordEnd = (char: string | undefined): boolean => char !== undefined && WORD_END.test(char);
+
+/**
+ * Outside text (a server's reply, a report's diagnostic) cut as `cutText` cuts it, but before the word the cut would
+ * fall in, when that word is short enough to be an address: a part of one (`<john.smith…`) is no address to the
+ * redaction of the log and the console, which would show it. A longer word is cut where it is.
+ */
+export function cutAtWord(value: string, maxLength: number): string {
+  if (value.length <= maxLength) return value;
+  const kept = maxLength - 1;
+  if (isWordEnd(value[kept]) || isWordEnd(value[kept - 1])) return cutText(value, maxLength);
+  for (let end = kept - 1; end > 0 && end >= kept - LONGEST_ADDRESS; end--) {
+    if (isWordEnd(value[end - 1])) return `${value.slice(0, end)}…`;
+  }
+  return cutText(value, maxLength);
+}
+
 /** The first and last instants PostgreSQL reads back from `Date.prototype.toISOString()`: years 1 to 9999. */
 export const EARLIEST_STORABLE_DATE = new Date('0001-01-01T00:00:00.000Z');
 export const LATEST_STORABLE_DATE = new Date('9999-12-31T23:59:59.999Z');

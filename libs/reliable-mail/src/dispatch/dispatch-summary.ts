@@ -1,5 +1,5 @@
 import type { LanePause } from './lane-throttle.js';
-import { loggedReply, type ReplyFacts } from './logged-reply.js';
+import { loggedReply, type ReplyFacts } from '../shared/logged-reply.js';
 
 /** What the dispatcher did since its last summary (`MailMetrics.takeTally`). */
 export interface DispatchTally {

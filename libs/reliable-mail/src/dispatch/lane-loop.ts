@@ -23,7 +23,7 @@ import { reportSettled } from './settled-report.js';
 import { leaseForSendAndSettleMs, SETTLE_MARGIN_MS } from './lease.js';
 import type { LanePriorities } from './lane-priorities.js';
 import { type LanePause, LaneThrottle, type SendSignal } from './lane-throttle.js';
-import { loggedReply, type ReplyFacts } from './logged-reply.js';
+import { loggedReply, type ReplyFacts } from '../shared/logged-reply.js';
 import { type AttemptResult, acceptingReply, settlementFor } from './settlement.js';
 import type { Settler } from './settler.js';
 import { GRANT_TO_SEND_MS, type QuotaTake, type SendQuotaState, type SharedSendQuota } from '../quota/index.js';

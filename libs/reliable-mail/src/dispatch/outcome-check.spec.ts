@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_REPLY_LENGTH, malformedOutcome, readOutcome } from './outcome-check.js';
+import { malformedOutcome, readOutcome } from './outcome-check.js';
+import { MAX_REPLY_LENGTH } from '../shared/logged-reply.js';
 
 const envelope = ['ann@example.com', 'bob@example.com'];
 const accepted = (address: string) => ({

@@ -1,4 +1,5 @@
 import { cutText, isStorableDate } from '../database/storable.js';
+import { keptReply } from '../shared/logged-reply.js';
 import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 
@@ -56,13 +57,8 @@ const status = check(
 const retryAfterCopy = (value: unknown): unknown =>
   Number.isFinite(value) ? Math.min(value as number, LONGEST_RETRY_AFTER_MS) : value;
 
-/**
- * A reply is kept cut to this many characters. An SMTP reply is a few lines of at most 512 octets each (RFC 5321
- * §4.5.3.1.5) and a provider's error a sentence; one of a megabyte (a gateway's HTML page, a server gone wrong) went
- * into the attempt's record once for each recipient, the failed event, the log and every broker's message.
- */
-export const MAX_REPLY_LENGTH = 2_000;
-const replyCopy = (value: unknown): unknown => (typeof value === 'string' ? cutText(value, MAX_REPLY_LENGTH) : value);
+/** A reply as the attempt keeps it (`keptReply`). */
+const replyCopy = (value: unknown): unknown => (typeof value === 'string' ? keptReply(value) : value);
 
 /** A Date as its time alone: a subclass's own toJSON or toISOString stays behind. */
 function dateCopy(value: unknown): unknown {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { context, isSpanContextValid, type Link, SpanKind, trace } from '@opentelemetry/api';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { cutText, indexableKey } from '../database/storable.js';
+import { cutAtWord, cutText, indexableKey } from '../database/storable.js';
 import { UnknownFeedbackSourceError } from '../errors.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
@@ -110,7 +110,7 @@ export class MailFeedbackService {
     const recording = this.publisher.recordingOf(eventName);
     const reportedAt = item.reportedAt.toISOString();
     const providerEventId = indexableKey(item.providerEventId);
-    const diagnostic = item.diagnostic === null ? null : cutText(item.diagnostic, MAX_DIAGNOSTIC_LENGTH);
+    const diagnostic = item.diagnostic === null ? null : cutAtWord(item.diagnostic, MAX_DIAGNOSTIC_LENGTH);
     return {
       id,
       source,

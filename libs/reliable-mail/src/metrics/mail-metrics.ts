@@ -8,7 +8,7 @@ import { feedbackFigures, healthFigures, openCounts, rateOf } from '../outbox/sq
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { relayBacklog } from '../relay/sql/relay-events.js';
 import type { DispatchTally } from '../dispatch/dispatch-summary.js';
-import type { ReplyFacts } from '../dispatch/logged-reply.js';
+import type { ReplyFacts } from '../shared/logged-reply.js';
 
 /**
  * reliable-mail's metrics through the OpenTelemetry API: a no-op until the app installs an OpenTelemetry SDK, which

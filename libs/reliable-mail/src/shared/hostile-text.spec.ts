@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { PageContext } from '../console/views/layout.js';
 import { redacted } from '../console/views/layout.js';
-import { loggedReply } from '../dispatch/logged-reply.js';
+import { loggedReply } from './logged-reply.js';
 import { MailRenderer } from '../dispatch/mail-renderer.js';
 import { addressIn } from '../feedback/feedback-report.js';
 import { dsnFeedbackOf, parseDeliveryStatus } from '../feedback/sources/delivery-status.js';

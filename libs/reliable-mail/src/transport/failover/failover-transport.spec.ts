@@ -1,4 +1,5 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import { InvalidOptionsError } from '../../errors.js';
 import type { MailTransport, OutboundMessage, RecipientOutcome, SendOutcome } from '../mail-transport.interface.js';
 import { failedBeforeHandoff } from './failed-before-handoff.js';
@@ -166,6 +167,25 @@ describe('FailoverTransport', () => {
     expect(await failover.send(message(6), never)).toMatchObject({ transport: 'ses' });
     expect(ses.sent).toEqual(['<1@example.com>', '<3@example.com>', '<5@example.com>', '<6@example.com>']);
     expect(postmark.sent).toEqual(['<1@example.com>', '<2@example.com>', '<3@example.com>', '<4@example.com>']);
+  });
+
+  it('logs the move with the reply cut and without the addresses it names, before the dispatcher reads the outcome', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const reply = `554 <ann@example.com> refused ${'padding '.repeat(1_000)}`;
+      const ses = scripted({ ...outage, reply });
+      const failover = new FailoverTransport([
+        { name: 'ses', transport: ses.transport },
+        { name: 'postmark', transport: scripted(taken).transport },
+      ]);
+      await failover.send(message(1), never);
+      const [line] = warn.mock.calls.map(([logged]) => logged as { msg: string; reply: string });
+      expect(line.msg).toBe('lane fails over to its next transport');
+      expect(line.reply.startsWith('554 <[address]> refused padding')).toBe(true);
+      expect(line.reply.length).toBeLessThanOrEqual(2_000);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('never moves a mail whose outcome is unknown: it is retried on the same transport', async () => {

@@ -7,6 +7,7 @@ import type {
   SendOutcome,
   TransportContext,
 } from '../mail-transport.interface.js';
+import { keptReply, loggedReply } from '../../shared/logged-reply.js';
 import { failedBeforeHandoff } from './failed-before-handoff.js';
 
 /** Array.isArray without its `any[]`: the list keeps its entries' type. */
@@ -108,7 +109,12 @@ export class FailoverTransport implements MailTransport {
 
   /** Moves the lane to the next transport when the one it was on failed, and back to the first when it answers. */
   private note(index: number, failed: boolean, outcome: SendOutcome): void {
-    const reply = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
+    const said = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
+    // Logged before the dispatcher reads the outcome: cut and without addresses, as the dispatcher's lines show one.
+    const reply =
+      typeof said === 'string'
+        ? loggedReply({ replyCode: null, enhancedStatus: null, reply: keptReply(said) }).reply
+        : null;
     const taken = outcome.kind === 'attempted' && outcome.recipients.some(({ status }) => status === 'accepted');
     if (taken && index < this.active) {
       this.logger.log({

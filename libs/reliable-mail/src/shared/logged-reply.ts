@@ -1,3 +1,5 @@
+import { cutAtWord } from '../database/storable.js';
+
 // A reply to a recipient often names it (`550 5.1.1 <ann@example.com>: Recipient address rejected`), and the log goes
 // wherever the app ships it, kept longer and read more widely than the outbox's rows. What the log shows of a reply is
 // what the send spans show, its code and enhanced status, and its text with every address taken out.
@@ -8,6 +10,16 @@ export interface ReplyFacts {
   enhancedStatus: string | null;
   reply: string | null;
 }
+
+/**
+ * A reply is kept cut to this many characters. An SMTP reply is a few lines of at most 512 octets each (RFC 5321
+ * §4.5.3.1.5) and a provider's error a sentence; one of a megabyte (a gateway's HTML page, a server gone wrong) went
+ * into the attempt's record once for each recipient, the failed event, the log and every broker's message.
+ */
+export const MAX_REPLY_LENGTH = 2_000;
+
+/** A reply as an attempt keeps it: cut to `MAX_REPLY_LENGTH`, never inside an address. */
+export const keptReply = (reply: string): string => cutAtWord(reply, MAX_REPLY_LENGTH);
 
 /** What stands in the log for an address of a reply. */
 export const ADDRESS_SHOWN_AS = '[address]';
