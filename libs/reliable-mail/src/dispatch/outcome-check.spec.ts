@@ -229,6 +229,12 @@ describe('readOutcome', () => {
       dropped: 'retryAfterMs must be a finite number of milliseconds >= 0',
     })),
     {
+      name: 'a transport name of 65 characters',
+      outcome: { ...attempted, transport: 'x'.repeat(65) },
+      field: 'transport',
+      dropped: 'transport must be a string of at most 64 characters',
+    },
+    {
       name: 'an outage with a negative Retry-After',
       outcome: { ...outage, retryAfterMs: -5 },
       field: 'retryAfterMs',
@@ -238,6 +244,21 @@ describe('readOutcome', () => {
     const { [field]: _left, ...kept } = outcome;
     expect(readOutcome(outcome, envelope)).toEqual({ outcome: kept, flaw: null, dropped: [dropped] });
     expect(readOutcome(outcome, envelope).outcome).not.toHaveProperty(field);
+  });
+
+  it("keeps no enhanced status longer than RFC 3463's longest, and no recipient's provider id too long to look up", () => {
+    const long = { enhancedStatus: `5.1.1 ${'x'.repeat(100_000)}`, providerMessageId: 'y'.repeat(100_000) };
+    const read = readOutcome(withRecipient(1, long), envelope);
+    expect(read.flaw).toBeNull();
+    expect(read.outcome.kind === 'attempted' && read.outcome.recipients[1]).toMatchObject({
+      enhancedStatus: null,
+      providerMessageId: null,
+    });
+    const down = readOutcome({ ...outage, enhancedStatus: '4.7.0 '.repeat(10) }, envelope).outcome;
+    expect(down.kind === 'outage' && down.enhancedStatus).toBeNull();
+    expect(readOutcome(withRecipient(1, { enhancedStatus: '5.999.999' }), envelope).outcome).toEqual(
+      withRecipient(1, { enhancedStatus: '5.999.999' }),
+    );
   });
 
   it("a recipient's provider id that is a number: left out of that recipient, whose verdict stands", () => {

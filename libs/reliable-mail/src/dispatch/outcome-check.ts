@@ -1,4 +1,4 @@
-import { cutText, isStorableDate } from '../database/storable.js';
+import { cutText, isStorableDate, storableIdentifier } from '../database/storable.js';
 import { keptReply } from '../shared/logged-reply.js';
 import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
@@ -57,6 +57,22 @@ const status = check(
 const retryAfterCopy = (value: unknown): unknown =>
   Number.isFinite(value) ? Math.min(value as number, LONGEST_RETRY_AFTER_MS) : value;
 
+/** The longest name of a transport (FailoverTransport's names are at most 64 characters). */
+const LONGEST_TRANSPORT_NAME = 64;
+const transportName = check(
+  (value) => typeof value === 'string' && value.length <= LONGEST_TRANSPORT_NAME,
+  `a string of at most ${LONGEST_TRANSPORT_NAME} characters`,
+);
+/**
+ * RFC 3463's longest status is `5.999.999`: a longer one a transport gives is no status, and none is kept, where its
+ * text would go into the attempt's record for each recipient.
+ */
+const LONGEST_ENHANCED_STATUS = 9;
+const enhancedStatusCopy = (value: unknown): unknown =>
+  typeof value === 'string' && value.length > LONGEST_ENHANCED_STATUS ? null : value;
+/** A recipient's provider id as the record keeps it: none when it is too long to look up (`storableIdentifier`). */
+const providerIdCopy = (value: unknown): unknown => (typeof value === 'string' ? storableIdentifier(value) : value);
+
 /** A reply as the attempt keeps it (`keptReply`). */
 const replyCopy = (value: unknown): unknown => (typeof value === 'string' ? keptReply(value) : value);
 
@@ -82,24 +98,24 @@ const ATTEMPTED: readonly Field[] = [
   { name: 'stoppedAtShutdown', check: flag, kind: 'optional' },
   { name: 'heldBack', check: flag, kind: 'optional' },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
-  { name: 'transport', check: text, kind: 'fact' },
+  { name: 'transport', check: transportName, kind: 'fact' },
 ];
 const OUTAGE: readonly Field[] = [
   { name: 'replyCode', check: replyCode, kind: 'required' },
-  { name: 'enhancedStatus', check: textOrNull, kind: 'required' },
+  { name: 'enhancedStatus', check: textOrNull, kind: 'required', copy: enhancedStatusCopy },
   { name: 'reply', check: text, kind: 'required', copy: replyCopy },
   { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
-  { name: 'transport', check: text, kind: 'fact' },
+  { name: 'transport', check: transportName, kind: 'fact' },
 ];
 const RECIPIENT: readonly Field[] = [
   { name: 'address', check: text, kind: 'required' },
   { name: 'status', check: status, kind: 'required' },
   { name: 'replyCode', check: replyCode, kind: 'required' },
-  { name: 'enhancedStatus', check: textOrNull, kind: 'required' },
+  { name: 'enhancedStatus', check: textOrNull, kind: 'required', copy: enhancedStatusCopy },
   { name: 'reply', check: textOrNull, kind: 'required', copy: replyCopy },
   { name: 'perRecipient', check: flag, kind: 'required' },
-  { name: 'providerMessageId', check: textOrNull, kind: 'fact' },
+  { name: 'providerMessageId', check: textOrNull, kind: 'fact', copy: providerIdCopy },
 ];
 
 /**
