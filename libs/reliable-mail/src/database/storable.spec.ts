@@ -45,6 +45,18 @@ describe('the values on their way to PostgreSQL', () => {
     ],
     ['a cut after a word ends is where cutText makes it', `${'a'.repeat(1_999)} more`, `${'a'.repeat(1_999)}…`],
     ['a word longer than any address is cut where it is', 'x'.repeat(5_000), `${'x'.repeat(1_999)}…`],
+    [
+      'a long word with an address after the cut goes whole',
+      `550 see https://example.com/bounce?${'x'.repeat(1_950)}&rcpt=john.smith@example.com`,
+      // ':' ends a word for the redactions too: the word with the @ starts after it.
+      '550 see https:…',
+    ],
+    ['a word of 254 before the cut goes', `${'a'.repeat(1_745)} ${'b'.repeat(300)}`, `${'a'.repeat(1_745)} …`],
+    [
+      'a word of 255 before the cut is cut where it is',
+      `${'a'.repeat(1_743)} ${'b'.repeat(300)}`,
+      `${'a'.repeat(1_743)} ${'b'.repeat(255)}…`,
+    ],
     ['a text that fits is kept whole', 'short <ann@example.com>', 'short <ann@example.com>'],
   ])('cutAtWord: %s', (_case, text, cut) => {
     expect(cutAtWord(text, 2_000)).toBe(cut);
@@ -126,21 +138,40 @@ describe('the values on their way to PostgreSQL', () => {
     );
   });
 
-  it("property: a cut at a word is a prefix of the text, never longer than asked, never half a character, and never inside a word of an address's length", () => {
+  it('property: a cut at a word keeps a prefix within the length, leaves no half character, drops no more than the word it falls in, and keeps a part of a word only past the length of an address with no @ after the cut', () => {
     const wordEnd = /[\s<>()[\]{}"',;:]/;
-    const words = fc.array(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom(' ', '<', ',')));
+    const isWordEnd = (char: string | undefined) => char !== undefined && wordEnd.test(char);
+    const part = fc.oneof(
+      fc.string({ unit: 'grapheme', maxLength: 40 }),
+      fc.constantFrom(' ', '<', ',', '@'),
+      // Words around an address's length (254), with and without an @, and a character of two code units.
+      fc.string({ unit: fc.constantFrom('a', 'b', '@', '\u{1F600}'), minLength: 240, maxLength: 270 }),
+    );
     fc.assert(
-      fc.property(words, fc.integer({ min: 2, max: 300 }), (parts, max) => {
+      fc.property(fc.array(part, { maxLength: 30 }), fc.integer({ min: 2, max: 600 }), (parts, max) => {
         const value = parts.join('');
         const cut = cutAtWord(value, max);
         if (value.length <= max) return expect(cut).toBe(value);
+        const kept = cut.length - 1;
         expect(cut.length).toBeLessThanOrEqual(max);
-        expect(cut.endsWith('…') && value.startsWith(cut.slice(0, -1))).toBe(true);
+        expect(cut.endsWith('…') && value.startsWith(cut.slice(0, kept))).toBe(true);
         expect(unstorableIn(cut)).toBeNull();
-        const end = cut.length - 1;
-        const atWordEnd = end === 0 || wordEnd.test(value[end - 1]) || wordEnd.test(value[end]);
-        // Else the word the cut falls in is longer than any address, or starts the text.
-        if (!atWordEnd) expect(wordEnd.test(value.slice(Math.max(0, end - 254), end))).toBe(false);
+        // Nothing dropped before the cut but the rest of the word it falls in (or half a character).
+        expect(
+          value
+            .slice(kept, max - 1)
+            .split('')
+            .some(isWordEnd),
+        ).toBe(false);
+        if (kept === 0 || isWordEnd(value[kept - 1]) || isWordEnd(value[kept])) return;
+        // A part of a word kept: longer than any address, and no @ in the rest of the word within that length.
+        let start = kept;
+        while (start > 0 && !isWordEnd(value[start - 1])) start--;
+        expect(kept - start).toBeGreaterThan(254);
+        const after = value.slice(kept, kept + 254);
+        const wordEndAt = after.search(wordEnd);
+        const rest = wordEndAt < 0 ? after : after.slice(0, wordEndAt);
+        expect(rest.includes('@')).toBe(false);
       }),
       propertyRuns('cutAtWord'),
     );

@@ -48,17 +48,26 @@ const isWordEnd = (char: string | undefined): boolean => char !== undefined && W
 
 /**
  * Outside text (a server's reply, a report's diagnostic) cut as `cutText` cuts it, but before the word the cut would
- * fall in, when that word is short enough to be an address: a part of one (`<john.smith…`) is no address to the
- * redaction of the log and the console, which would show it. A longer word is cut where it is.
+ * fall in when that word could hold an address: a part of one (`<john.smith…`) is no address to the redaction of the
+ * log and the console, which redact a whole word with an `@` in it and would show the part. So the word goes when its
+ * part before the cut is short enough to be an address, or an `@` follows within an address's length after the cut
+ * (`?rcpt=john.smith@…` in a long URL); any other long word is cut where it is.
  */
 export function cutAtWord(value: string, maxLength: number): string {
   if (value.length <= maxLength) return value;
   const kept = maxLength - 1;
   if (isWordEnd(value[kept]) || isWordEnd(value[kept - 1])) return cutText(value, maxLength);
-  for (let end = kept - 1; end > 0 && end >= kept - LONGEST_ADDRESS; end--) {
-    if (isWordEnd(value[end - 1])) return `${value.slice(0, end)}…`;
-  }
+  let start = kept - 1;
+  while (start > 0 && !isWordEnd(value[start - 1])) start--;
+  if (kept - start <= LONGEST_ADDRESS || addressFollows(value, kept)) return `${value.slice(0, start)}…`;
   return cutText(value, maxLength);
+}
+
+/** Whether an `@` comes in the word at `from` within an address's length: the word names an address after `from`. */
+function addressFollows(value: string, from: number): boolean {
+  const end = Math.min(value.length, from + LONGEST_ADDRESS);
+  for (let index = from; index < end && !isWordEnd(value[index]); index++) if (value[index] === '@') return true;
+  return false;
 }
 
 /** The first and last instants PostgreSQL reads back from `Date.prototype.toISOString()`: years 1 to 9999. */

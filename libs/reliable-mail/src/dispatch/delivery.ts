@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { loggedReply } from '../shared/logged-reply.js';
 import { startRowSpan } from '../shared/trace-context.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { LaneUnsubscribe } from '../options/resolve-unsubscribe.js';
@@ -222,7 +223,12 @@ export class Delivery {
     } catch (error) {
       // A transport reports what the server did; a throw is its own fault, and the message may be tried again.
       const shown = shownSafely(error);
-      this.logger.error({ msg: 'the transport threw instead of reporting an outcome', id: row.id, error: shown });
+      this.logger.error({
+        msg: 'the transport threw instead of reporting an outcome',
+        id: row.id,
+        // As a reply is logged: an SMTP library's error may name the recipients it was refused for.
+        error: loggedReply({ replyCode: null, enhancedStatus: null, reply: shown }).reply,
+      });
       return everyRecipientDeferred(message.recipients, `the transport failed: ${shown}`);
     }
     const { outcome: read, flaw, dropped } = readOutcome(outcome, message.recipients);

@@ -246,10 +246,12 @@ describe('readOutcome', () => {
     expect(readOutcome(outcome, envelope).outcome).not.toHaveProperty(field);
   });
 
-  it("keeps no enhanced status longer than RFC 3463's longest, and no recipient's provider id too long to look up", () => {
+  it("keeps no enhanced status longer than RFC 3463's longest, and no provider id too long to look up", () => {
     const long = { enhancedStatus: `5.1.1 ${'x'.repeat(100_000)}`, providerMessageId: 'y'.repeat(100_000) };
-    const read = readOutcome(withRecipient(1, long), envelope);
+    const ids = { providerMessageId: 'y'.repeat(100_000), providerRequestId: 'z'.repeat(100_000) };
+    const read = readOutcome({ ...withRecipient(1, long), ...ids }, envelope);
     expect(read.flaw).toBeNull();
+    expect(read.outcome).toMatchObject({ providerMessageId: null, providerRequestId: null });
     expect(read.outcome.kind === 'attempted' && read.outcome.recipients[1]).toMatchObject({
       enhancedStatus: null,
       providerMessageId: null,

@@ -1,4 +1,4 @@
-import { cutText, isStorableDate, storableIdentifier } from '../database/storable.js';
+import { cutAtWord, isStorableDate, storableIdentifier } from '../database/storable.js';
 import { keptReply } from '../shared/logged-reply.js';
 import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
@@ -70,7 +70,7 @@ const transportName = check(
 const LONGEST_ENHANCED_STATUS = 9;
 const enhancedStatusCopy = (value: unknown): unknown =>
   typeof value === 'string' && value.length > LONGEST_ENHANCED_STATUS ? null : value;
-/** A recipient's provider id as the record keeps it: none when it is too long to look up (`storableIdentifier`). */
+/** A provider's id as the record and its events keep it: none when it is too long to look up (`storableIdentifier`). */
 const providerIdCopy = (value: unknown): unknown => (typeof value === 'string' ? storableIdentifier(value) : value);
 
 /** A reply as the attempt keeps it (`keptReply`). */
@@ -90,8 +90,8 @@ function dateCopy(value: unknown): unknown {
 /** The fields of each kind of `SendOutcome`, and of a `RecipientOutcome`; no other field is copied. */
 const ATTEMPTED: readonly Field[] = [
   { name: 'reply', check: textOrNull, kind: 'required', copy: replyCopy },
-  { name: 'providerMessageId', check: textOrNull, kind: 'required' },
-  { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
+  { name: 'providerMessageId', check: textOrNull, kind: 'required', copy: providerIdCopy },
+  { name: 'providerRequestId', check: textOrNull, kind: 'fact', copy: providerIdCopy },
   { name: 'acceptedAt', check: acceptedAt, kind: 'fact', copy: dateCopy },
   { name: 'deduplicatedByKey', check: flag, kind: 'optional' },
   { name: 'slowDown', check: flag, kind: 'required' },
@@ -104,7 +104,7 @@ const OUTAGE: readonly Field[] = [
   { name: 'replyCode', check: replyCode, kind: 'required' },
   { name: 'enhancedStatus', check: textOrNull, kind: 'required', copy: enhancedStatusCopy },
   { name: 'reply', check: text, kind: 'required', copy: replyCopy },
-  { name: 'providerRequestId', check: textOrNull, kind: 'fact' },
+  { name: 'providerRequestId', check: textOrNull, kind: 'fact', copy: providerIdCopy },
   { name: 'retryAfterMs', check: retryAfterMs, kind: 'fact', copy: retryAfterCopy },
   { name: 'transport', check: transportName, kind: 'fact' },
 ];
@@ -179,7 +179,7 @@ function read(outcome: unknown, envelope: readonly string[], dropped: string[]):
 /** `value` as text for a log or a reason, whatever it is: even its conversion to a string may throw. */
 export function shownSafely(value: unknown): string {
   try {
-    return cutText(String(value), 1_000);
+    return cutAtWord(String(value), 1_000);
   } catch {
     return 'a value that cannot be shown as text';
   }

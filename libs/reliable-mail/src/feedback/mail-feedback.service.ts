@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { context, isSpanContextValid, type Link, SpanKind, trace } from '@opentelemetry/api';
 import { OutboxDatabase } from '../database/outbox-database.js';
-import { cutAtWord, cutText, indexableKey } from '../database/storable.js';
+import { cutAtWord, indexableKey } from '../database/storable.js';
 import { UnknownFeedbackSourceError } from '../errors.js';
 import { MailEventPublisher } from '../events/mail-event.publisher.js';
 import { MailMetrics } from '../metrics/mail-metrics.js';
@@ -170,5 +170,5 @@ function traceReport(source: FeedbackSource, row: StoredFeedback, received: Date
 function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {
   const what = item.kind === 'complained' ? 'complaint' : 'hard bounce';
   const detail = [item.status, item.diagnostic].filter(Boolean).join(' ');
-  return cutText(`${source} ${what}${detail ? `: ${detail}` : ''}`, MAX_SUPPRESSION_REASON);
+  return cutAtWord(`${source} ${what}${detail ? `: ${detail}` : ''}`, MAX_SUPPRESSION_REASON);
 }

@@ -148,7 +148,10 @@ export type SendOutcome =
        * and the row goes again once it resumes.
        */
       heldBack?: boolean;
-      /** The name of the transport that made the attempt, in a lane of several (`FailoverTransport`): recorded with it. */
+      /**
+       * The name of the transport that made the attempt, in a lane of several (`FailoverTransport`): recorded with it.
+       * At most 64 characters; a longer one is left out.
+       */
       transport?: string;
     }
   | {

@@ -109,12 +109,6 @@ export class FailoverTransport implements MailTransport {
 
   /** Moves the lane to the next transport when the one it was on failed, and back to the first when it answers. */
   private note(index: number, failed: boolean, outcome: SendOutcome): void {
-    const said = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
-    // Logged before the dispatcher reads the outcome: cut and without addresses, as the dispatcher's lines show one.
-    const reply =
-      typeof said === 'string'
-        ? loggedReply({ replyCode: null, enhancedStatus: null, reply: keptReply(said) }).reply
-        : null;
     const taken = outcome.kind === 'attempted' && outcome.recipients.some(({ status }) => status === 'accepted');
     if (taken && index < this.active) {
       this.logger.log({
@@ -133,7 +127,7 @@ export class FailoverTransport implements MailTransport {
         msg: 'lane fails over to its next transport',
         from: this.entries[index].name,
         to: this.entries[index + 1].name,
-        reply,
+        reply: shownReply(outcome),
         probeAfterMs: this.probeAfterMs,
       });
     }
@@ -162,4 +156,15 @@ export class FailoverTransport implements MailTransport {
   async close(): Promise<void> {
     await Promise.all(this.entries.map(({ transport }) => transport.close()));
   }
+}
+
+/**
+ * The reply a failover is logged with, read before the dispatcher reads the outcome (`readOutcome`): cut and without
+ * addresses, as the dispatcher's own lines show one.
+ */
+function shownReply(outcome: SendOutcome): string | null {
+  const said = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
+  return typeof said === 'string'
+    ? loggedReply({ replyCode: null, enhancedStatus: null, reply: keptReply(said) }).reply
+    : null;
 }
