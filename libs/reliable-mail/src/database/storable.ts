@@ -40,10 +40,11 @@ export function cutText(value: string, maxLength: number): string {
 const LONGEST_ADDRESS = 254;
 
 /**
- * A character that ends an address where it stands in a server's text, as the log's redaction reads one
- * (shared/logged-reply.ts): white space, brackets, quotes, punctuation.
+ * The characters that end an address where it stands in a server's text (white space, brackets, quotes,
+ * punctuation), as a character class's body: the log's redaction (shared/logged-reply.ts) reads words by them too.
  */
-const WORD_END = /[\s<>()[\]{}"',;:]/;
+export const ADDRESS_DELIMITERS = String.raw`\s<>()[\]{}"',;:`;
+const WORD_END = new RegExp(`[${ADDRESS_DELIMITERS}]`);
 const isWordEnd = (char: string | undefined): boolean => char !== undefined && WORD_END.test(char);
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { loggedReply } from '../shared/logged-reply.js';
+import { withoutAddresses } from '../shared/logged-reply.js';
 import { startRowSpan } from '../shared/trace-context.js';
 import { type Verp, verpAddress } from '../shared/verp.js';
 import type { LaneUnsubscribe } from '../options/resolve-unsubscribe.js';
@@ -227,7 +227,7 @@ export class Delivery {
         msg: 'the transport threw instead of reporting an outcome',
         id: row.id,
         // As a reply is logged: an SMTP library's error may name the recipients it was refused for.
-        error: loggedReply({ replyCode: null, enhancedStatus: null, reply: shown }).reply,
+        error: withoutAddresses(shown),
       });
       return everyRecipientDeferred(message.recipients, `the transport failed: ${shown}`);
     }

@@ -1,4 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
+import { storableJson } from '../database/storable.js';
 import { malformedOutcome, readOutcome } from './outcome-check.js';
 import { MAX_REPLY_LENGTH } from '../shared/logged-reply.js';
 
@@ -360,5 +363,57 @@ describe('malformedOutcome', () => {
       })),
     });
     expect(readOutcome(outcome, envelope)).toEqual({ outcome, flaw: null, dropped: [] });
+  });
+});
+
+describe('readOutcome of any value', () => {
+  const anyValue = fc.anything({ withBigInt: true, withDate: true, withMap: true, withNullPrototype: true });
+  /** Text of any length around the bounds, or any value where text belongs. */
+  const anyText = fc.oneof(fc.string({ unit: 'binary', maxLength: 3_000 }), anyValue);
+  const anyRecipient = fc.record(
+    {
+      address: fc.oneof(fc.constantFrom(...envelope), anyValue),
+      status: fc.oneof(fc.constantFrom('accepted', 'deferred', 'refused', 'unknown'), anyValue),
+      replyCode: fc.oneof(fc.constantFrom(250, 451, 550, null), anyValue),
+      enhancedStatus: anyText,
+      reply: anyText,
+      perRecipient: fc.oneof(fc.boolean(), anyValue),
+      providerMessageId: anyText,
+    },
+    { requiredKeys: [] },
+  );
+  const anyOutcome = fc.oneof(
+    anyValue,
+    fc.record(
+      {
+        kind: fc.oneof(fc.constantFrom('attempted', 'outage'), anyValue),
+        recipients: fc.oneof(fc.array(anyRecipient, { maxLength: 3 }), anyValue),
+        replyCode: fc.oneof(fc.constantFrom(421, 554, null), anyValue),
+        enhancedStatus: anyText,
+        reply: anyText,
+        providerMessageId: anyText,
+        providerRequestId: anyText,
+        acceptedAt: anyValue,
+        slowDown: fc.oneof(fc.boolean(), anyValue),
+        retryAfterMs: anyValue,
+        transport: anyText,
+      },
+      { requiredKeys: [] },
+    ),
+  );
+
+  it('property: never throws, and what it keeps writes as storable JSON with every reply and status within its bound', () => {
+    fc.assert(
+      fc.property(anyOutcome, (value) => {
+        const { outcome, flaw } = readOutcome(value, envelope);
+        expect(flaw === null || typeof flaw === 'string').toBe(true);
+        expect(() => storableJson(outcome)).not.toThrow();
+        const texts = outcome.kind === 'outage' ? [outcome] : [outcome, ...outcome.recipients];
+        for (const { reply } of texts) expect((reply ?? '').length).toBeLessThanOrEqual(MAX_REPLY_LENGTH);
+        for (const item of texts)
+          if ('enhancedStatus' in item) expect((item.enhancedStatus ?? '').length).toBeLessThanOrEqual(9);
+      }),
+      propertyRuns('readOutcome of any value'),
+    );
   });
 });

@@ -43,13 +43,6 @@ export const ignoredReport = (reason: string): FeedbackReport => ({ items: [], i
 /** A report of these items, none ignored. */
 export const feedbackReport = (items: FeedbackItem[]): FeedbackReport => ({ items, ignored: null });
 
-/**
- * A report's diagnostic is stored, and sent in its event, cut to this many characters. A server's reply is a few lines
- * of at most 512 octets each (RFC 5321 §4.5.3.1.5); anyone can mail a DSN, and one whose diagnostic filled its 1 MiB
- * would go whole into every listener's event and every broker's message (NATS refuses one of more than 1 MiB).
- */
-export const MAX_DIAGNOSTIC_LENGTH = 2_000;
-
 const ROW_MESSAGE_ID = new RegExp(`^<(${UUID_SOURCE})@[^<>@\\s]+>$`, 'i');
 const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
 // No `@` on either side of the one: with it, `<@@@…` without a `>` was read in quadratic time (64,000: 2 s).

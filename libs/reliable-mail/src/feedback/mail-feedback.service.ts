@@ -14,8 +14,9 @@ import {
   EMAIL_DELIVERED_EVENT,
   RELIABLE_MAIL_OPTIONS,
 } from '../reliable-mail.constants.js';
+import { keptReply } from '../shared/logged-reply.js';
 import { startRowSpan } from '../shared/trace-context.js';
-import { type FeedbackItem, type FeedbackReport, MAX_DIAGNOSTIC_LENGTH } from './feedback-report.js';
+import type { FeedbackItem, FeedbackReport } from './feedback-report.js';
 import { type FeedbackInput, recordFeedback, type StoredFeedback } from './sql/record-feedback.js';
 import { dsnReport } from './sources/dsn-report.js';
 import type { WebhookHeaders, WebhookSource } from './sources/webhook-source.js';
@@ -110,7 +111,9 @@ export class MailFeedbackService {
     const recording = this.publisher.recordingOf(eventName);
     const reportedAt = item.reportedAt.toISOString();
     const providerEventId = indexableKey(item.providerEventId);
-    const diagnostic = item.diagnostic === null ? null : cutAtWord(item.diagnostic, MAX_DIAGNOSTIC_LENGTH);
+    // A diagnostic is a server's reply, kept as an attempt keeps one: anyone can mail a DSN, and one whose diagnostic
+    // filled its 1 MiB went whole into every listener's event and every broker's message.
+    const diagnostic = item.diagnostic === null ? null : keptReply(item.diagnostic);
     return {
       id,
       source,

@@ -1,4 +1,4 @@
-import { cutAtWord } from '../database/storable.js';
+import { ADDRESS_DELIMITERS, cutAtWord } from '../database/storable.js';
 
 // A reply to a recipient often names it (`550 5.1.1 <ann@example.com>: Recipient address rejected`), and the log goes
 // wherever the app ships it, kept longer and read more widely than the outbox's rows. What the log shows of a reply is
@@ -29,9 +29,13 @@ export const ADDRESS_SHOWN_AS = '[address]';
  * punctuation around it; a dot that ends the sentence stays. It starts where a token does (the lookbehind): tried
  * from every character of a server's long token, it took quadratic time (256,000 characters: 35 s).
  */
-const ADDRESS = /(?<![^\s<>()[\]{}"',;:])[^\s<>()[\]{}"',;:]+@[^\s<>()[\]{}"',;:]*[^\s<>()[\]{}"',;:.]/g;
+const WORD = `[^${ADDRESS_DELIMITERS}]`;
+const ADDRESS = new RegExp(`(?<!${WORD})${WORD}+@${WORD}*[^${ADDRESS_DELIMITERS}.]`, 'g');
+
+/** `text` with every address it names replaced by `ADDRESS_SHOWN_AS`, as a log line may show it. */
+export const withoutAddresses = (text: string): string => text.replace(ADDRESS, ADDRESS_SHOWN_AS);
 
 /** `reply` as a log line may show it: its code and enhanced status, its text without the addresses it names. */
 export function loggedReply({ replyCode, enhancedStatus, reply }: ReplyFacts): ReplyFacts {
-  return { replyCode, enhancedStatus, reply: reply === null ? null : reply.replace(ADDRESS, ADDRESS_SHOWN_AS) };
+  return { replyCode, enhancedStatus, reply: reply === null ? null : withoutAddresses(reply) };
 }

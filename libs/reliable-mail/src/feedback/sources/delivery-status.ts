@@ -1,7 +1,8 @@
 import { cutText, storableDateOrNull } from '../../database/storable.js';
 import { FeedbackPayloadError } from '../../errors.js';
 import { isHardBounceStatus } from '../../shared/enhanced-status.js';
-import { addressIn, type FeedbackItem, MAX_DIAGNOSTIC_LENGTH, statusIn } from '../feedback-report.js';
+import { MAX_REPLY_LENGTH } from '../../shared/logged-reply.js';
+import { addressIn, type FeedbackItem, statusIn } from '../feedback-report.js';
 
 // RFC 3464 delivery status notifications: the `message/delivery-status` part, a group of per-message fields, then
 // a group per recipient, each in header syntax.
@@ -47,9 +48,9 @@ export const MAX_RECIPIENT_GROUPS = 1_000;
 export const MAX_REPEATED_LENGTH = 1_000;
 /**
  * A recipient's own group is kept in its row's payload cut to this many characters: a genuine one is a few fields and
- * a diagnostic (stored cut to `MAX_DIAGNOSTIC_LENGTH`).
+ * a diagnostic (stored cut as a reply is, to `MAX_REPLY_LENGTH`).
  */
-const MAX_GROUP_LENGTH = MAX_REPEATED_LENGTH + MAX_DIAGNOSTIC_LENGTH;
+const MAX_GROUP_LENGTH = MAX_REPEATED_LENGTH + MAX_REPLY_LENGTH;
 
 /** A group of fields, and its text as the report gave it. */
 export interface FieldGroup {

@@ -7,7 +7,7 @@ import type {
   SendOutcome,
   TransportContext,
 } from '../mail-transport.interface.js';
-import { keptReply, loggedReply } from '../../shared/logged-reply.js';
+import { keptReply, withoutAddresses } from '../../shared/logged-reply.js';
 import { failedBeforeHandoff } from './failed-before-handoff.js';
 
 /** Array.isArray without its `any[]`: the list keeps its entries' type. */
@@ -164,7 +164,5 @@ export class FailoverTransport implements MailTransport {
  */
 function shownReply(outcome: SendOutcome): string | null {
   const said = outcome.kind === 'outage' ? outcome.reply : outcome.recipients[0]?.reply;
-  return typeof said === 'string'
-    ? loggedReply({ replyCode: null, enhancedStatus: null, reply: keptReply(said) }).reply
-    : null;
+  return typeof said === 'string' ? withoutAddresses(keptReply(said)) : null;
 }
