@@ -41,9 +41,11 @@ const LONGEST_ADDRESS = 254;
 
 /**
  * The characters that end an address where it stands in a server's text (white space, brackets, quotes,
- * punctuation), as a character class's body: the log's redaction (shared/logged-reply.ts) reads words by them too.
+ * punctuation), as a character class's body: the log's and the console's redaction (shared/logged-reply.ts) read
+ * words by them too. Not braces, which RFC 5322 allows in a local part (`ann{shop}@example.com`): read as ends, they
+ * left such an address whole in the log.
  */
-export const ADDRESS_DELIMITERS = String.raw`\s<>()[\]{}"',;:`;
+export const ADDRESS_DELIMITERS = String.raw`\s<>()[\]"',;:`;
 const WORD_END = new RegExp(`[${ADDRESS_DELIMITERS}]`);
 const isWordEnd = (char: string | undefined): boolean => char !== undefined && WORD_END.test(char);
 

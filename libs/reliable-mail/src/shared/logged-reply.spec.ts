@@ -28,6 +28,11 @@ describe('loggedReply', () => {
       reply: '422 validation_error: Invalid `to` field "ann@example"',
       shown: '422 validation_error: Invalid `to` field "[address]"',
     },
+    {
+      name: 'an address with braces in its local part (RFC 5322 allows them), and one in a JSON body',
+      reply: '550 5.1.1 <ann{shop}@example.com>: unknown; {"rcpt":"bob@example.org"}',
+      shown: '550 5.1.1 <[address]>: unknown; {"rcpt":"[address]"}',
+    },
   ])('$name', ({ reply, shown }) => {
     expect(loggedReply({ replyCode: 550, enhancedStatus: '5.1.1', reply })).toEqual({
       replyCode: 550,

@@ -32,8 +32,8 @@ export const ADDRESS_SHOWN_AS = '[address]';
 const WORD = `[^${ADDRESS_DELIMITERS}]`;
 const ADDRESS = new RegExp(`(?<!${WORD})${WORD}+@${WORD}*[^${ADDRESS_DELIMITERS}.]`, 'g');
 
-/** `text` with every address it names replaced by `ADDRESS_SHOWN_AS`, as a log line may show it. */
-export const withoutAddresses = (text: string): string => text.replace(ADDRESS, ADDRESS_SHOWN_AS);
+/** `text` with every address it names replaced by `shownAs`: by default as a log line may show it. */
+export const withoutAddresses = (text: string, shownAs = ADDRESS_SHOWN_AS): string => text.replace(ADDRESS, shownAs);
 
 /** `reply` as a log line may show it: its code and enhanced status, its text without the addresses it names. */
 export function loggedReply({ replyCode, enhancedStatus, reply }: ReplyFacts): ReplyFacts {

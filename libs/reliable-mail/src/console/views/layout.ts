@@ -1,5 +1,6 @@
 import type { ConsoleAccess } from '../console-options.js';
 import { html, type Markup } from './html.js';
+import { withoutAddresses } from '../../shared/logged-reply.js';
 
 /** What every page knows: where the console is mounted, who looks, and whether actions are allowed. */
 export interface PageContext {
@@ -84,19 +85,13 @@ export function statusBadge(status: string): Markup {
 }
 
 /**
- * Anything shaped like an address, wherever it sits: in a reply (`550 5.1.1 <ann@…>`), a reason, a key. A match
- * starts where a token does (the lookbehind): tried from every character of a long token, it took quadratic time,
- * 6.8 s for a forged report's 100,000-character diagnostic.
- */
-const ADDRESS_LIKE = /(?<![^\s<>()[\],;:"'])[^\s<>()[\],;:"']+@[^\s<>()[\],;:"']+/g;
-
-/**
  * Text from a server, a provider or an operator, shown to who may not read content with every address in it
  * replaced: the replies and reasons of a mail are an operator's business, its recipients are personal data.
  */
 export function redacted(page: PageContext, text: string | null | undefined): string {
   if (!text) return '';
-  return canReadContent(page) ? text : text.replace(ADDRESS_LIKE, '(address hidden)');
+  // Every address, wherever it sits (a reply's `550 5.1.1 <ann@…>`, a reason, a key), as the log finds them.
+  return canReadContent(page) ? text : withoutAddresses(text, '(address hidden)');
 }
 
 /** An address shown only to who may read content: recipients' addresses are personal data. */
