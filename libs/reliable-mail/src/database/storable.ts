@@ -40,12 +40,12 @@ export function cutText(value: string, maxLength: number): string {
 const LONGEST_ADDRESS = 254;
 
 /**
- * The characters that end an address where it stands in a server's text (white space, brackets, quotes,
+ * The characters that end an address where it stands in a server's text (white space, brackets, double quotes,
  * punctuation), as a character class's body: the log's and the console's redaction (shared/logged-reply.ts) read
- * words by them too. Not braces, which RFC 5322 allows in a local part (`ann{shop}@example.com`): read as ends, they
- * left such an address whole in the log.
+ * words by them too. Not braces or apostrophes, which RFC 5322 allows in a local part (`ann{shop}@example.com`,
+ * `o'brien@example.com`): read as ends, they left such an address whole in the log, or its domain.
  */
-export const ADDRESS_DELIMITERS = String.raw`\s<>()[\]"',;:`;
+export const ADDRESS_DELIMITERS = String.raw`\s<>()[\]",;:`;
 const WORD_END = new RegExp(`[${ADDRESS_DELIMITERS}]`);
 const isWordEnd = (char: string | undefined): boolean => char !== undefined && WORD_END.test(char);
 
@@ -59,7 +59,7 @@ const isWordEnd = (char: string | undefined): boolean => char !== undefined && W
 export function cutAtWord(value: string, maxLength: number): string {
   if (value.length <= maxLength) return value;
   const kept = maxLength - 1;
-  if (isWordEnd(value[kept]) || isWordEnd(value[kept - 1])) return cutText(value, maxLength);
+  if (kept === 0 || isWordEnd(value[kept]) || isWordEnd(value[kept - 1])) return cutText(value, maxLength);
   let start = kept - 1;
   while (start > 0 && !isWordEnd(value[start - 1])) start--;
   if (kept - start <= LONGEST_ADDRESS || addressFollows(value, kept)) return `${value.slice(0, start)}…`;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { loggedReply } from './logged-reply.js';
+import fc from 'fast-check';
+import { propertyRuns } from '../../../../test/support/property-runs.js';
+import { loggedReply, withoutAddresses } from './logged-reply.js';
 
 describe('loggedReply', () => {
   it.each([
@@ -29,6 +31,11 @@ describe('loggedReply', () => {
       shown: '422 validation_error: Invalid `to` field "[address]"',
     },
     {
+      name: 'an address with an apostrophe in its local part, quoted in single quotes',
+      reply: "550 5.1.1 'o'brien@example.com' unknown",
+      shown: '550 5.1.1 [address] unknown',
+    },
+    {
       name: 'an address with braces in its local part (RFC 5322 allows them), and one in a JSON body',
       reply: '550 5.1.1 <ann{shop}@example.com>: unknown; {"rcpt":"bob@example.org"}',
       shown: '550 5.1.1 <[address]>: unknown; {"rcpt":"[address]"}',
@@ -47,5 +54,17 @@ describe('loggedReply', () => {
       enhancedStatus: null,
       reply: null,
     });
+  });
+
+  it("property: no address of any form RFC 5322 allows keeps its domain, wherever it stands in a server's text", () => {
+    const text = fc.string({ unit: fc.constantFrom('a', 'Z', '9', '.', '-', ' ', '\n', 'é'), maxLength: 40 });
+    const delimiter = fc.constantFrom(' ', '<', '>', '"', ',', ';', ':', '(', ')', '[', ']', '\n', '\t');
+    fc.assert(
+      fc.property(text, delimiter, fc.emailAddress(), delimiter, text, (before, open, address, close, after) => {
+        const domain = address.slice(address.lastIndexOf('@'));
+        expect(withoutAddresses(`${before}${open}${address}${close}${after}`)).not.toContain(domain);
+      }),
+      propertyRuns('withoutAddresses'),
+    );
   });
 });
