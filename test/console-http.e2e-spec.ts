@@ -461,6 +461,11 @@ describe.each(['express', 'fastify'] as const)('the mail console over HTTP, on %
     const badFrom = await get('/mail/mails?from=yesterday', OPERATOR);
     expect(badFrom.status).toBe(400);
     expect(badFrom.body).toContain('from');
+    // A cursor given twice is a list, on either list of addresses.
+    for (const list of ['suppressions', 'unsubscribes']) {
+      const twice = await get(`/mail/${list}?after=a%40example.com&after=b%40example.com&afterCategory=news`, OPERATOR);
+      expect([list, twice.status, twice.body.includes('after')]).toEqual([list, 400, true]);
+    }
 
     const id = privateMails.bob;
     const before = await rowOf(id);

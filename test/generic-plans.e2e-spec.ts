@@ -26,6 +26,7 @@ import { settleInputOf, settleRows } from '../libs/reliable-mail/src/outbox/sql/
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { claimOwedEvents, confirmRelayed, deferRelayed } from '../libs/reliable-mail/src/relay/sql/relay-events.js';
 import { listUnsubscribes } from '../libs/reliable-mail/src/unsubscribe/sql/unsubscribes.js';
+import { listSuppressions } from '../libs/reliable-mail/src/outbox/sql/suppression.js';
 import { feedbackInput } from './support/feedback-input.js';
 import { sentSettlement } from './support/settlements.js';
 import { migrate } from './support/test-app.js';
@@ -129,13 +130,19 @@ const EVERY_NAMED_STATEMENT: Array<(db: SqlClient) => Promise<unknown>> = [
   (db) => deferRelayed(db, [{ id: '1', delayMs: 1_000, error: 'no stream' }]),
   (db) => listUnsubscribes(db, 101, undefined, 'reader2'),
   (db) => listUnsubscribes(db, 101, { address: 'reader2500@example.com', category: 'newsletter' }),
+  (db) => listSuppressions(db, 101, undefined, 'bounced2'),
+  (db) => listSuppressions(db, 101, 'bounced2500@example.com'),
 ];
 
 /**
- * The primary key scan of each page of the unsubscribes, started at its keyset: as a filter, the keyset would leave
- * each page reading the index from its first entry.
+ * The primary key scan of each page of the unsubscribes and of the suppression list, started at its keyset: as a
+ * filter, the keyset would leave each page reading the index from its first entry.
  */
-const UNSUBSCRIBE_PAGES: Record<string, RegExp> = {
+const KEYSET_PAGES: Record<string, RegExp> = {
+  reliable_mail_list_suppressions:
+    /Index (Only )?Scan using mail_suppression_pkey on mail_suppression\s+Index Cond: \(address >= \$2\)/,
+  reliable_mail_list_suppressions_after:
+    /Index (Only )?Scan using mail_suppression_pkey on mail_suppression\s+Index Cond: \(\(address > \$2\) AND \(address >= \$3\)\)/,
   reliable_mail_list_unsubscribes:
     /Index (Only )?Scan using mail_unsubscribe_pkey on mail_unsubscribe\s+Index Cond: \(address >= \$2\)/,
   reliable_mail_list_unsubscribes_after:
@@ -185,6 +192,8 @@ describe("the statements reliable-mail's connections prepare, planned once on em
         'reliable_mail_extend_lease',
         'reliable_mail_feedback_retention',
         'reliable_mail_health',
+        'reliable_mail_list_suppressions',
+        'reliable_mail_list_suppressions_after',
         'reliable_mail_list_unsubscribes',
         'reliable_mail_list_unsubscribes_after',
         'reliable_mail_open_counts',
@@ -239,7 +248,7 @@ describe("the statements reliable-mail's connections prepare, planned once on em
       if (scans.length > 0) offenders[statement.name] = scans;
     }
     expect(offenders).toEqual({});
-    for (const [name, keysetScan] of Object.entries(UNSUBSCRIBE_PAGES)) {
+    for (const [name, keysetScan] of Object.entries(KEYSET_PAGES)) {
       expect([name, plans[name]]).toEqual([name, expect.stringMatching(keysetScan)]);
     }
   }, 60_000);

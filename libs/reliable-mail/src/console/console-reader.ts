@@ -96,7 +96,7 @@ export class ConsoleReader {
    * A page of the suppression list in address order: from `from` (a search's start, included), after `after` (the
    * last address of the page before).
    */
-  async suppressions(page: { from?: string; after?: string }): Promise<AddressListPage<Suppression, string>> {
+  async suppressions(page: { from?: string; after?: unknown }): Promise<AddressListPage<Suppression, string>> {
     const from = checkTextCursor('from', page.from);
     const after = checkTextCursor('after', page.after);
     const rows = await listSuppressions(await this.db(), LIST_PAGE + 1, after, from?.toLowerCase());

@@ -424,8 +424,9 @@ export function consoleControllerAt(path: string): Type {
       const access = await this.gate.access(request);
       const page = this.page(access, request, response, query);
       const { content, from, cursor } = addressSearchOf(access, query);
-      const after = typeof cursor.after === 'string' ? cursor.after : undefined;
-      const list = await badRequestOnInput(() => this.reader.suppressions({ from: from || undefined, after }));
+      const list = await badRequestOnInput(() =>
+        this.reader.suppressions({ from: from || undefined, after: cursor.after }),
+      );
       return this.send(response, suppressionsPage(page, from, list.items, content ? list.next : null));
     }
 

@@ -13,20 +13,34 @@ interface SuppressionRecord {
   created_at: Date | string;
 }
 
+// The pages of the list, in the order of its primary key: as the unsubscribes' (unsubscribe/sql/unsubscribes.ts),
+// one statement per keyset, which is then the index condition of the generic plan each is given.
+
+/** From the address `$2` (included): a search's start, or '' for the first page. */
+const LIST_FROM = new Statement((t) => ({
+  name: 'reliable_mail_list_suppressions',
+  text: `select address, reason, source, outbox_id, created_at from ${t.suppression}
+         where address >= $2::text order by address limit $1`,
+}));
+
+/** After the address `$2` (a page's last, excluded), and still from the address `$3` of the search. */
+const LIST_AFTER = new Statement((t) => ({
+  name: 'reliable_mail_list_suppressions_after',
+  text: `select address, reason, source, outbox_id, created_at from ${t.suppression}
+         where address > $2::text and address >= $3::text order by address limit $1`,
+}));
+
 /** Addresses in order, after `after` (a page's last, excluded) and from `from` (a search's start, included). */
 export async function listSuppressions(
   db: SqlClient,
   limit: number,
   after?: string,
-  from?: string,
+  from = '',
 ): Promise<Suppression[]> {
-  const rows = await db.query<SuppressionRecord>(
-    new Statement((t) => ({
-      text: `select * from ${t.suppression} where ($2::text is null or address > $2) and ($3::text is null or address >= $3)
-             order by address limit $1`,
-    })),
-    [limit, after ?? null, from ?? null],
-  );
+  const rows =
+    after === undefined
+      ? await db.query<SuppressionRecord>(LIST_FROM, [limit, from])
+      : await db.query<SuppressionRecord>(LIST_AFTER, [limit, after, from]);
   return rows.map((row) => ({
     address: row.address,
     reason: row.reason,
