@@ -1,7 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { MailOutboxService, type ReliableMailOptions, type SmtpTransportOptions } from '@reliable-mail/nestjs';
+import {
+  MailOutboxService,
+  MailUnsubscribeService,
+  MailValidationError,
+  type ReliableMailOptions,
+  type SmtpTransportOptions,
+} from '@reliable-mail/nestjs';
 import { dkimVerify } from 'mailauth';
 import { unsubscribeToken } from '../libs/reliable-mail/src/unsubscribe/unsubscribe-token.js';
 import type { ReceivedMessage } from './support/smtp-test-server.js';
@@ -191,8 +197,8 @@ describe('one-click unsubscribe (RFC 8058) of the lanes marked transactional: fa
     expect(await unsubscribes()).toEqual([unsubscribed]);
   });
 
-  it('operators list the unsubscribes a page at a time, by address and category, and bad pages are refused', async () => {
-    const { send, post, admin } = await start();
+  it('operators list the unsubscribes a page at a time, by address and category, and bad pages are refused; a resubscribe takes one back, and refuses a category no lane could have', async () => {
+    const { send, post, admin, app } = await start();
     const news = await send([ann, bob], 'news');
     const digest = await send([ann], 'digest');
     for (const link of [...news.copies.map(linkOf), linkOf(digest.copies[0])])
@@ -216,6 +222,16 @@ describe('one-click unsubscribe (RFC 8058) of the lanes marked transactional: fa
     for (const after of [ann, { address: ann }, null]) {
       await expect(admin.listUnsubscribes({ after } as never)).rejects.toThrow(/page\.after/);
     }
+
+    const unsubscribe = app.get(MailUnsubscribeService);
+    for (const category of [' newsletter', 'Newsletter', 'x'.repeat(100_000), 42]) {
+      expect(() => unsubscribe.resubscribe(ann, category as string)).toThrow(MailValidationError);
+    }
+    expect(await unsubscribe.resubscribe(ann.toUpperCase(), 'digest')).toBe(true);
+    expect(await admin.listUnsubscribes()).toEqual([
+      entry(ann, 'newsletter', news.mail.id),
+      entry(bob, 'newsletter', news.mail.id),
+    ]);
   });
 
   it.each<{ name: string; token: (annToken: string) => string | null; reason: RegExp }>([

@@ -11,8 +11,8 @@ import { REQUEUABLE_STATUSES, requeueRows } from '../outbox/sql/requeue.js';
 import { addSuppression, removeSuppression } from '../outbox/sql/suppression.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
 import { checkStorable } from '../outbox/validation/json.js';
-import { shown } from '../shared/shown.js';
 import { removeUnsubscribe } from '../unsubscribe/sql/unsubscribes.js';
+import { checkCategory } from '../unsubscribe/unsubscribe-category.js';
 import type { ConsoleFilter } from './console-data.types.js';
 import type { ConsoleAccess } from './console-options.js';
 import { recordAudit } from './sql/audit.js';
@@ -51,12 +51,7 @@ function checkReason(reason: unknown): string {
  * the category, which is taken as it is, since it names what a row holds.
  */
 export function unsubscribeOf(address: unknown, category: unknown): Pick<Unsubscribe, 'address' | 'category'> {
-  if (typeof category !== 'string' || category.trim().length === 0) {
-    const given = category === undefined ? 'none' : shown(category);
-    throw new MailValidationError('category', `must be the category the address is unsubscribed from, got ${given}`);
-  }
-  checkStorable('category', category);
-  return { address: normalizeAddress('address', address as string), category };
+  return { address: normalizeAddress('address', address as string), category: checkCategory('category', category) };
 }
 
 /**

@@ -3,6 +3,7 @@ import { requireSecrets } from './require.js';
 import type { ResolvedDkimOptions } from '../transport/smtp/dkim-options.js';
 import type { LaneOptions, UnsubscribeOptions } from './reliable-mail-options.interface.js';
 import type { ResolvedTransport } from './resolve-options.js';
+import { CATEGORY_PATTERN } from '../unsubscribe/unsubscribe-category.js';
 
 /** Where the one-click links point, and the keys they are signed with, newest last. */
 export interface ResolvedUnsubscribe {
@@ -20,8 +21,6 @@ export interface LaneUnsubscribe extends ResolvedUnsubscribe {
  * header line stays well within RFC 5322's 998 characters.
  */
 const LONGEST_URL = 400;
-/** As a lane's name: it is written into every link and every unsubscribe. */
-const CATEGORY_PATTERN = /^[a-z][a-z0-9_-]{0,62}$/;
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** RFC 8058 §3.1: the DKIM signature must cover both, or receivers do not offer one-click. */
 const SIGNED_HEADERS = ['list-unsubscribe', 'list-unsubscribe-post'];

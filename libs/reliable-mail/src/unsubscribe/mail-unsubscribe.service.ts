@@ -6,6 +6,7 @@ import type { ResolvedUnsubscribe } from '../options/resolve-unsubscribe.js';
 import { normalizeAddress } from '../outbox/validation/addresses.js';
 import { RELIABLE_MAIL_OPTIONS } from '../reliable-mail.constants.js';
 import { addUnsubscribe, removeUnsubscribe } from './sql/unsubscribes.js';
+import { checkCategory } from './unsubscribe-category.js';
 import { readUnsubscribeToken, type UnsubscribeRequest } from './unsubscribe-token.js';
 
 /** What a one-click unsubscribe did. */
@@ -47,10 +48,11 @@ export class MailUnsubscribeService {
 
   /**
    * Takes back a recipient's unsubscribe from a category, for an app where they opted in again: mail of that
-   * category goes to them again. Returns whether they were unsubscribed. `MailValidationError` for no address.
+   * category goes to them again. Returns whether they were unsubscribed. `MailValidationError` for no address, or a
+   * category no lane could have.
    */
   resubscribe(address: string, category: string): Promise<boolean> {
-    return removeUnsubscribe(this.database, normalizeAddress('address', address), category);
+    return removeUnsubscribe(this.database, normalizeAddress('address', address), checkCategory('category', category));
   }
 
   private settings(): ResolvedUnsubscribe {
