@@ -205,6 +205,23 @@ describe('Delivery', () => {
     });
   });
 
+  it('a transport that throws an error naming the recipients: every recipient deferred with it, the log line without the addresses', async () => {
+    const { transport } = transportAnswering(async () => {
+      throw new Error('550 5.1.1 <ann@example.com>: Recipient address rejected; bob@example.com also');
+    });
+    const { settled, logged } = delivery(transport);
+    const { settlement } = await settled(claimedRow());
+    expect(settlement).toMatchObject({ status: 'pending', outcome: 'transient' });
+    expect(settlement.lastError).toContain('<ann@example.com>');
+    expect(logged).toContainEqual({
+      level: 'error',
+      entry: expect.objectContaining({
+        msg: 'the transport threw instead of reporting an outcome',
+        error: 'Error: 550 5.1.1 <[address]>: Recipient address rejected; [address] also',
+      }),
+    });
+  });
+
   describe('a lane that is not transactional: a copy for each recipient, with its own one-click unsubscribe link', () => {
     const unsubscribe: LaneUnsubscribe = {
       url: 'https://example.com/webhooks/mail/unsubscribe',

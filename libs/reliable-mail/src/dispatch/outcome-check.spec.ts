@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { propertyRuns } from '../../../../test/support/property-runs.js';
-import { storableJson } from '../database/storable.js';
-import { malformedOutcome, readOutcome } from './outcome-check.js';
+import { storableIdentifier, storableJson } from '../database/storable.js';
+import { isEnhancedStatus } from '../shared/enhanced-status.js';
 import { MAX_REPLY_LENGTH } from '../shared/logged-reply.js';
+import { TRANSPORT_NAME_PATTERN } from '../transport/failover/failover-transport.js';
+import { malformedOutcome, readOutcome } from './outcome-check.js';
 
 const envelope = ['ann@example.com', 'bob@example.com'];
 const accepted = (address: string) => ({
@@ -231,12 +233,12 @@ describe('readOutcome', () => {
       field: 'retryAfterMs',
       dropped: 'retryAfterMs must be a finite number of milliseconds >= 0',
     })),
-    {
-      name: 'a transport name of 65 characters',
-      outcome: { ...attempted, transport: 'x'.repeat(65) },
+    ...['x'.repeat(65), 'mail relay', ''].map((transport) => ({
+      name: `a transport name FailoverTransport could not have given (${transport.length} characters)`,
+      outcome: { ...attempted, transport },
       field: 'transport',
-      dropped: 'transport must be a string of at most 64 characters',
-    },
+      dropped: `transport must be a name such as FailoverTransport gives (${TRANSPORT_NAME_PATTERN.source})`,
+    })),
     {
       name: 'an outage with a negative Retry-After',
       outcome: { ...outage, retryAfterMs: -5 },
@@ -249,7 +251,7 @@ describe('readOutcome', () => {
     expect(readOutcome(outcome, envelope).outcome).not.toHaveProperty(field);
   });
 
-  it("keeps no enhanced status longer than RFC 3463's longest, and no provider id too long to look up", () => {
+  it('keeps no enhanced status that is none (RFC 3463), and no provider id too long to look up', () => {
     const long = { enhancedStatus: `5.1.1 ${'x'.repeat(100_000)}`, providerMessageId: 'y'.repeat(100_000) };
     const ids = { providerMessageId: 'y'.repeat(100_000), providerRequestId: 'z'.repeat(100_000) };
     const read = readOutcome({ ...withRecipient(1, long), ...ids }, envelope);
@@ -264,6 +266,10 @@ describe('readOutcome', () => {
     expect(readOutcome(withRecipient(1, { enhancedStatus: '5.999.999' }), envelope).outcome).toEqual(
       withRecipient(1, { enhancedStatus: '5.999.999' }),
     );
+    for (const none of ['hello', '5.1.1 ', '9.1.1', '5.1'])
+      expect(readOutcome(withRecipient(1, { enhancedStatus: none }), envelope).outcome).toEqual(
+        withRecipient(1, { enhancedStatus: null }),
+      );
   });
 
   it("a recipient's provider id that is a number: left out of that recipient, whose verdict stands", () => {
@@ -402,7 +408,7 @@ describe('readOutcome of any value', () => {
     ),
   );
 
-  it('property: never throws, and what it keeps writes as storable JSON with every reply and status within its bound', () => {
+  it('property: never throws, and what it keeps writes as storable JSON, every reply within its bound, every status, provider id and transport name one that can be stored and looked up', () => {
     fc.assert(
       fc.property(anyOutcome, (value) => {
         const { outcome, flaw } = readOutcome(value, envelope);
@@ -411,7 +417,16 @@ describe('readOutcome of any value', () => {
         const texts = outcome.kind === 'outage' ? [outcome] : [outcome, ...outcome.recipients];
         for (const { reply } of texts) expect((reply ?? '').length).toBeLessThanOrEqual(MAX_REPLY_LENGTH);
         for (const item of texts)
-          if ('enhancedStatus' in item) expect((item.enhancedStatus ?? '').length).toBeLessThanOrEqual(9);
+          if ('enhancedStatus' in item && typeof item.enhancedStatus === 'string')
+            expect(isEnhancedStatus(item.enhancedStatus)).toBe(true);
+        const ids = [
+          ...(outcome.kind === 'attempted' ? [outcome, ...outcome.recipients] : []).map(
+            (item) => item.providerMessageId,
+          ),
+          outcome.providerRequestId,
+        ];
+        for (const id of ids) if (typeof id === 'string') expect(storableIdentifier(id)).toBe(id);
+        if (outcome.transport !== undefined) expect(outcome.transport).toMatch(TRANSPORT_NAME_PATTERN);
       }),
       propertyRuns('readOutcome of any value'),
     );

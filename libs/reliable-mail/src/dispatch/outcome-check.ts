@@ -1,5 +1,7 @@
 import { cutAtWord, isStorableDate, storableIdentifier } from '../database/storable.js';
+import { isEnhancedStatus } from '../shared/enhanced-status.js';
 import { keptReply } from '../shared/logged-reply.js';
+import { TRANSPORT_NAME_PATTERN } from '../transport/failover/failover-transport.js';
 import { LONGEST_RETRY_AFTER_MS } from '../transport/http/retry-after.js';
 import type { RecipientOutcome, SendOutcome } from '../transport/mail-transport.interface.js';
 
@@ -57,19 +59,17 @@ const status = check(
 const retryAfterCopy = (value: unknown): unknown =>
   Number.isFinite(value) ? Math.min(value as number, LONGEST_RETRY_AFTER_MS) : value;
 
-/** The longest name of a transport (FailoverTransport's names are at most 64 characters). */
-const LONGEST_TRANSPORT_NAME = 64;
+/** A transport's name as FailoverTransport gives them (`TRANSPORT_NAME_PATTERN`). */
 const transportName = check(
-  (value) => typeof value === 'string' && value.length <= LONGEST_TRANSPORT_NAME,
-  `a string of at most ${LONGEST_TRANSPORT_NAME} characters`,
+  (value) => typeof value === 'string' && TRANSPORT_NAME_PATTERN.test(value),
+  `a name such as FailoverTransport gives (${TRANSPORT_NAME_PATTERN.source})`,
 );
 /**
- * RFC 3463's longest status is `5.999.999`: a longer one a transport gives is no status, and none is kept, where its
- * text would go into the attempt's record for each recipient.
+ * Text a transport gives as an enhanced status that is none (RFC 3463: `5.1.1`) is not kept, where it would go into
+ * the attempt's record for each recipient: a megabyte did.
  */
-const LONGEST_ENHANCED_STATUS = 9;
 const enhancedStatusCopy = (value: unknown): unknown =>
-  typeof value === 'string' && value.length > LONGEST_ENHANCED_STATUS ? null : value;
+  typeof value === 'string' && !isEnhancedStatus(value) ? null : value;
 /** A provider's id as the record and its events keep it: none when it is too long to look up (`storableIdentifier`). */
 const providerIdCopy = (value: unknown): unknown => (typeof value === 'string' ? storableIdentifier(value) : value);
 

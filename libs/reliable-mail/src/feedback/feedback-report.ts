@@ -1,6 +1,7 @@
 import { isStorableDate } from '../database/storable.js';
 import { FeedbackPayloadError } from '../errors.js';
 import type { BounceType, FeedbackKind } from '../outbox/feedback.types.js';
+import { ENHANCED_STATUS_SOURCE } from '../shared/enhanced-status.js';
 import { UUID_SOURCE } from '../shared/uuid.js';
 
 // What every source's parser makes of a report, and the helpers they share to read it.
@@ -44,7 +45,7 @@ export const ignoredReport = (reason: string): FeedbackReport => ({ items: [], i
 export const feedbackReport = (items: FeedbackItem[]): FeedbackReport => ({ items, ignored: null });
 
 const ROW_MESSAGE_ID = new RegExp(`^<(${UUID_SOURCE})@[^<>@\\s]+>$`, 'i');
-const ENHANCED_STATUS = /(?<![\w.])([245]\.\d{1,3}\.\d{1,3})(?!\.?\d)/;
+const ENHANCED_STATUS = new RegExp(String.raw`(?<![\w.])(${ENHANCED_STATUS_SOURCE})(?!\.?\d)`);
 // No `@` on either side of the one: with it, `<@@@…` without a `>` was read in quadratic time (64,000: 2 s).
 const ANGLE_ADDRESS = /<([^<>\s@]+@[^<>\s@]+)>/;
 /** RFC 5321 §4.5.3.1.3: a path is at most 256 octets, its angle brackets included. */

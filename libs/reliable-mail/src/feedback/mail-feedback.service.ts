@@ -128,7 +128,7 @@ export class MailFeedbackService {
       diagnostic,
       reported_at: reportedAt,
       payload: item.payload,
-      suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item) : null,
+      suppression_reason: item.suppress && item.authenticated ? suppressionReason(source, item, diagnostic) : null,
       authenticated: item.authenticated,
       event_name: recording ? eventName : null,
       event_for_listeners: recording === 'listeners',
@@ -170,8 +170,9 @@ function traceReport(source: FeedbackSource, row: StoredFeedback, received: Date
   }).end();
 }
 
-function suppressionReason(source: FeedbackSource, item: FeedbackItem): string {
+/** Why the address is on the suppression list: the report's, with its diagnostic as kept (`keptReply`). */
+function suppressionReason(source: FeedbackSource, item: FeedbackItem, diagnostic: string | null): string {
   const what = item.kind === 'complained' ? 'complaint' : 'hard bounce';
-  const detail = [item.status, item.diagnostic].filter(Boolean).join(' ');
+  const detail = [item.status, diagnostic].filter(Boolean).join(' ');
   return cutAtWord(`${source} ${what}${detail ? `: ${detail}` : ''}`, MAX_SUPPRESSION_REASON);
 }

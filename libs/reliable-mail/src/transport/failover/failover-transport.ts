@@ -13,6 +13,9 @@ import { failedBeforeHandoff } from './failed-before-handoff.js';
 /** Array.isArray without its `any[]`: the list keeps its entries' type. */
 const isList = (value: unknown): value is readonly unknown[] => Array.isArray(value);
 
+/** A transport's name in a lane of several: it goes into each attempt's record, its events, metrics and logs. */
+export const TRANSPORT_NAME_PATTERN = /^[\w.-]{1,64}$/;
+
 /** One transport of a failover list, with the name its attempts are recorded under. */
 export interface FailoverEntry {
   name: string;
@@ -57,7 +60,7 @@ export class FailoverTransport implements MailTransport {
       throw new InvalidOptionsError('FailoverTransport', 'lists at least two transports, in order of preference');
     const names = new Set<string>();
     for (const [index, entry] of entries.entries()) {
-      if (typeof entry?.name !== 'string' || !/^[\w.-]{1,64}$/.test(entry.name) || names.has(entry.name))
+      if (typeof entry?.name !== 'string' || !TRANSPORT_NAME_PATTERN.test(entry.name) || names.has(entry.name))
         throw new InvalidOptionsError(
           `FailoverTransport[${index}].name`,
           `must be a name of 1 to 64 letters, digits, "_", "." or "-", each once, got ${JSON.stringify(entry?.name)}`,

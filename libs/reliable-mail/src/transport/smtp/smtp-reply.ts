@@ -1,3 +1,4 @@
+import { ENHANCED_STATUS_SOURCE } from '../../shared/enhanced-status.js';
 import type { RecipientStatus } from '../mail-transport.interface.js';
 
 // What an SMTP reply means, by RFC 5321 reply class and RFC 3463 enhanced status (the table in the README's
@@ -19,7 +20,7 @@ export interface SmtpError {
   command?: string;
 }
 
-const ENHANCED_STATUS_PATTERN = /^\d{3}[ -]([245]\.\d{1,3}\.\d{1,3})\b/;
+const ENHANCED_STATUS_PATTERN = new RegExp(String.raw`^\d{3}[ -](${ENHANCED_STATUS_SOURCE})\b`);
 const QUEUE_ID_PATTERNS = [
   /\bqueued as ([\w.@<>-]+)/i, // Postfix, Exim
   /\bid=([\w.@<>-]+)/i,
