@@ -3,7 +3,7 @@ import type { OutboxStatus } from '../outbox/mail.types.js';
 /**
  * Why an attempt did not send the message, or why the row closed without it:
  * - `deferred`: the server answered 4yz, or the send failed before the message could have been taken (retried);
- * - `unknown`: the connection was lost after the whole message was written, or a provider answered 500, 502 or 504,
+ * - `unknown`: the connection was lost after the whole message was written, or a provider answered a 5xx but 503,
  *   so the server may hold it (retried with the same Message-ID; the copy may be a duplicate);
  * - `partial`: some recipients took it and others were deferred (retried for those only);
  * - `outage`: the lane's server refused the session (connection, greeting, EHLO, login, the module's own sender):

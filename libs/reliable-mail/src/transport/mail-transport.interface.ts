@@ -57,8 +57,9 @@ export interface OutboundMessage {
   recipients: string[];
   /**
    * Those of `recipients` an earlier attempt may have reached: it wrote the request and got no answer or a provider's
-   * 500, 502 or 504 (`unknown`), or its worker died mid-send. A provider that refuses a key reused with another body (Resend's 409) then knows the
-   * key's first request was this row's own, and took the message. Empty or absent on a first attempt.
+   * 5xx other than 503 (`unknown`), or its worker died mid-send. A provider that refuses a key reused with another
+   * body (Resend's 409) then knows the key's first request was this row's own, and took the message. Empty or absent
+   * on a first attempt.
    */
   possiblyTakenBefore?: string[];
   /**
@@ -82,9 +83,10 @@ export interface OutboundMessage {
 
 /**
  * What became of a recipient: `accepted` (the server or provider took responsibility for the message), `deferred`
- * (a 4yz, an HTTP 429 or 5xx, or the send failed before the message could have been taken: retried), `refused` (a
+ * (a 4yz, an HTTP 429 or 503, or the send failed before the message could have been taken: retried), `refused` (a
  * 5yz, or an API's refusal of the message or the recipient: final), or `unknown` (the whole message was written and
- * no answer came: retried, and the copy may be a duplicate unless the provider deduplicates it by key).
+ * no answer came, or a provider's other 5xx, which may follow its storing: retried, and the copy may be a duplicate
+ * unless the provider deduplicates it by key).
  */
 export type RecipientStatus = 'accepted' | 'deferred' | 'refused' | 'unknown';
 
