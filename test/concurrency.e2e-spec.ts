@@ -40,6 +40,9 @@ describe('several dispatchers on one outbox', () => {
     expect(smtp.received).toHaveLength(2_000);
     expect([...copies.values()].every((count) => count === 1)).toBe(true);
     expect(new Set(copies.keys())).toEqual(new Set(messageIds));
+    // One sent event recorded per mail: a redelivery repeats its eventId, a second settle would record another.
+    const sentEventIds = new Set(instances.flatMap((instance) => instance.events.sent.map((e) => e.eventId)));
+    expect(sentEventIds.size).toBe(2_000);
     // Both instances did part of the work.
     expect(instances[0].events.sent.length).toBeGreaterThan(0);
     expect(instances[1].events.sent.length).toBeGreaterThan(0);
