@@ -83,7 +83,7 @@ export class ReliableMailProducer implements Producer {
 
   /** As an app on plain pg (or Prisma, Drizzle, Kysely): no commit hook, so each insert NOTIFYs in its statement. */
   async enqueueOneWithoutCommitHook(index: number, tag: string): Promise<string> {
-    this.pool ??= new pg.Pool({ connectionString: this.databaseUrl, max: PRODUCER_POOL });
+    this.pool ??= producerPool(this.databaseUrl, 'reliable-mail');
     const result = await inTransaction(this.pool, (client) => this.outbox.enqueue(mailFor(index, tag), { tx: client }));
     return result.messageId;
   }
@@ -129,6 +129,19 @@ export class ReliableMailProducer implements Producer {
   }
 }
 
+/**
+ * A pool for a producer's transactions whose connections' errors are logged: one that ends under a checked-out
+ * client (the database dropped at the end of a run) would otherwise throw from the client's 'error' event.
+ */
+function producerPool(databaseUrl: string, system: SystemName): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: PRODUCER_POOL });
+  pool.on('error', (error) => console.error(`[${system} producer pool]`, String(error)));
+  pool.on('connect', (client) =>
+    client.on('error', (error) => console.error(`[${system} producer client]`, String(error))),
+  );
+  return pool;
+}
+
 /** Runs `work` in a transaction of a client of `pool`. */
 async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -151,8 +164,7 @@ export class PgBossProducer implements Producer {
   private readonly boss: PgBoss;
 
   constructor(databaseUrl: string) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: PRODUCER_POOL });
-    this.pool.on('error', (error) => console.error('[pg-boss producer pool]', String(error)));
+    this.pool = producerPool(databaseUrl, 'pg-boss');
     // A producer instance: no maintenance or cron of its own (the worker process runs those).
     this.boss = new PgBoss({ connectionString: databaseUrl, max: PRODUCER_POOL, supervise: false, schedule: false });
     this.boss.on('error', (error: unknown) => console.error('[pg-boss producer]', String(error)));
@@ -206,11 +218,7 @@ export class GraphileWorkerProducer implements Producer {
   private utils: WorkerUtils | null = null;
 
   constructor(databaseUrl: string) {
-    this.pool = new pg.Pool({ connectionString: databaseUrl, max: PRODUCER_POOL });
-    this.pool.on('error', (error) => console.error('[graphile-worker producer pool]', String(error)));
-    this.pool.on('connect', (client) =>
-      client.on('error', (error) => console.error('[graphile-worker producer client]', String(error))),
-    );
+    this.pool = producerPool(databaseUrl, 'graphile-worker');
   }
 
   async setup(): Promise<void> {

@@ -141,6 +141,16 @@ export function report(
     lines.push(
       `  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`,
     );
+    if (rm.enqueueSingleCold) {
+      const coldBest = best(
+        (r) => r.enqueueSingleCold?.perSecond,
+        (a, b) => a > b,
+      );
+      lines.push(
+        `  enqueue 1/tx cold (the warm-up's first ${fmt(settings.warmup)}, not in the table): ${fmt(rm.enqueueSingleCold.perSecond)}/s` +
+          ` vs faster queue cold (${coldBest?.system ?? '-'}): ${ratio(rm.enqueueSingleCold.perSecond, coldBest?.value)}`,
+      );
+    }
     const withoutHook = rm.enqueueSingleWithoutCommitHook;
     if (withoutHook) {
       lines.push(

@@ -2,7 +2,7 @@
 import { Child, now, queueMessageId, settings, sleep, type SystemName } from '../common.js';
 import type { IdleStages } from '../idle-stages.js';
 import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from '../producers.js';
-import type { CriticalResult, SystemResult } from './types.js';
+import type { CriticalResult, EnqueueFigure, SystemResult } from './types.js';
 import { createDatabase, dropDatabase, limit, log, phase, tag } from './context.js';
 import { sinkStats } from './sink.js';
 import {
@@ -64,6 +64,11 @@ export async function benchQueue(
   let critical: CriticalResult | undefined;
   try {
     await phase(`${system}: setup (schema)`, () => producer.setup());
+    if (settings.warmup > 0) {
+      result.enqueueSingleCold = await phase(`${system}: warm-up, ${settings.warmup} enqueues each way`, () =>
+        warmUp(producer),
+      );
+    }
     result.enqueueSingle = await phase(`${system}: enqueue N, one per transaction`, () =>
       enqueueSingle((index, tag) => producer.enqueueOne(index, tag), settings.n, 'single'),
     );
@@ -125,6 +130,17 @@ export async function benchQueue(
     await dropDatabase(dbName);
   }
   return { result, critical };
+}
+
+/** Enqueues `settings.warmup` mails each way the producer has, then removes them; resolves with the first way's rate. */
+async function warmUp(producer: Producer): Promise<EnqueueFigure> {
+  const cold = await enqueueSingle((index, tag) => producer.enqueueOne(index, tag), settings.warmup, 'warmup');
+  const { enqueueOneWithoutCommitHook } = producer;
+  if (enqueueOneWithoutCommitHook)
+    await enqueueSingle(enqueueOneWithoutCommitHook.bind(producer), settings.warmup, 'warmup-pg');
+  await enqueueBatched(producer, settings.warmup, 'warmup-batched');
+  await producer.clear();
+  return cold;
 }
 
 export async function benchCritical(

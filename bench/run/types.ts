@@ -36,6 +36,8 @@ export interface LatencyFigure {
 export interface SystemResult {
   system: SystemName;
   enqueueSingle?: EnqueueFigure;
+  /** The warm-up's one-per-transaction enqueues: the first `BENCH_WARMUP` of a fresh process, not in the figures. */
+  enqueueSingleCold?: EnqueueFigure;
   /** reliable-mail through a stack that reports no commit (a pg client): the wake-up NOTIFY in every statement. */
   enqueueSingleWithoutCommitHook?: EnqueueFigure;
   enqueueBatched?: EnqueueFigure;
