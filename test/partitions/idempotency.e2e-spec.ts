@@ -6,7 +6,8 @@ import { DEFAULT_SCHEMA, tablesIn } from '../../libs/reliable-mail/src/schema/ou
 import { convertToPartitions } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow, openTransactions } from './partition-rows.js';
+import { ddlConnection, openTransactions } from './partition-rows.js';
+import { newRow } from '../support/outbox-rows.js';
 
 // PostgreSQL enforces no unique index that lacks the partition key: a unique index of the keys per partition would
 // let two rows with one key into two days' partitions. The keys' own table, written by the outbox's trigger, holds

@@ -16,7 +16,8 @@ import {
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow, openTransactions, partitionedDatabase } from './partition-rows.js';
+import { ddlConnection, openTransactions, partitionedDatabase } from './partition-rows.js';
+import { newRow } from '../support/outbox-rows.js';
 
 // The idempotency keys of a partitioned outbox live in a table of their own (see versions/0013-partition-days.ts).
 // A key outlives its row when the row is purged, or dropped with its day before retention deletes the day's keys

@@ -9,7 +9,8 @@ import { convertToPartitions, isPartitioned } from '../../libs/reliable-mail/src
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow } from './partition-rows.js';
+import { ddlConnection } from './partition-rows.js';
+import { newRow } from '../support/outbox-rows.js';
 
 // An installation moves to the partitioned layout with `npx reliable-mail migrate --partition` while its app goes on
 // enqueueing: the outbox, attempts and feedback become the first partition of partitioned tables of their names,

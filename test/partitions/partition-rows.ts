@@ -1,7 +1,5 @@
 import pg from 'pg';
 import { CONNECTION_SETTINGS } from '../../libs/reliable-mail/src/database/outbox-database.js';
-import type { NewOutboxRow } from '../../libs/reliable-mail/src/outbox/queue.types.js';
-import { uuidv7 } from '../../libs/reliable-mail/src/outbox/uuid-v7.js';
 import { migrationConnection, type MigrationConnection } from '../../libs/reliable-mail/src/schema/migrate-schema.js';
 import type { OutboxTables } from '../../libs/reliable-mail/src/schema/outbox-tables.js';
 import {
@@ -14,30 +12,6 @@ import {
 } from '../../libs/reliable-mail/src/schema/partitioned-layout.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-/** A row as an enqueue makes it: one recipient, an id of its own, a key when the test gives one. */
-export function newRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
-  const id = uuidv7();
-  return {
-    id,
-    idempotencyKey: null,
-    contentHash: overrides.idempotencyKey ? 'hash' : null,
-    messageId: `<${id}@partitions.test>`,
-    payload: {
-      to: [{ address: 'ann@example.com' }],
-      cc: [],
-      bcc: [],
-      subject: 'Order',
-      text: 'Hello',
-    } as never,
-    metadata: null,
-    maxAttempts: 5,
-    lane: 'default',
-    notBefore: null,
-    expiresAt: null,
-    ...overrides,
-  };
-}
 
 /** A connection of its own for DDL (a conversion, partitions, their drop), as the CLI and retention open one. */
 export async function ddlConnection(

@@ -14,7 +14,8 @@ import { sentSettlementOf } from '../support/settlements.js';
 import { sqlClientOf } from '../support/sql-client.js';
 import { migrate } from '../support/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-import { ddlConnection, newRow, partitionedSince } from './partition-rows.js';
+import { ddlConnection, partitionedSince } from './partition-rows.js';
+import { newRow } from '../support/outbox-rows.js';
 
 // Retention of a partitioned outbox drops a day's partitions whole, once it has moved forward every row of that day
 // it keeps. Here the oldest day (40 days ago, past a retention of 30) holds sent rows to drop and rows to keep: a

@@ -9,6 +9,11 @@ import { NO_TRACE_CONTEXT, type StoredTraceContext } from '../../shared/trace-co
 // reads the existing row to compare its content hash. ON CONFLICT names no index: in the plain layout its arbiter is
 // the partial unique index of the keys; in the partitioned one, which can have no such index, the key's trigger skips
 // the row (see versions/0013-partition-days.ts). Ids are UUID v7 made here, so the primary key never conflicts.
+//
+// Rows without a key (most mail) can conflict with nothing: they go as a plain INSERT, without the speculative
+// insertion ON CONFLICT makes (a check of every unique index before the heap insert, a confirmation record after)
+// and without rows sent back, since nothing in them is unknown here. In a loop of single enqueues (begin, insert,
+// commit; 16 clients), that took PostgreSQL's CPU from 248 to 213 µs a transaction.
 
 interface InsertedRecord {
   id: string;
@@ -20,36 +25,55 @@ interface InsertedRecord {
 
 const COLUMNS =
   'id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane, next_attempt_at, expires_at, traceparent, tracestate, recipients';
-const ON_CONFLICT = 'on conflict do nothing';
-const RETURNING = 'returning id, idempotency_key, message_id, status, content_hash, lane';
+/** What follows the insert of rows that may carry a taken key: skip those, and say which were written. */
+const KEYED_TAIL = 'on conflict do nothing returning id, idempotency_key, message_id, status, content_hash, lane';
 
 // A single row goes as plain parameters: cheaper for the server than unpacking a JSON array.
-const insertOne = (notify: boolean) =>
-  new Statement((t) => ({
-    text: `insert into ${t.outbox} (${COLUMNS})
-           values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10, $11, $12, $13)
-           ${ON_CONFLICT} ${RETURNING}${notify ? `, ${NOTIFY_ROW_LANE}` : ''}`,
-  }));
-const INSERT_ONE = insertOne(false);
-const INSERT_ONE_NOTIFYING = insertOne(true);
+const insertOne = (t: OutboxTables, tail: string) => `insert into ${t.outbox} (${COLUMNS})
+  values ($1, $2, $3, $4, $5, $6, $7, $8, coalesce($9, now()), $10, $11, $12, $13) ${tail}`;
 
+// A batch goes as one JSON parameter, unpacked by jsonb_to_recordset: one statement and one round trip for 500 rows.
 // The trace context is one enqueue's, the same for every row: two parameters beside the JSON, not a copy in each row.
-const insertManyRows = (t: OutboxTables) => `insert into ${t.outbox} (${COLUMNS})
+const insertMany = (t: OutboxTables, tail: string) => `insert into ${t.outbox} (${COLUMNS})
   select id, idempotency_key, content_hash, message_id, payload, metadata, max_attempts, lane,
          coalesce(next_attempt_at, now()), expires_at, $2::text, $3::text, recipients
   from jsonb_to_recordset($1::jsonb) as input(
     id uuid, idempotency_key text, content_hash text, message_id text, payload jsonb, metadata jsonb,
     max_attempts int, lane text, next_attempt_at timestamptz, expires_at timestamptz, recipients text[])
-  ${ON_CONFLICT} ${RETURNING}`;
+  ${tail}`;
 
-// A batch goes as one JSON parameter, unpacked by jsonb_to_recordset: one statement and one round trip for 500 rows.
-const INSERT_MANY = new Statement((t) => ({ text: insertManyRows(t) }));
-const INSERT_MANY_NOTIFYING = new Statement((t) => {
+/** The insert of one row or of many, as it is and notifying each lane it wrote (`notifying`). */
+interface InsertStatements {
+  plain: Statement;
+  notifying: Statement;
+}
+
+const notifyingMany = (t: OutboxTables, tail: string, select: string) => {
   const notified = notifyLanesOf('inserted');
-  return {
-    text: `with inserted as (${insertManyRows(t)}), ${notified.step} select *, ${notified.column} from inserted`,
-  };
-});
+  return `with inserted as (${insertMany(t, tail)}), ${notified.step} select ${select}${notified.column}`;
+};
+
+const KEYED: Record<'one' | 'many', InsertStatements> = {
+  one: {
+    plain: new Statement((t) => ({ text: insertOne(t, KEYED_TAIL) })),
+    notifying: new Statement((t) => ({ text: `${insertOne(t, KEYED_TAIL)}, ${NOTIFY_ROW_LANE}` })),
+  },
+  many: {
+    plain: new Statement((t) => ({ text: insertMany(t, KEYED_TAIL) })),
+    notifying: new Statement((t) => ({ text: `${notifyingMany(t, KEYED_TAIL, '*, ')} from inserted` })),
+  },
+};
+
+const KEYLESS: Record<'one' | 'many', InsertStatements> = {
+  one: {
+    plain: new Statement((t) => ({ text: insertOne(t, '') })),
+    notifying: new Statement((t) => ({ text: insertOne(t, `returning ${NOTIFY_ROW_LANE}`) })),
+  },
+  many: {
+    plain: new Statement((t) => ({ text: insertMany(t, '') })),
+    notifying: new Statement((t) => ({ text: notifyingMany(t, 'returning lane', '') })),
+  },
+};
 
 /**
  * Inserts rows, skipping those whose idempotency key is taken, each with the trace context of the enqueue. With
@@ -62,15 +86,26 @@ export async function insertRows(
   notify: boolean,
   traceContext: StoredTraceContext = NO_TRACE_CONTEXT,
 ): Promise<InsertedRow[]> {
-  const inserted =
+  const keyed = rows.some((row) => row.idempotencyKey !== null);
+  const statements = (keyed ? KEYED : KEYLESS)[rows.length === 1 ? 'one' : 'many'];
+  const values =
     rows.length === 1
-      ? await db.query<InsertedRecord>(notify ? INSERT_ONE_NOTIFYING : INSERT_ONE, oneRowValues(rows[0], traceContext))
-      : await db.query<InsertedRecord>(notify ? INSERT_MANY_NOTIFYING : INSERT_MANY, [
-          JSON.stringify(rows.map(manyRowInput)),
-          traceContext.traceparent,
-          traceContext.tracestate,
-        ]);
-  return inserted.map((row) => toInsertedRow(row, true));
+      ? oneRowValues(rows[0], traceContext)
+      : [JSON.stringify(rows.map(manyRowInput)), traceContext.traceparent, traceContext.tracestate];
+  const written = await db.query<InsertedRecord>(notify ? statements.notifying : statements.plain, values);
+  return keyed ? written.map((row) => toInsertedRow(row, true)) : rows.map(insertedAsWritten);
+}
+
+/** A row without a key as the insert wrote it: what RETURNING would have said. */
+function insertedAsWritten(row: NewOutboxRow): InsertedRow {
+  return {
+    id: row.id,
+    idempotencyKey: null,
+    messageId: row.messageId,
+    status: 'pending',
+    contentHash: row.contentHash,
+    created: true,
+  };
 }
 
 function oneRowValues(row: NewOutboxRow, traceContext: StoredTraceContext): unknown[] {
