@@ -48,9 +48,10 @@ interface InsertStatements {
   notifying: Statement;
 }
 
-const notifyingMany = (t: OutboxTables, tail: string, select: string) => {
+/** A batch's insert as the CTE `inserted`, then a step that notifies each lane it wrote; `select` makes the answer. */
+const notifyingMany = (t: OutboxTables, tail: string, select: (notifiedColumn: string) => string) => {
   const notified = notifyLanesOf('inserted');
-  return `with inserted as (${insertMany(t, tail)}), ${notified.step} select ${select}${notified.column}`;
+  return `with inserted as (${insertMany(t, tail)}), ${notified.step} ${select(notified.column)}`;
 };
 
 const KEYED: Record<'one' | 'many', InsertStatements> = {
@@ -60,7 +61,9 @@ const KEYED: Record<'one' | 'many', InsertStatements> = {
   },
   many: {
     plain: new Statement((t) => ({ text: insertMany(t, KEYED_TAIL) })),
-    notifying: new Statement((t) => ({ text: `${notifyingMany(t, KEYED_TAIL, '*, ')} from inserted` })),
+    notifying: new Statement((t) => ({
+      text: notifyingMany(t, KEYED_TAIL, (notified) => `select *, ${notified} from inserted`),
+    })),
   },
 };
 
@@ -71,7 +74,9 @@ const KEYLESS: Record<'one' | 'many', InsertStatements> = {
   },
   many: {
     plain: new Statement((t) => ({ text: insertMany(t, '') })),
-    notifying: new Statement((t) => ({ text: notifyingMany(t, 'returning lane', '') })),
+    notifying: new Statement((t) => ({
+      text: notifyingMany(t, 'returning lane', (notified) => `select ${notified}`),
+    })),
   },
 };
 
