@@ -5,6 +5,7 @@ import { statementsOnClient } from '../libs/reliable-mail/src/database/sql-clien
 import { insertRows } from '../libs/reliable-mail/src/outbox/sql/insert.js';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
 import { WAKE_UP_CHANNEL } from '../libs/reliable-mail/src/reliable-mail.constants.js';
+import type { NewOutboxRow } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { newRow } from './support/outbox-rows.js';
 import { migrate, waitFor } from './support/test-app.js';
 import { createTestDatabase, type TestDatabase } from './support/test-database.js';
@@ -22,8 +23,8 @@ describe("an enqueue's insert", () => {
   let database: TestDatabase;
   let client: pg.Client;
 
-  /** Runs the insert of `rows` on `client`, and gives the plan of the statement it sent as well as what it returned. */
-  const insertAndPlan = async (rows: ReturnType<typeof newRow>[], notify: boolean) => {
+  /** Runs the insert of `rows` on `client`, and gives the plan of the statement it sent. */
+  const insertAndPlan = async (rows: NewOutboxRow[], notify: boolean): Promise<string> => {
     const sent: { statement: Statement; values: readonly unknown[] }[] = [];
     const onClient = statementsOnClient(client, TABLES);
     const recording: SqlClient = {
@@ -32,13 +33,13 @@ describe("an enqueue's insert", () => {
         return onClient.query(statement, values);
       },
     };
-    const inserted = await insertRows(recording, rows, notify);
+    await insertRows(recording, rows, notify);
     expect(sent).toHaveLength(1);
     const { rows: plan } = await client.query<{ 'QUERY PLAN': string }>(
       `explain (costs off) ${sent[0].statement.in(TABLES).text}`,
       [...sent[0].values],
     );
-    return { inserted, plan: plan.map((line) => line['QUERY PLAN']).join('\n') };
+    return plan.map((line) => line['QUERY PLAN']).join('\n');
   };
 
   beforeAll(async () => {
@@ -56,7 +57,7 @@ describe("an enqueue's insert", () => {
   it.each(SHAPES)(
     'of mail without an idempotency key makes no speculative insertion ($rows rows, notify $notify)',
     async ({ rows, notify }) => {
-      const { plan } = await insertAndPlan(
+      const plan = await insertAndPlan(
         Array.from({ length: rows }, () => newRow()),
         notify,
       );
@@ -68,11 +69,12 @@ describe("an enqueue's insert", () => {
   it.each(SHAPES)(
     'of mail with an idempotency key skips a taken key ($rows rows, notify $notify)',
     async ({ rows, notify }) => {
-      const { plan } = await insertAndPlan(
-        Array.from({ length: rows }, (_, index) => newRow({ idempotencyKey: `plan-${rows}-${notify}-${index}` })),
-        notify,
-      );
-      expect(plan).toContain('Conflict Resolution: NOTHING');
+      const keyed = () =>
+        Array.from({ length: rows }, (_, index) => newRow({ idempotencyKey: `taken-${rows}-${notify}-${index}` }));
+      const first = keyed();
+      expect(await insertRows(statementsOnClient(client, TABLES), first, notify)).toHaveLength(rows);
+      expect(await insertRows(statementsOnClient(client, TABLES), keyed(), notify)).toEqual([]);
+      expect(await insertAndPlan(keyed(), notify)).toContain('Conflict Resolution: NOTHING');
     },
   );
 
@@ -95,7 +97,7 @@ describe("an enqueue's insert", () => {
       const { rows: stored } = await client.query(
         `select id, idempotency_key as "idempotencyKey", message_id as "messageId", status,
                 content_hash as "contentHash", true as created
-         from reliable_mail.mail_outbox where id = any($1::uuid[]) order by id`,
+         from ${TABLES.outbox} where id = any($1::uuid[]) order by id`,
         [[...one, ...many].map((row) => row.id)],
       );
       expect([...inserted].sort((a, b) => a.id.localeCompare(b.id))).toEqual(stored);
