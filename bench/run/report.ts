@@ -147,7 +147,7 @@ export function report(
         (a, b) => a > b,
       );
       lines.push(
-        `  enqueue 1/tx cold (the warm-up's first ${fmt(settings.warmup)}, not in the table): ${fmt(rm.enqueueSingleCold.perSecond)}/s` +
+        `  enqueue 1/tx cold (the warm-up's first ${fmt(settings.warmup)}, not in the table): ${fmt(rm.enqueueSingleCold.perSecond)}/s${rm.enqueueSingleCold.timedOut ? '*' : ''}` +
           ` vs faster queue cold (${coldBest?.system ?? '-'}): ${ratio(rm.enqueueSingleCold.perSecond, coldBest?.value)}`,
       );
     }
