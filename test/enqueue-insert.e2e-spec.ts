@@ -69,12 +69,26 @@ describe("an enqueue's insert", () => {
   it.each(SHAPES)(
     'of mail with an idempotency key skips a taken key ($rows rows, notify $notify)',
     async ({ rows, notify }) => {
-      const keyed = () =>
+      const keyedRows = () =>
         Array.from({ length: rows }, (_, index) => newRow({ idempotencyKey: `taken-${rows}-${notify}-${index}` }));
-      const first = keyed();
-      expect(await insertRows(statementsOnClient(client, TABLES), first, notify)).toHaveLength(rows);
-      expect(await insertRows(statementsOnClient(client, TABLES), keyed(), notify)).toEqual([]);
-      expect(await insertAndPlan(keyed(), notify)).toContain('Conflict Resolution: NOTHING');
+      expect(await insertRows(statementsOnClient(client, TABLES), keyedRows(), notify)).toHaveLength(rows);
+      expect(await insertRows(statementsOnClient(client, TABLES), keyedRows(), notify)).toEqual([]);
+      expect(await insertAndPlan(keyedRows(), notify)).toContain('Conflict Resolution: NOTHING');
+    },
+  );
+
+  it.each([false, true])(
+    'of a batch with and without keys writes the keyless mail and skips a taken key (notify %s)',
+    async (notify) => {
+      const key = `mixed-${notify}`;
+      await insertRows(statementsOnClient(client, TABLES), [newRow({ idempotencyKey: key })], notify);
+      const keyless = newRow();
+      const inserted = await insertRows(
+        statementsOnClient(client, TABLES),
+        [newRow({ idempotencyKey: key }), keyless],
+        notify,
+      );
+      expect(inserted.map((row) => row.id)).toEqual([keyless.id]);
     },
   );
 

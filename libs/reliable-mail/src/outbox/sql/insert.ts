@@ -94,7 +94,7 @@ export async function insertRows(
 ): Promise<InsertedRow[]> {
   const shape = rows.length === 1 ? 'one' : 'many';
   const values =
-    rows.length === 1
+    shape === 'one'
       ? oneRowValues(rows[0], traceContext)
       : [JSON.stringify(rows.map(manyRowInput)), traceContext.traceparent, traceContext.tracestate];
   if (rows.every((row) => row.idempotencyKey === null)) {
