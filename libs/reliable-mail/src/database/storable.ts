@@ -12,8 +12,8 @@ import { createHash } from 'node:crypto';
  */
 export function unstorableIn(value: string): string | null {
   if (value.includes('\0')) return 'a NUL character';
-  // A string is well formed when it has no UTF-16 surrogate without its pair (no character at all); the engine's
-  // own check reads 2 KB in 1.4 µs, where a regular expression with lookarounds took 8.6.
+  // A string is well formed when it has no UTF-16 surrogate without its pair (no character at all): the engine's own
+  // check, which reads long text several times faster than a regular expression with lookarounds.
   if (!value.isWellFormed()) return 'a lone UTF-16 surrogate (half of a character)';
   return null;
 }
