@@ -1,8 +1,13 @@
 // Each system under test: smtp-only, the queues, and reliable-mail's critical lane under a bulk backlog.
-import pg from 'pg';
 import { Child, now, queueMessageId, settings, sleep, type SystemName } from '../common.js';
 import type { IdleStages } from '../idle-stages.js';
-import { GraphileWorkerProducer, PgBossProducer, type Producer, ReliableMailProducer } from '../producers.js';
+import {
+  clearAndVacuum,
+  GraphileWorkerProducer,
+  PgBossProducer,
+  type Producer,
+  ReliableMailProducer,
+} from '../producers.js';
 import type { CriticalResult, EnqueueFigure, SystemResult } from './types.js';
 import { createDatabase, dropDatabase, limit, log, phase, tag } from './context.js';
 import { sinkStats } from './sink.js';
@@ -142,23 +147,6 @@ async function warmUp(producer: Producer, url: string): Promise<EnqueueFigure> {
   await enqueueBatched(producer, settings.warmup, 'warmup-batched');
   await clearAndVacuum(producer, url);
   return cold;
-}
-
-/**
- * Removes every queued email and vacuums the system's database: pg-boss and graphile-worker clear with DELETE, and
- * with the server's autovacuum off (as it is where the documented figures were taken) the figures that follow would
- * meet the dead rows; reliable-mail's TRUNCATE leaves none.
- */
-async function clearAndVacuum(producer: Producer, url: string): Promise<void> {
-  await producer.clear();
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', (error) => log(`  the vacuum's connection failed: ${String(error)}`));
-  await client.connect();
-  try {
-    await client.query('vacuum');
-  } finally {
-    await client.end();
-  }
 }
 
 export async function benchCritical(
