@@ -22,6 +22,7 @@ import {
 import { startSink } from './run/sink.js';
 import { benchQueue, benchSmtpOnly } from './run/systems.js';
 import { report } from './run/report.js';
+import { readTargets, type Repetition } from './run/targets.js';
 
 async function cleanup(): Promise<void> {
   for (const child of [...children]) child.kill();
@@ -53,25 +54,36 @@ async function main(): Promise<void> {
   const selected = (process.env.BENCH_SYSTEMS?.split(',').map((s) => s.trim()) ?? [...SYSTEMS]) as SystemName[];
   for (const system of selected)
     if (!SYSTEMS.includes(system)) throw new Error(`unknown system in BENCH_SYSTEMS: ${system}`);
-  log(`bench: N=${settings.n}, bulk=${settings.bulk}, claim rows=${settings.claimRows}, systems=${selected.join(',')}`);
+  log(
+    `bench: N=${settings.n}, bulk=${settings.bulk}, claim rows=${settings.claimRows}, systems=${selected.join(',')}, ` +
+      `repetitions=${settings.repetitions}`,
+  );
 
-  const results: SystemResult[] = [];
-  let critical: CriticalResult | undefined;
+  const repetitions: Repetition[] = [];
   let claim: ClaimResult | undefined;
   const { sink, port } = await phase('start the SMTP sink', startSink);
   try {
-    for (const system of selected) {
-      try {
-        if (system === 'smtp-only') results.push(await benchSmtpOnly(sink, port));
-        else {
-          const outcome = await benchQueue(system, sink, port);
-          results.push(outcome.result);
-          critical = outcome.critical ?? critical;
+    for (let index = 0; index < settings.repetitions; index++) {
+      // Each repetition starts with the next system, so that none is always measured first or after the same one.
+      const order = selected.map((_, offset) => selected[(index + offset) % selected.length]);
+      log(`\nrepetition ${index + 1} of ${settings.repetitions}: ${order.join(', ')}`);
+      const results: SystemResult[] = [];
+      let critical: CriticalResult | undefined;
+      for (const system of order) {
+        try {
+          if (system === 'smtp-only') results.push(await benchSmtpOnly(sink, port));
+          else {
+            const outcome = await benchQueue(system, sink, port);
+            results.push(outcome.result);
+            critical = outcome.critical ?? critical;
+          }
+        } catch (error) {
+          log(`  ${system} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+          results.push({ system, error: String(error) });
         }
-      } catch (error) {
-        log(`  ${system} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-        results.push({ system, error: String(error) });
       }
+      results.sort((a, b) => selected.indexOf(a.system) - selected.indexOf(b.system));
+      repetitions.push({ results, critical });
     }
     if (!process.env.BENCH_SKIP_CLAIM) {
       const dbName = `bench_claim_${tag}`;
@@ -96,7 +108,7 @@ async function main(): Promise<void> {
     await sink.stop(5_000);
   }
 
-  const text = report(results, critical, claim);
+  const text = report(repetitions, claim);
   log(`\n${text}`);
   const resultsDir = new URL('./results/', import.meta.url);
   mkdirSync(resultsDir, { recursive: true });
@@ -108,8 +120,8 @@ async function main(): Promise<void> {
         startedAt: new Date(runStartedAt).toISOString(),
         settings,
         machine: { node: process.version, cpus: (await import('node:os')).cpus().length },
-        results,
-        critical,
+        repetitions,
+        targets: readTargets(repetitions),
         claim,
         phases,
         table: text,

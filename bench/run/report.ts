@@ -2,7 +2,8 @@
 import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
 import type { StageFigure } from '../idle-stages.js';
-import type { CriticalResult, LatencyFigure, SystemResult } from './types.js';
+import type { LatencyFigure, SystemResult } from './types.js';
+import { bestQueue, claimGrowth, readTargets, type Repetition } from './targets.js';
 import { phases, runStartedAt } from './context.js';
 
 export function fmt(value: number | null | undefined, digits = 0): string {
@@ -29,11 +30,8 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n');
 }
 
-export function report(
-  results: SystemResult[],
-  critical: CriticalResult | undefined,
-  claim: ClaimResult | undefined,
-): string {
+/** One repetition's figures: the table, the CPU per mail, reliable-mail's ratios, its critical lane and stages. */
+function reportRepetition({ results, critical }: Repetition): string[] {
   const lines: string[] = [];
   lines.push(
     `N=${settings.n} emails (~2 KB), concurrency ${settings.concurrency}, nodemailer pooled (16 connections) to a separate smtp-server sink; ` +
@@ -100,19 +98,8 @@ export function report(
   const by = (system: SystemName) => results.find((r) => r.system === system && !r.error);
   const rm = by('reliable-mail');
   const ceiling = by('smtp-only');
-  const queues = [by('pg-boss'), by('graphile-worker')].filter((r): r is SystemResult => !!r);
-  const best = (
-    pick: (r: SystemResult) => number | null | undefined,
-    better: (a: number, b: number) => boolean,
-  ): { system: string; value: number } | null => {
-    let found: { system: string; value: number } | null = null;
-    for (const r of queues) {
-      const value = pick(r);
-      if (value === null || value === undefined) continue;
-      if (!found || better(value, found.value)) found = { system: r.system, value };
-    }
-    return found;
-  };
+  const best = (pick: (r: SystemResult) => number | null | undefined, better: (a: number, b: number) => boolean) =>
+    bestQueue(results, pick, better);
   if (rm) {
     const drainBest = best(
       (r) => r.drain?.perSecond,
@@ -182,20 +169,6 @@ export function report(
     }
     lines.push('');
   }
-  if (claim) {
-    const row = (m: ClaimResult['empty'][number]) =>
-      `${m.label === 'empty' ? 'empty outbox' : m.label === 'due' ? `0 sent + ${fmt(claim.dueRows)} due` : `${fmt(claim.sentRows)} sent + ${fmt(claim.dueRows)} due`}, limit ${m.limit}: ` +
-      `execution ${m.executionMs.toFixed(2)} ms (planning ${m.planningMs.toFixed(2)} ms, statement wall ${m.wallMs.toFixed(2)} ms, ` +
-      `${m.rowsClaimed} rows, buffers hit ${m.sharedHit} read ${m.sharedRead})`;
-    lines.push('claim statement (EXPLAIN ANALYZE, median of 5, rolled back):');
-    for (const m of [...claim.empty, ...claim.dueOnly, ...claim.loaded]) lines.push(`  ${row(m)}`);
-    for (const m of claim.withSuppressions)
-      lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
-    lines.push(
-      `  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`,
-    );
-    lines.push('');
-  }
   for (const [label, drain] of [
     ['the drain', rm?.drain],
     [`the drain with ${fmt(settings.suppressions)} addresses on the suppression list`, rm?.drainWithSuppressions],
@@ -220,8 +193,58 @@ export function report(
     lines.push(`  the SMTP send:              ${ms(stages.send)}`);
     lines.push('');
   }
+  return lines;
+}
+
+/**
+ * The run's report: each repetition's figures, then the targets read in every repetition with their medians, the
+ * claim statement (measured once) and the phases.
+ */
+export function report(repetitions: Repetition[], claim: ClaimResult | undefined): string {
+  const lines: string[] = [];
+  repetitions.forEach((repetition, index) => {
+    lines.push(`===== repetition ${index + 1} of ${repetitions.length} =====`, '', ...reportRepetition(repetition));
+  });
+  lines.push(...targetsTable(repetitions, claim), '');
+  if (claim) {
+    const row = (m: ClaimResult['empty'][number]) =>
+      `${m.label === 'empty' ? 'empty outbox' : m.label === 'due' ? `0 sent + ${fmt(claim.dueRows)} due` : `${fmt(claim.sentRows)} sent + ${fmt(claim.dueRows)} due`}, limit ${m.limit}: ` +
+      `execution ${m.executionMs.toFixed(2)} ms (planning ${m.planningMs.toFixed(2)} ms, statement wall ${m.wallMs.toFixed(2)} ms, ` +
+      `${m.rowsClaimed} rows, buffers hit ${m.sharedHit} read ${m.sharedRead})`;
+    lines.push('claim statement (EXPLAIN ANALYZE, median of 5, rolled back):');
+    for (const m of [...claim.empty, ...claim.dueOnly, ...claim.loaded]) lines.push(`  ${row(m)}`);
+    for (const m of claim.withSuppressions)
+      lines.push(`  ${row(m)}, ${fmt(claim.suppressions)} addresses on the suppression list`);
+    lines.push(
+      `  populating took ${(claim.populateMs / 1000).toFixed(1)} s, analyze ${(claim.analyzeMs / 1000).toFixed(1)} s; sizes: ${JSON.stringify(claim.tableSizes)}`,
+    );
+    lines.push('');
+  }
   lines.push('phases:');
   for (const p of phases) lines.push(`  ${p.phase.padEnd(60)} ${p.seconds.toFixed(1)} s`);
   lines.push(`  total ${((now() - runStartedAt) / 1000).toFixed(1)} s`);
   return lines.join('\n');
+}
+
+/** The targets of issue 20, one column per repetition, then the median and how many repetitions met each. */
+function targetsTable(repetitions: Repetition[], claim: ClaimResult | undefined): string[] {
+  const rows = readTargets(repetitions).map((target) => [
+    target.figure,
+    ...[...target.values, target.median].map((value) => (value === null ? '-' : value.toFixed(target.digits))),
+    target.goal,
+    `${target.metIn} of ${target.readIn}`,
+  ]);
+  const lines = [
+    'reliable-mail against the targets, per repetition (each ratio within its repetition) and the median:',
+    table(['figure', ...repetitions.map((_, index) => `rep ${index + 1}`), 'median', 'target', 'met in'], rows),
+  ];
+  if (claim) {
+    const growth = claimGrowth(claim);
+    const percent = (value: number) => `${value >= 0 ? '+' : ''}${Math.round(value * 100)}%`;
+    lines.push(
+      `claim from 0 to ${fmt(claim.sentRows)} sent rows (limit 64, measured once): time ${percent(growth.time)} ` +
+        `(target within +25%), buffers ${percent(growth.buffers)} (target within +10%)`,
+    );
+  }
+  return lines;
 }
