@@ -38,85 +38,60 @@ interface Target {
   read: (repetition: Repetition) => number | null;
 }
 
+type Pick = (result: SystemResult) => number | null | undefined;
+
 const quotient = (a: number | null | undefined, b: number | null | undefined) => (a && b ? a / b : null);
 const resultOf = (results: SystemResult[], name: SystemResult['system']) =>
   results.find((result) => result.system === name && !result.error);
+const reliableMail = (results: SystemResult[]) => resultOf(results, 'reliable-mail');
+
+/** A rate of reliable-mail's at least `least` times the faster queue's. */
+const timesTheFasterQueue = (figure: string, least: number, pick: Pick): Target => ({
+  figure: `${figure} ÷ faster queue`,
+  goal: `≥ ${least.toFixed(1)}`,
+  digits: 2,
+  met: (value) => value >= least,
+  read: ({ results }) => {
+    const own = reliableMail(results);
+    return quotient(own && pick(own), bestQueue(results, pick, faster)?.value);
+  },
+});
+
+/** A figure of reliable-mail's (CPU, latency) at most `most`. */
+const atMost = (figure: string, most: number, digits: number, read: Target['read']): Target => ({
+  figure,
+  goal: `≤ ${most}`,
+  digits,
+  met: (value) => value <= most,
+  read,
+});
+
+/** An idle latency percentile of reliable-mail's at most `most` times graphile-worker's. */
+const idleAgainstGraphileWorker = (percentile: 'p50' | 'p99', most: number): Target =>
+  atMost(`idle ${percentile} ÷ graphile-worker`, most, 2, ({ results }) =>
+    quotient(reliableMail(results)?.idle?.[percentile], resultOf(results, 'graphile-worker')?.idle?.[percentile]),
+  );
 
 export const TARGETS: readonly Target[] = [
-  {
-    figure: 'drain ÷ faster queue',
-    goal: '≥ 1.3',
-    digits: 2,
-    met: (value) => value >= 1.3,
-    read: ({ results }) =>
-      quotient(
-        resultOf(results, 'reliable-mail')?.drain?.perSecond,
-        bestQueue(results, (r) => r.drain?.perSecond, faster)?.value,
-      ),
-  },
-  {
-    figure: 'PostgreSQL CPU per mail in the drain, ms',
-    goal: '≤ 0.2',
-    digits: 3,
-    met: (value) => value <= 0.2,
-    read: ({ results }) => resultOf(results, 'reliable-mail')?.drain?.cpuMsPerEmail.postgres ?? null,
-  },
-  {
-    figure: "worker CPU per mail − smtp-only's client, ms",
-    goal: '≤ 0.05',
-    digits: 3,
-    met: (value) => value <= 0.05,
-    read: ({ results }) => {
-      const worker = resultOf(results, 'reliable-mail')?.drain?.cpuMsPerEmail.worker;
-      const client = resultOf(results, 'smtp-only')?.drain?.cpuMsPerEmail.worker;
-      return typeof worker === 'number' && typeof client === 'number' ? worker - client : null;
-    },
-  },
-  {
-    figure: 'idle p50 ÷ graphile-worker',
-    goal: '≤ 1.0',
-    digits: 2,
-    met: (value) => value <= 1,
-    read: ({ results }) =>
-      quotient(resultOf(results, 'reliable-mail')?.idle?.p50, resultOf(results, 'graphile-worker')?.idle?.p50),
-  },
-  {
-    figure: 'idle p99 ÷ graphile-worker',
-    goal: '≤ 1.5',
-    digits: 2,
-    met: (value) => value <= 1.5,
-    read: ({ results }) =>
-      quotient(resultOf(results, 'reliable-mail')?.idle?.p99, resultOf(results, 'graphile-worker')?.idle?.p99),
-  },
-  {
-    figure: 'enqueue 1/tx ÷ faster queue',
-    goal: '≥ 2.0',
-    digits: 2,
-    met: (value) => value >= 2,
-    read: ({ results }) =>
-      quotient(
-        resultOf(results, 'reliable-mail')?.enqueueSingle?.perSecond,
-        bestQueue(results, (r) => r.enqueueSingle?.perSecond, faster)?.value,
-      ),
-  },
-  {
-    figure: 'enqueue x500 ÷ faster queue',
-    goal: '≥ 1.5',
-    digits: 2,
-    met: (value) => value >= 1.5,
-    read: ({ results }) =>
-      quotient(
-        resultOf(results, 'reliable-mail')?.enqueueBatched?.perSecond,
-        bestQueue(results, (r) => r.enqueueBatched?.perSecond, faster)?.value,
-      ),
-  },
-  {
-    figure: 'critical p95 under bulk ÷ idle p95',
-    goal: '≤ 3',
-    digits: 2,
-    met: (value) => value <= 3,
-    read: ({ results, critical }) => quotient(critical?.critical.p95, resultOf(results, 'reliable-mail')?.idle?.p95),
-  },
+  timesTheFasterQueue('drain', 1.3, (result) => result.drain?.perSecond),
+  atMost(
+    'PostgreSQL CPU per mail in the drain, ms',
+    0.2,
+    3,
+    ({ results }) => reliableMail(results)?.drain?.cpuMsPerEmail.postgres ?? null,
+  ),
+  atMost("worker CPU per mail − smtp-only's client, ms", 0.05, 3, ({ results }) => {
+    const worker = reliableMail(results)?.drain?.cpuMsPerEmail.worker;
+    const client = resultOf(results, 'smtp-only')?.drain?.cpuMsPerEmail.worker;
+    return typeof worker === 'number' && typeof client === 'number' ? worker - client : null;
+  }),
+  idleAgainstGraphileWorker('p50', 1),
+  idleAgainstGraphileWorker('p99', 1.5),
+  timesTheFasterQueue('enqueue 1/tx', 2, (result) => result.enqueueSingle?.perSecond),
+  timesTheFasterQueue('enqueue x500', 1.5, (result) => result.enqueueBatched?.perSecond),
+  atMost('critical p95 under bulk ÷ idle p95', 3, 2, ({ results, critical }) =>
+    quotient(critical?.critical.p95, reliableMail(results)?.idle?.p95),
+  ),
 ];
 
 export function median(values: number[]): number | null {
