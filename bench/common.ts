@@ -3,7 +3,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-function intFromEnv(name: string, fallback: number, minimum = 1): number {
+export function intFromEnv(name: string, fallback: number, minimum = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -32,10 +32,11 @@ export const settings = {
    */
   warmup: intFromEnv('BENCH_WARMUP', 5_000, 0),
   /**
-   * Times every system is measured, each time in a rotated order: the targets are read within each repetition and as
-   * the median of them. The claim figure is measured once.
+   * Times every system is measured, each time in another order (bench/run/order.ts): the targets are read within
+   * each repetition and as the median of them. Unset: as many as the systems selected, which puts each system once in
+   * each place. The claim figure is measured once.
    */
-  repetitions: intFromEnv('BENCH_REPS', 3),
+  repetitions: process.env.BENCH_REPS ? intFromEnv('BENCH_REPS', 1) : null,
   /** Sends in flight per system, producers of the one-per-transaction enqueue. */
   concurrency: 16,
   batchSize: 500,

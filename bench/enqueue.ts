@@ -1,12 +1,13 @@
-// npm run bench:enqueue: where one enqueue per transaction spends its time. BENCH_ENQUEUE_N single enqueues (4,000),
-// 16 at once, by reliable-mail through MikroORM's em.transactional() and through a pg client (no commit hook), and by
-// graphile-worker's add_job in a pg transaction, BENCH_ENQUEUE_ROUNDS times in turn (3). Prints each run's rate and
-// the CPU each enqueue cost this process (the producer: the app's stack and the library) and PostgreSQL, from /proc.
-// With BENCH_ENQUEUE_BATCH=500, the same for batches of that many mails, 4 at once as `npm run bench` runs them, by
-// reliable-mail's enqueueMany, pg-boss's insert and graphile-worker's addJobs; the CPU is then per mail.
+// npm run bench:enqueue: where an enqueue spends its time. BENCH_ENQUEUE_N single enqueues (4,000), 16 at once, by
+// reliable-mail through MikroORM's em.transactional() and through a pg client (no commit hook), and by
+// graphile-worker's add_job in a pg transaction, BENCH_ENQUEUE_ROUNDS times in turn (3), each round starting with
+// the next way. With BENCH_ENQUEUE_BATCH=500, BENCH_ENQUEUE_N mails (20,000) in batches of that many, 4 at once as
+// `npm run bench` runs them, by reliable-mail's enqueueMany, pg-boss's insert and graphile-worker's addJobs. Prints
+// each round's rate and the CPU each mail cost this process (the producer: the app's stack and the library) and
+// PostgreSQL, from /proc. Each way's mail is cleared and its database vacuumed before the next way runs.
 // A CPU profile of the producer: `node --cpu-prof` in front of the script (see package.json's bench:enqueue).
 import pg from 'pg';
-import { cpuSnapshot, cpuSpent, databaseUrl, settings } from './common.js';
+import { cpuSnapshot, cpuSpent, databaseUrl, intFromEnv, settings } from './common.js';
 import {
   clearAndVacuum,
   GraphileWorkerProducer,
@@ -15,12 +16,14 @@ import {
   ReliableMailProducer,
 } from './producers.js';
 
-const count = Number(process.env.BENCH_ENQUEUE_N ?? 4_000);
-const rounds = Number(process.env.BENCH_ENQUEUE_ROUNDS ?? 3);
-const batchSize = Number(process.env.BENCH_ENQUEUE_BATCH ?? 1);
-const PRODUCERS = batchSize === 1 ? 16 : settings.batchProducers;
+const batchSize = intFromEnv('BENCH_ENQUEUE_BATCH', 1);
+const batched = batchSize > 1;
+const count = intFromEnv('BENCH_ENQUEUE_N', batched ? 20_000 : 4_000);
+const rounds = intFromEnv('BENCH_ENQUEUE_ROUNDS', 3);
+const PRODUCERS = batched ? settings.batchProducers : 16;
 /** Nothing is sent: the producers' dispatchers are off, and this port is never dialled. */
 const UNUSED_SMTP_PORT = 9;
+const DATABASES = { rm: 'bench_enqueue_rm', gw: 'bench_enqueue_gw', pb: 'bench_enqueue_pb' };
 
 const admin = new pg.Client({ connectionString: databaseUrl('postgres') });
 await admin.connect();
@@ -30,8 +33,8 @@ async function freshDatabase(name: string): Promise<string> {
   return databaseUrl(name);
 }
 
-/** `count` mails by calls of `enqueue` (`batchSize` mails each), `PRODUCERS` at once; prints the rate and the CPU. */
-async function measure(name: string, enqueue: (start: number) => Promise<unknown>): Promise<void> {
+/** `count` mails by calls of `enqueue` (up to `batchSize` mails each), `PRODUCERS` at once; the rate and the CPU. */
+async function measure(name: string, enqueue: (start: number, size: number) => Promise<unknown>): Promise<void> {
   let next = 0;
   const before = cpuSnapshot({ producer: process.pid });
   const started = performance.now();
@@ -39,8 +42,9 @@ async function measure(name: string, enqueue: (start: number) => Promise<unknown
     Array.from({ length: PRODUCERS }, async () => {
       while (next < count) {
         const start = next;
-        next += batchSize;
-        await enqueue(start);
+        const size = Math.min(batchSize, count - start);
+        next += size;
+        await enqueue(start, size);
       }
     }),
   );
@@ -54,44 +58,47 @@ async function measure(name: string, enqueue: (start: number) => Promise<unknown
   );
 }
 
-/** A way to enqueue: its name, the system and its database, and one call (of `batchSize` mails from `start`). */
-type Way = [string, Producer, string, (start: number, tag: string) => Promise<unknown>];
+/** A way to enqueue: its name, the system and its database, and one call (`size` mails from `start`). */
+type Way = [string, Producer, string, (start: number, size: number, tag: string) => Promise<unknown>];
 
-const batched = batchSize > 1;
-const rmUrl = await freshDatabase('bench_enqueue_rm');
-const gwUrl = await freshDatabase('bench_enqueue_gw');
-const reliableMail = new ReliableMailProducer(rmUrl, UNUSED_SMTP_PORT);
-const graphile = new GraphileWorkerProducer(gwUrl);
-// pg-boss joins for the batches only: there it runs close to graphile-worker in `npm run bench`, while one at a time
-// graphile-worker is the faster of the two.
-async function batchedWays(): Promise<Way[]> {
-  const pbUrl = await freshDatabase('bench_enqueue_pb');
+/** The ways of this run, their producers made on fresh databases. */
+async function waysToEnqueue(): Promise<Way[]> {
+  const rmUrl = await freshDatabase(DATABASES.rm);
+  const gwUrl = await freshDatabase(DATABASES.gw);
+  const reliableMail = new ReliableMailProducer(rmUrl, UNUSED_SMTP_PORT);
+  const graphile = new GraphileWorkerProducer(gwUrl);
+  if (!batched) {
+    return [
+      ['reliable-mail, MikroORM em.transactional', reliableMail, rmUrl, (i, _, tag) => reliableMail.enqueueOne(i, tag)],
+      [
+        'reliable-mail, pg client (no commit hook)',
+        reliableMail,
+        rmUrl,
+        (i, _, tag) => reliableMail.enqueueOneWithoutCommitHook(i, tag),
+      ],
+      ['graphile-worker add_job, pg transaction', graphile, gwUrl, (i, _, tag) => graphile.enqueueOne(i, tag)],
+    ];
+  }
+  // pg-boss joins for the batches only: there it runs close to graphile-worker in `npm run bench`, while one at a
+  // time graphile-worker is the faster of the two.
+  const pbUrl = await freshDatabase(DATABASES.pb);
   const pgBoss = new PgBossProducer(pbUrl);
   return [
     [
       'reliable-mail, enqueueMany',
       reliableMail,
       rmUrl,
-      (start, tag) => reliableMail.enqueueBatch(start, batchSize, tag),
+      (start, size, tag) => reliableMail.enqueueBatch(start, size, tag),
     ],
-    ['pg-boss insert', pgBoss, pbUrl, (start, tag) => pgBoss.enqueueBatch(start, batchSize, tag)],
-    ['graphile-worker addJobs', graphile, gwUrl, (start, tag) => graphile.enqueueBatch(start, batchSize, tag)],
+    ['pg-boss insert', pgBoss, pbUrl, (start, size, tag) => pgBoss.enqueueBatch(start, size, tag)],
+    ['graphile-worker addJobs', graphile, gwUrl, (start, size, tag) => graphile.enqueueBatch(start, size, tag)],
   ];
 }
-const ways: Way[] = batched
-  ? await batchedWays()
-  : [
-      ['reliable-mail, MikroORM em.transactional', reliableMail, rmUrl, (i, tag) => reliableMail.enqueueOne(i, tag)],
-      [
-        'reliable-mail, pg client (no commit hook)',
-        reliableMail,
-        rmUrl,
-        (i, tag) => reliableMail.enqueueOneWithoutCommitHook(i, tag),
-      ],
-      ['graphile-worker add_job, pg transaction', graphile, gwUrl, (i, tag) => graphile.enqueueOne(i, tag)],
-    ];
-const used = [...new Set(ways.map(([, producer]) => producer))];
+
+let used: Producer[] = [];
 try {
+  const ways = await waysToEnqueue();
+  used = [...new Set(ways.map(([, producer]) => producer))];
   for (const producer of used) await producer.setup();
   console.log(
     batched
@@ -99,14 +106,17 @@ try {
       : `${count} enqueues, 1 per transaction, ${PRODUCERS} at once, ${rounds} rounds`,
   );
   for (let round = 0; round < rounds; round++) {
-    for (const [name, producer, url, enqueue] of ways) {
-      await measure(name, (start) => enqueue(start, `r${round}`));
+    for (let turn = 0; turn < ways.length; turn++) {
+      const [name, producer, url, enqueue] = ways[(round + turn) % ways.length];
+      await measure(name, (start, size) => enqueue(start, size, `r${round}`));
       await clearAndVacuum(producer, url);
     }
   }
 } finally {
-  for (const producer of used) await producer.close();
-  for (const name of ['bench_enqueue_rm', 'bench_enqueue_gw', 'bench_enqueue_pb'])
-    await admin.query(`drop database if exists ${name} with (force)`);
+  for (const producer of used) await producer.close().catch((error: unknown) => console.error(String(error)));
+  for (const name of Object.values(DATABASES))
+    await admin
+      .query(`drop database if exists ${name} with (force)`)
+      .catch((error: unknown) => console.error(`could not drop ${name}: ${String(error)}`));
   await admin.end();
 }

@@ -1,6 +1,7 @@
-// `npm run bench`: reliable-mail against a bare SMTP ceiling, pg-boss and graphile-worker, on the same work.
-// Prints a table and writes bench/results/<timestamp>.json. Settings: see bench/README.md (BENCH_N, BENCH_BULK,
-// BENCH_CLAIM_ROWS, BENCH_SYSTEMS, BENCH_SKIP_CLAIM, BENCH_SKIP_CRITICAL, timeouts).
+// `npm run bench`: reliable-mail against a bare SMTP ceiling, pg-boss and graphile-worker, on the same work, in
+// BENCH_REPS repetitions. Prints each repetition's tables and the targets read in each, and writes
+// bench/results/<timestamp>.json. Settings: see bench/README.md (BENCH_N, BENCH_BULK, BENCH_CLAIM_ROWS, BENCH_REPS,
+// BENCH_SYSTEMS, BENCH_SKIP_CLAIM, BENCH_SKIP_CRITICAL, timeouts).
 import 'reflect-metadata';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { type ClaimResult, runClaimBenchmark } from './claim.js';
@@ -17,12 +18,14 @@ import {
   phase,
   phases,
   runStartedAt,
+  startRepetition,
   tag,
 } from './run/context.js';
+import { orderOf } from './run/order.js';
 import { startSink } from './run/sink.js';
 import { benchQueue, benchSmtpOnly } from './run/systems.js';
 import { report } from './run/report.js';
-import { readTargets, type Repetition } from './run/targets.js';
+import { readClaimTargets, readTargets, type Repetition } from './run/targets.js';
 
 async function cleanup(): Promise<void> {
   for (const child of [...children]) child.kill();
@@ -56,17 +59,18 @@ async function main(): Promise<void> {
     if (!SYSTEMS.includes(system)) throw new Error(`unknown system in BENCH_SYSTEMS: ${system}`);
   log(
     `bench: N=${settings.n}, bulk=${settings.bulk}, claim rows=${settings.claimRows}, systems=${selected.join(',')}, ` +
-      `repetitions=${settings.repetitions}`,
+      `repetitions=${settings.repetitions ?? selected.length}`,
   );
 
   const repetitions: Repetition[] = [];
   let claim: ClaimResult | undefined;
   const { sink, port } = await phase('start the SMTP sink', startSink);
   try {
-    for (let index = 0; index < settings.repetitions; index++) {
-      // Each repetition starts with the next system, so that none is always measured first or after the same one.
-      const order = selected.map((_, offset) => selected[(index + offset) % selected.length]);
-      log(`\nrepetition ${index + 1} of ${settings.repetitions}: ${order.join(', ')}`);
+    const count = settings.repetitions ?? selected.length;
+    for (let index = 0; index < count; index++) {
+      const order = orderOf(selected, index);
+      startRepetition(index);
+      log(`\nrepetition ${index + 1} of ${count}: ${order.join(', ')}`);
       const results: SystemResult[] = [];
       let critical: CriticalResult | undefined;
       for (const system of order) {
@@ -83,8 +87,9 @@ async function main(): Promise<void> {
         }
       }
       results.sort((a, b) => selected.indexOf(a.system) - selected.indexOf(b.system));
-      repetitions.push({ results, critical });
+      repetitions.push({ order, results, critical });
     }
+    startRepetition(null);
     if (!process.env.BENCH_SKIP_CLAIM) {
       const dbName = `bench_claim_${tag}`;
       try {
@@ -122,6 +127,7 @@ async function main(): Promise<void> {
         machine: { node: process.version, cpus: (await import('node:os')).cpus().length },
         repetitions,
         targets: readTargets(repetitions),
+        claimTargets: claim ? readClaimTargets(claim) : null,
         claim,
         phases,
         table: text,

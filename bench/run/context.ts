@@ -14,7 +14,16 @@ export function log(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-export async function phase<T>(name: string, work: () => Promise<T>): Promise<T> {
+/** The repetition under way, put before each phase's name: `rep 2: `. */
+let repetitionLabel = '';
+
+/** Labels the phases that follow with repetition `index` (from 0), or with none. */
+export function startRepetition(index: number | null): void {
+  repetitionLabel = index === null ? '' : `rep ${index + 1}: `;
+}
+
+export async function phase<T>(unlabelled: string, work: () => Promise<T>): Promise<T> {
+  const name = `${repetitionLabel}${unlabelled}`;
   const started = now();
   log(`- ${name} ...`);
   try {
