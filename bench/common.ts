@@ -3,7 +3,12 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-export function intFromEnv(name: string, fallback: number, minimum = 1): number {
+/** An integer setting of at least `minimum`, or `fallback` when unset (null: the default is worked out later). */
+export function intFromEnv<Fallback extends number | null>(
+  name: string,
+  fallback: Fallback,
+  minimum = 1,
+): number | Fallback {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -33,10 +38,11 @@ export const settings = {
   warmup: intFromEnv('BENCH_WARMUP', 5_000, 0),
   /**
    * Times every system is measured, each time in another order (bench/run/order.ts): the targets are read within
-   * each repetition and as the median of them. Unset: as many as the systems selected, which puts each system once in
-   * each place. The claim figure is measured once.
+   * each repetition and as the median of them. Unset: one full set of orders, as many repetitions as the systems
+   * selected (twice as many for an odd number), which puts each system as often in each place. The claim figure is
+   * measured once.
    */
-  repetitions: process.env.BENCH_REPS ? intFromEnv('BENCH_REPS', 1) : null,
+  repetitions: intFromEnv('BENCH_REPS', null),
   /** Sends in flight per system, producers of the one-per-transaction enqueue. */
   concurrency: 16,
   batchSize: 500,

@@ -20,7 +20,7 @@ const batchSize = intFromEnv('BENCH_ENQUEUE_BATCH', 1);
 const batched = batchSize > 1;
 const count = intFromEnv('BENCH_ENQUEUE_N', batched ? 20_000 : 4_000);
 const rounds = intFromEnv('BENCH_ENQUEUE_ROUNDS', 3);
-const PRODUCERS = batched ? settings.batchProducers : 16;
+const PRODUCERS = batched ? settings.batchProducers : settings.concurrency;
 /** Nothing is sent: the producers' dispatchers are off, and this port is never dialled. */
 const UNUSED_SMTP_PORT = 9;
 const DATABASES = { rm: 'bench_enqueue_rm', gw: 'bench_enqueue_gw', pb: 'bench_enqueue_pb' };

@@ -21,7 +21,7 @@ import {
   startRepetition,
   tag,
 } from './run/context.js';
-import { orderOf } from './run/order.js';
+import { fullSet, orderOf } from './run/order.js';
 import { startSink } from './run/sink.js';
 import { benchQueue, benchSmtpOnly } from './run/systems.js';
 import { report } from './run/report.js';
@@ -59,14 +59,14 @@ async function main(): Promise<void> {
     if (!SYSTEMS.includes(system)) throw new Error(`unknown system in BENCH_SYSTEMS: ${system}`);
   log(
     `bench: N=${settings.n}, bulk=${settings.bulk}, claim rows=${settings.claimRows}, systems=${selected.join(',')}, ` +
-      `repetitions=${settings.repetitions ?? selected.length}`,
+      `repetitions=${settings.repetitions ?? fullSet(selected.length)}`,
   );
 
   const repetitions: Repetition[] = [];
   let claim: ClaimResult | undefined;
   const { sink, port } = await phase('start the SMTP sink', startSink);
   try {
-    const count = settings.repetitions ?? selected.length;
+    const count = settings.repetitions ?? fullSet(selected.length);
     for (let index = 0; index < count; index++) {
       const order = orderOf(selected, index);
       startRepetition(index);

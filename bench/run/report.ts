@@ -3,7 +3,7 @@ import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
 import type { StageFigure } from '../idle-stages.js';
 import type { LatencyFigure, SystemResult } from './types.js';
-import { bestQueue, readClaimTargets, readTargets, type Repetition } from './targets.js';
+import { fasterQueue, readClaimTargets, readTargets, type Repetition, shownFigure } from './targets.js';
 import { phases, runStartedAt } from './context.js';
 
 export function fmt(value: number | null | undefined, digits = 0): string {
@@ -12,7 +12,7 @@ export function fmt(value: number | null | undefined, digits = 0): string {
 }
 
 export function ratio(a: number | null | undefined, b: number | null | undefined): string {
-  if (!a || !b) return '-';
+  if (a === null || a === undefined || !b) return '-';
   return `${(a / b).toFixed(2)}x`;
 }
 
@@ -98,21 +98,11 @@ function reportRepetition({ results, critical }: Repetition): string[] {
   const by = (system: SystemName) => results.find((r) => r.system === system && !r.error);
   const rm = by('reliable-mail');
   const ceiling = by('smtp-only');
-  const best = (pick: (r: SystemResult) => number | null | undefined, better: (a: number, b: number) => boolean) =>
-    bestQueue(results, pick, better);
+  const best = (pick: (r: SystemResult) => number | null | undefined) => fasterQueue(results, pick);
   if (rm) {
-    const drainBest = best(
-      (r) => r.drain?.perSecond,
-      (a, b) => a > b,
-    );
-    const singleBest = best(
-      (r) => r.enqueueSingle?.perSecond,
-      (a, b) => a > b,
-    );
-    const batchBest = best(
-      (r) => r.enqueueBatched?.perSecond,
-      (a, b) => a > b,
-    );
+    const drainBest = best((r) => r.drain?.perSecond);
+    const singleBest = best((r) => r.enqueueSingle?.perSecond);
+    const batchBest = best((r) => r.enqueueBatched?.perSecond);
     lines.push('reliable-mail ratios:');
     lines.push(`  drain vs smtp-only ceiling:        ${ratio(rm.drain?.perSecond, ceiling?.drain?.perSecond)}`);
     lines.push(
@@ -125,10 +115,7 @@ function reportRepetition({ results, critical }: Repetition): string[] {
       `  enqueue 1/tx vs faster queue (${singleBest?.system ?? '-'}): ${ratio(rm.enqueueSingle?.perSecond, singleBest?.value)}`,
     );
     if (rm.enqueueSingleCold) {
-      const coldBest = best(
-        (r) => r.enqueueSingleCold?.perSecond,
-        (a, b) => a > b,
-      );
+      const coldBest = best((r) => r.enqueueSingleCold?.perSecond);
       lines.push(
         `  enqueue 1/tx cold (the warm-up's first ${fmt(settings.warmup)}, not in the table): ${fmt(rm.enqueueSingleCold.perSecond)}/s${rm.enqueueSingleCold.timedOut ? '*' : ''}` +
           ` vs faster queue cold (${coldBest?.system ?? '-'}): ${ratio(rm.enqueueSingleCold.perSecond, coldBest?.value)}`,
@@ -225,11 +212,11 @@ export function report(repetitions: Repetition[], claim: ClaimResult | undefined
 /** The targets of issue 20, one column per repetition, then the median and how many repetitions met each. */
 function targetsTable(repetitions: Repetition[], claim: ClaimResult | undefined): string[] {
   const rows = readTargets(repetitions).map((target) => {
-    const shown = (value: number | null) => (value === null ? '-' : value.toFixed(target.digits));
+    const shown = (value: number | null) => (value === null ? '-' : target.shown(value));
     return [
       target.figure,
       ...target.values.map((value, index) => shown(value) + (target.whole[index] ? '' : '*')),
-      shown(target.median),
+      shown(target.median) + (target.medianOf < repetitions.length ? ` (of ${target.medianOf})` : ''),
       target.goal,
       target.medianMet ? 'met' : 'missed',
       `${target.metIn} of ${repetitions.length}`,
@@ -241,15 +228,16 @@ function targetsTable(repetitions: Repetition[], claim: ClaimResult | undefined)
       ['figure', ...repetitions.map((_, index) => `rep ${index + 1}`), 'median', 'target', 'median is', 'met in'],
       rows,
     ),
-    '(* = a phase of the figure timed out, lost or doubled a mail: not counted as met)',
+    '(* = a phase of the figure timed out, failed, or lost, doubled or mistook a mail: neither met nor in the median)',
   ];
   if (claim) {
     const growth = readClaimTargets(claim);
-    const percent = (value: number) => `${value >= 0 ? '+' : ''}${Math.round(value * 100)}%`;
+    const percent = (value: number, most: number) =>
+      `${value >= 0 ? '+' : ''}${shownFigure(value * 100, 0, (shown) => shown <= most)}%`;
     lines.push(
       `claim from 0 to ${fmt(claim.sentRows)} sent rows (limit 64, measured once): ` +
-        `time ${percent(growth.time)} (target within +25%: ${growth.timeMet ? 'met' : 'missed'}), ` +
-        `buffers ${percent(growth.buffers)} (target within +10%: ${growth.buffersMet ? 'met' : 'missed'})`,
+        `time ${percent(growth.time, 25)} (target within +25%: ${growth.timeMet ? 'met' : 'missed'}), ` +
+        `buffers ${percent(growth.buffers, 10)} (target within +10%: ${growth.buffersMet ? 'met' : 'missed'})`,
     );
   }
   return lines;
