@@ -41,6 +41,8 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGE_DIR = join(REPO, 'libs/reliable-mail');
 const PACKAGE_NAME = '@reliable-mail/nestjs';
 const START_TIMEOUT_MS = 60_000;
+/** One /health request's bound while the app starts: a request that hangs is itself what the failure should say. */
+const HEALTH_REQUEST_TIMEOUT_MS = 5_000;
 const MAIL_TIMEOUT_MS = 30_000;
 const JEST_TIMEOUT_MS = 180_000;
 
@@ -329,7 +331,24 @@ async function placeOrderAndReceiveMail(
   await writeEnv(dir, env, { DATABASE_URL: databaseUrl, SMTP_URL: smtp.url, PORT: String(port) });
   const app = new App(dir, node, `http://127.0.0.1:${port}`);
   try {
-    await app.waitUntil('answer on /health', START_TIMEOUT_MS, async () => (await fetch(`${app.baseUrl}/health`)).ok);
+    // The last answer (or error) is kept for the failure: a start that never became healthy once gave nothing else.
+    let lastHealth = 'none';
+    await app
+      .waitUntil('answer on /health', START_TIMEOUT_MS, async () => {
+        try {
+          const answer = await fetch(`${app.baseUrl}/health`, {
+            signal: AbortSignal.timeout(HEALTH_REQUEST_TIMEOUT_MS),
+          });
+          lastHealth = `${answer.status} ${await answer.text()}`;
+          return answer.ok;
+        } catch (error) {
+          lastHealth = String(error);
+          return false;
+        }
+      })
+      .catch((error: Error) => {
+        throw new Error(`${error.message}\nthe last answer of /health: ${lastHealth}`);
+      });
 
     const placed = await postOrder(app.baseUrl, { email, total: 25 });
     const order = (await expectAnswer(app, 'POST /orders', placed, 201)) as { id: number };
