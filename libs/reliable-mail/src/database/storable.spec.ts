@@ -116,6 +116,36 @@ describe('the values on their way to PostgreSQL', () => {
     expect(storableIdentifier(value)).toBe(stored);
   });
 
+  it('property: a lone surrogate is named exactly where a code unit lacks its other half', () => {
+    // Halves alone, whole pairs, NUL and plain text mixed: a surrogate and its pair rarely meet in random code units.
+    const part = fc.constantFrom('a', ' ', '\0', '\uD83D', '\uDE00', '\uDBFF', '\uDC00', '\uD83D\uDE00');
+    /** Counts the code units a high half does not precede or a low half does not follow, one by one. */
+    const loneHalves = (value: string) => {
+      let lone = 0;
+      for (let index = 0; index < value.length; index++) {
+        const unit = value.charCodeAt(index);
+        const next = value.charCodeAt(index + 1);
+        if (unit >= 0xd800 && unit <= 0xdbff) {
+          if (next >= 0xdc00 && next <= 0xdfff) index++;
+          else lone++;
+        } else if (unit >= 0xdc00 && unit <= 0xdfff) lone++;
+      }
+      return lone;
+    };
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 40 }), (parts) => {
+        const value = parts.join('');
+        const expected = value.includes('\0')
+          ? 'a NUL character'
+          : loneHalves(value) > 0
+            ? 'a lone UTF-16 surrogate (half of a character)'
+            : null;
+        expect(unstorableIn(value)).toBe(expected);
+      }),
+      propertyRuns('unstorableIn'),
+    );
+  });
+
   it('property: any text, made storable, is storable, and storable text is left as it is', () => {
     fc.assert(
       fc.property(anyText, (value) => {
