@@ -7,37 +7,18 @@
 // Prints each round's rate and PostgreSQL's CPU per transaction, from /proc.
 import pg from 'pg';
 import { statementsOnClient } from '../libs/reliable-mail/src/database/sql-client.js';
-import type { MailPayload } from '../libs/reliable-mail/src/outbox/mail.types.js';
-import type { NewOutboxRow } from '../libs/reliable-mail/src/outbox/queue.types.js';
 import { insertRows } from '../libs/reliable-mail/src/outbox/sql/insert.js';
-import { uuidv7 } from '../libs/reliable-mail/src/outbox/uuid-v7.js';
 import { migrateSchema, migrationConnection } from '../libs/reliable-mail/src/schema/migrate-schema.js';
 import { DEFAULT_SCHEMA, type OutboxTables, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
-import { cpuSnapshot, cpuSpent, databaseUrl, mailFor, sleep } from './common.js';
+import { cpuSnapshot, cpuSpent, databaseUrl, intFromEnv, sleep } from './common.js';
+import { benchRow } from './outbox-rows.js';
 
-const count = Number(process.env.BENCH_INSERT_N ?? 4_000);
-const rounds = Number(process.env.BENCH_INSERT_ROUNDS ?? 4);
+const count = intFromEnv('BENCH_INSERT_N', 4_000);
+const rounds = intFromEnv('BENCH_INSERT_ROUNDS', 4);
 const CLIENTS = 16;
 const DATABASE = 'bench_insert';
 /** A schema whose outbox keeps only the indexes an insert of a pending row must write. */
 const TWO_INDEXES = 'bench_two_indexes';
-
-function rowFor(index: number, keyed: boolean): NewOutboxRow {
-  const { to, subject, text } = mailFor(index, 'insert');
-  const id = uuidv7();
-  return {
-    id,
-    idempotencyKey: keyed ? `insert-${id}` : null,
-    contentHash: keyed ? 'hash' : null,
-    messageId: `<${id}@bench.example.com>`,
-    payload: { to: [{ address: to }], cc: [], bcc: [], subject, text } as unknown as MailPayload,
-    metadata: null,
-    maxAttempts: 5,
-    lane: 'default',
-    notBefore: null,
-    expiresAt: null,
-  };
-}
 
 const admin = new pg.Client({ connectionString: databaseUrl('postgres') });
 await admin.connect();
@@ -69,7 +50,7 @@ try {
         try {
           const statements = statementsOnClient(client, tables);
           while (next < count) {
-            const row = rowFor(next++, keyed);
+            const row = benchRow(next++, 'insert', keyed);
             await client.query('begin');
             await insertRows(statements, [row], false);
             await client.query('commit');
