@@ -1,9 +1,13 @@
 // npm run bench:claim-one: what the claim of one idle mail costs, the step that sets reliable-mail's idle latency
 // apart from graphile-worker's. On one client with the dispatcher's connection settings, BENCH_CLAIM_ONE_ROUNDS
-// rounds (3) of BENCH_CLAIM_ONE_N mails (300), each mail inserted and then taken three ways in turn:
+// rounds (3) of BENCH_CLAIM_ONE_N mails (300) for each way, each mail inserted and then taken one of four ways:
 // - the library's claim (CLAIM, prepared, as the dispatcher runs it), its commit waiting for the WAL flush;
 // - the same claim with synchronous_commit off for it, to show what the flush costs;
-// - a plain UPDATE ... RETURNING that locks the due row and hands it back, as graphile-worker fetches a job.
+// - a plain UPDATE ... RETURNING that locks the due row and hands it back, as graphile-worker fetches a job;
+// - the same plain update with synchronous_commit off.
+// The ways take turns, each mail starting with the next way, and each take follows a pause as an idle mail's does,
+// so that no way always comes first after the pause. The two ways without the flush tell the commit's wait apart
+// from the statement's own cost.
 // Prints each way's median round trip per round, then the median execution time of the claim from EXPLAIN ANALYZE.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -50,15 +54,13 @@ try {
       maxAgeMs: 86_400_000,
     });
   const claim = () => client.query({ name: 'claim', text: claimText, values: claimRequest() });
+  const plain = () => client.query({ name: 'plain', text: plainUpdate, values: ['default', randomUUID()] });
   /** A way to take the mail: its statement, and a session setting it runs under (set before the clock starts). */
   const ways: { name: string; take: () => Promise<pg.QueryResult>; synchronousCommit: 'on' | 'off' }[] = [
     { name: 'claim', take: claim, synchronousCommit: 'on' },
     { name: 'claim, commit not flushed', take: claim, synchronousCommit: 'off' },
-    {
-      name: 'plain UPDATE ... RETURNING',
-      take: () => client.query({ name: 'plain', text: plainUpdate, values: ['default', randomUUID()] }),
-      synchronousCommit: 'on',
-    },
+    { name: 'plain UPDATE ... RETURNING', take: plain, synchronousCommit: 'on' },
+    { name: 'plain, commit not flushed', take: plain, synchronousCommit: 'off' },
   ];
   /** One mail inserted, then taken one way: the take's round trip in ms. Each way must take that one mail. */
   const takeOne = async (way: (typeof ways)[number], index: number) => {
@@ -76,8 +78,11 @@ try {
   for (let round = 0; round < rounds; round++) {
     const times = ways.map((): number[] => []);
     for (let index = 0; index < count; index++) {
-      for (const [at, way] of ways.entries()) times[at].push(await takeOne(way, index));
-      await sleep(PAUSE_MS);
+      for (let turn = 0; turn < ways.length; turn++) {
+        const at = (index + turn) % ways.length;
+        await sleep(PAUSE_MS);
+        times[at].push(await takeOne(ways[at], index));
+      }
     }
     console.log(ways.map((way, at) => `${way.name} ${percentile(times[at], 50)!.toFixed(3)} ms`).join(', '));
   }
