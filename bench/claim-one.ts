@@ -1,13 +1,13 @@
 // npm run bench:claim-one: what the claim of one idle mail costs, the step that sets reliable-mail's idle latency
 // apart from graphile-worker's. On one client with the dispatcher's connection settings, BENCH_CLAIM_ONE_ROUNDS
-// rounds (3) of BENCH_CLAIM_ONE_N mails (300) for each way, each mail inserted and then taken one of four ways:
+// rounds (3) of BENCH_CLAIM_ONE_N mails (300) for each way, each mail inserted after a pause and then taken at once,
+// as an idle mail is (the producer's commit wakes the worker, whose claim follows), one of four ways:
 // - the library's claim (CLAIM, prepared, as the dispatcher runs it), its commit waiting for the WAL flush;
 // - the same claim with synchronous_commit off for it, to show what the flush costs;
 // - a plain UPDATE ... RETURNING that locks the due row and hands it back, as graphile-worker fetches a job;
 // - the same plain update with synchronous_commit off.
-// The ways take turns, each mail starting with the next way, and each take follows a pause as an idle mail's does,
-// so that no way always comes first after the pause. The two ways without the flush tell the commit's wait apart
-// from the statement's own cost.
+// The ways take turns in a cycle of four mails, each mail of a cycle starting it with the next way: in a fixed
+// order, one way was always the first after the insert and another always after the first's commit.
 // Prints each way's median round trip per round, then the median execution time of the claim from EXPLAIN ANALYZE.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -24,7 +24,7 @@ const count = intFromEnv('BENCH_CLAIM_ONE_N', 300);
 const rounds = intFromEnv('BENCH_CLAIM_ONE_ROUNDS', 3);
 const DATABASE = 'bench_claim_one';
 const TABLES = tablesIn(DEFAULT_SCHEMA);
-/** The lone idle mail's wait between two claims: the dispatcher's claim finds the server idle, as here. */
+/** The wait before each mail: the lone idle mail finds the server and the client idle, as here. */
 const PAUSE_MS = 5;
 
 const claimText = CLAIM.in(TABLES).text;
@@ -55,22 +55,31 @@ try {
     });
   const claim = () => client.query({ name: 'claim', text: claimText, values: claimRequest() });
   const plain = () => client.query({ name: 'plain', text: plainUpdate, values: ['default', randomUUID()] });
-  /** A way to take the mail: its statement, and a session setting it runs under (set before the clock starts). */
+  /** A way to take the mail: its statement, and the session setting it runs under (set before the clock starts). */
   const ways: { name: string; take: () => Promise<pg.QueryResult>; synchronousCommit: 'on' | 'off' }[] = [
     { name: 'claim', take: claim, synchronousCommit: 'on' },
     { name: 'claim, commit not flushed', take: claim, synchronousCommit: 'off' },
     { name: 'plain UPDATE ... RETURNING', take: plain, synchronousCommit: 'on' },
     { name: 'plain, commit not flushed', take: plain, synchronousCommit: 'off' },
   ];
-  /** One mail inserted, then taken one way: the take's round trip in ms. Each way must take that one mail. */
+  /** One mail inserted after the pause, then taken one way: the take's round trip in ms. It must take that mail. */
   const takeOne = async (way: (typeof ways)[number], index: number) => {
-    await insertRows(statements, [benchRow(index, 'claim-one')], false);
-    if (way.synchronousCommit === 'off') await client.query('set synchronous_commit = off');
-    const started = performance.now();
-    const taken = await way.take();
-    const ms = performance.now() - started;
-    if (way.synchronousCommit === 'off') await client.query('set synchronous_commit = on');
-    if (taken.rowCount !== 1) throw new Error(`${way.name} took ${taken.rowCount} mails, not the one inserted`);
+    await sleep(PAUSE_MS);
+    const row = benchRow(index, 'claim-one');
+    await insertRows(statements, [row], false);
+    // For every way, the flushed ones too, so that each makes the same round trips before its take.
+    await client.query(`set synchronous_commit = ${way.synchronousCommit}`);
+    let taken: pg.QueryResult;
+    let ms: number;
+    try {
+      const started = performance.now();
+      taken = await way.take();
+      ms = performance.now() - started;
+    } finally {
+      await client.query('reset synchronous_commit');
+    }
+    if (taken.rowCount !== 1 || taken.rows[0].id !== row.id)
+      throw new Error(`${way.name} took ${taken.rowCount} mails, not the one inserted`);
     return ms;
   };
   for (const way of ways) await takeOne(way, 0); // prepares each statement and warms the caches
@@ -80,7 +89,6 @@ try {
     for (let index = 0; index < count; index++) {
       for (let turn = 0; turn < ways.length; turn++) {
         const at = (index + turn) % ways.length;
-        await sleep(PAUSE_MS);
         times[at].push(await takeOne(ways[at], index));
       }
     }
