@@ -215,39 +215,46 @@ describe('what each provider transport does of its own', () => {
     expect(received.sort()).toEqual(['ann@example.com', ...bcc].sort());
   });
 
-  it('Resend: the first request stored and its answer lost, the retry renders another body (409): sent, one message', async () => {
-    const api = await started(new ResendTestApi());
-    api.script.next('drop');
-    let renders = 0;
-    // Not deterministic, as the README asks templates to be: each render stamps the time it ran.
-    const receipt: MailTemplate = {
-      name: 'receipt',
-      version: 1,
-      render: () => ({ subject: 'Your receipt', text: `rendered ${++renders} at ${new Date().toISOString()}` }),
-    };
-    const app = await startApp({
-      transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }),
-      templates: [receipt],
-    });
-    const outbox = app.get(MailOutboxService);
-    const { id, messageId } = await outbox.enqueue({ to: 'ann@example.com', template: 'receipt', params: {} });
-    await waitFor('the row final', () => app.events.sent.length + app.events.failed.filter(isFinal).length === 1);
+  it.each([
+    { answer: 'its answer lost', reply: 'drop' as const },
+    // Resend may store a message and then answer 500: the attempt is unknown, as with a lost answer.
+    { answer: 'answered 500', reply: { afterStoring: RESEND_ERRORS.serverError } },
+  ])(
+    'Resend: the first request stored and $answer, the retry renders another body (409): sent, one message',
+    async ({ reply }) => {
+      const api = await started(new ResendTestApi());
+      api.script.next(reply);
+      let renders = 0;
+      // Not deterministic, as the README asks templates to be: each render stamps the time it ran.
+      const receipt: MailTemplate = {
+        name: 'receipt',
+        version: 1,
+        render: () => ({ subject: 'Your receipt', text: `rendered ${++renders} at ${new Date().toISOString()}` }),
+      };
+      const app = await startApp({
+        transport: new ResendMailTransport({ apiKey: 're_test', baseUrl: api.url }),
+        templates: [receipt],
+      });
+      const outbox = app.get(MailOutboxService);
+      const { id, messageId } = await outbox.enqueue({ to: 'ann@example.com', template: 'receipt', params: {} });
+      await waitFor('the row final', () => app.events.sent.length + app.events.failed.filter(isFinal).length === 1);
 
-    const row = await outbox.get(id);
-    expect(row.status).toBe('sent');
-    expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
-    expect(row.attemptLog[1]).toMatchObject({
-      replyCode: 409,
-      reply: expect.stringMatching(/^409 invalid_idempotent_request: .* \(taken by an earlier attempt with this key/),
-      deduplicatedByKey: true,
-    });
-    expect(app.events.sent[0]).toMatchObject({ accepted: ['ann@example.com'], reply: row.attemptLog[1].reply });
-    // The retry went with the same key and another body, and Resend kept the first.
-    const posts = api.requests.filter((request) => request.method === 'POST');
-    expect(posts.map((request) => request.headers['idempotency-key'])).toEqual([id, id]);
-    expect(new Set(posts.map((request) => JSON.parse(request.body).text)).size).toBe(2);
-    expect(api.messages).toEqual([expect.objectContaining({ messageId, idempotencyKey: id })]);
-  });
+      const row = await outbox.get(id);
+      expect(row.status).toBe('sent');
+      expect(row.attemptLog.map((attempt) => attempt.outcome)).toEqual(['unknown', 'sent']);
+      expect(row.attemptLog[1]).toMatchObject({
+        replyCode: 409,
+        reply: expect.stringMatching(/^409 invalid_idempotent_request: .* \(taken by an earlier attempt with this key/),
+        deduplicatedByKey: true,
+      });
+      expect(app.events.sent[0]).toMatchObject({ accepted: ['ann@example.com'], reply: row.attemptLog[1].reply });
+      // The retry went with the same key and another body, and Resend kept the first.
+      const posts = api.requests.filter((request) => request.method === 'POST');
+      expect(posts.map((request) => request.headers['idempotency-key'])).toEqual([id, id]);
+      expect(new Set(posts.map((request) => JSON.parse(request.body).text)).size).toBe(2);
+      expect(api.messages).toEqual([expect.objectContaining({ messageId, idempotencyKey: id })]);
+    },
+  );
 
   it('Resend: a 409 invalid_idempotent_request on a first attempt (another sender of the team used the key) still refuses the mail', async () => {
     const api = await started(new ResendTestApi());

@@ -7,6 +7,7 @@ import {
 } from '@reliable-mail/nestjs';
 import { type ProviderName, type ProviderStandIn, startStandIn } from './support/provider-stand-ins.js';
 import { pausedLaneHealth } from './support/lane-health.js';
+import type { ScriptedReply } from './support/scripted-http-server.js';
 import { testLogger, testMailOptions, waitFor } from './support/test-app.js';
 import { useTestBed } from './support/test-bed.js';
 
@@ -123,25 +124,38 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
     expect(provider.requests.filter((request) => request.method === 'POST')).toHaveLength(1);
   });
 
-  it('the connection dropped after the provider took the request: unknown, retried; a copy only where the provider does not deduplicate', async () => {
-    const { app, outbox } = await start();
-    provider.script.next('drop');
-    const { id, messageId } = await outbox.enqueue(mail, { idempotencyKey: 'order-confirmation:1' });
-    await waitFor('the sent event', () => app.events.sent.length === 1);
+  // Both after the provider stored the message: a 500 does not say it was not taken (`afterStoring`).
+  it.each([
+    { answer: 'the connection dropped', reply: (): ScriptedReply => 'drop', replyCode: null },
+    {
+      answer: 'a server error (500)',
+      reply: (): ScriptedReply => ({ afterStoring: provider.replies.serverError }),
+      replyCode: 500,
+    },
+  ])(
+    '$answer after the provider took the request: unknown, retried; a copy only where the provider does not deduplicate',
+    async ({ reply, replyCode }) => {
+      const { app, outbox } = await start();
+      provider.script.next(reply());
+      const { id, messageId } = await outbox.enqueue(mail, { idempotencyKey: 'order-confirmation:1' });
+      await waitFor('the sent event', () => app.events.sent.length === 1);
 
-    expect(app.events.failed).toEqual([expect.objectContaining({ cause: 'unknown', outcomeUnknown: true })]);
-    const row = await outbox.get(id);
-    expect(outcomes(row)).toEqual(['unknown', 'sent']);
-    expect(row.attemptLog[0]).toMatchObject({ replyCode: null, deduplicatedByKey: provider.deduplicates });
-    // Resend answers the retry's Idempotency-Key with the first request's id and keeps one message; SES and
-    // Postmark hold two copies, recognisable as one by their Message-ID.
-    expect(await provider.delivered()).toEqual(provider.deduplicates ? [messageId] : [messageId, messageId]);
-    if (name === 'resend') {
-      const keys = provider.requests.map((request) => request.headers['idempotency-key']);
-      expect(keys).toEqual(['order-confirmation:1', 'order-confirmation:1']);
-      expect(row.providerMessageId).toBe(row.attemptLog[1].providerMessageId);
-    }
-  });
+      expect(app.events.failed).toEqual([
+        expect.objectContaining({ cause: 'unknown', outcomeUnknown: true, replyCode }),
+      ]);
+      const row = await outbox.get(id);
+      expect(outcomes(row)).toEqual(['unknown', 'sent']);
+      expect(row.attemptLog[0]).toMatchObject({ replyCode, deduplicatedByKey: provider.deduplicates });
+      // Resend answers the retry's Idempotency-Key with the first request's id and keeps one message; SES and
+      // Postmark hold two copies, recognisable as one by their Message-ID.
+      expect(await provider.delivered()).toEqual(provider.deduplicates ? [messageId] : [messageId, messageId]);
+      if (name === 'resend') {
+        const keys = provider.requests.map((request) => request.headers['idempotency-key']);
+        expect(keys).toEqual(['order-confirmation:1', 'order-confirmation:1']);
+        expect(row.providerMessageId).toBe(row.attemptLog[1].providerMessageId);
+      }
+    },
+  );
 
   it('no answer before the send deadline (a stall): unknown, retried, and sent once', async () => {
     const { app, outbox } = await start({ dispatcher: { sendTimeoutMs: 1_000 } });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { addressesIn, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import { addressesIn, ReplyScript, ScriptedHttpServer, whenAnswered } from './scripted-http-server.js';
 import type { HttpReply, ReceivedRequest } from './scripted-http-server.js';
 
 /** A message the stand-in took, as Postmark would have sent it. */
@@ -51,9 +51,10 @@ export const POSTMARK_ERRORS = {
  * A local stand-in for Postmark's API (POST /email, GET /server), as its documentation and the SDK describe it:
  * `X-Postmark-Server-Token`, `{ To, SubmittedAt, MessageID, ErrorCode: 0, Message: 'OK' }` on success and
  * `{ ErrorCode, Message }` on an error. `script` sets the next answers; `drop` takes the message first, then drops
- * the connection (a lost answer), `stall` never answers. Addresses in `inactive` are Postmark's inactive recipients:
- * a request to some of them is taken for the others and answered 200 "Message OK, but will not deliver to these
- * inactive addresses: …"; one to nobody else is refused, 422 with ErrorCode 406.
+ * the connection (a lost answer), `{ afterStoring }` takes it, then answers that; `stall` never answers. Addresses
+ * in `inactive` are Postmark's inactive recipients: a request to some of them is taken for the others and answered
+ * 200 "Message OK, but will not deliver to these inactive addresses: …"; one to nobody else is refused, 422 with
+ * ErrorCode 406.
  */
 export class PostmarkTestApi {
   readonly script = new ReplyScript();
@@ -95,8 +96,8 @@ export class PostmarkTestApi {
     // Postmark refuses a message to more recipients as an invalid request (ErrorCode 300); the wording is ours.
     if (recipients.length > POSTMARK_MAX_RECIPIENTS)
       return error(422, 300, `Invalid email request: ${recipients.length} recipients, the maximum is 50`);
-    const scripted = this.script.take();
-    if (scripted !== undefined && scripted !== 'drop') return scripted;
+    const { instead, after: afterStoring } = whenAnswered(this.script.take());
+    if (instead) return instead;
     const inactive = recipients.filter((address) => this.inactive.has(address));
     if (inactive.length === recipients.length && inactive.length > 0)
       return POSTMARK_ERRORS.inactiveRecipients(inactive);
@@ -113,7 +114,7 @@ export class PostmarkTestApi {
       body,
     };
     this.messages.push(message);
-    if (scripted === 'drop') return 'drop';
+    if (afterStoring !== undefined) return afterStoring;
     return {
       status: 200,
       body: {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { addressesIn, ReplyScript, ScriptedHttpServer } from './scripted-http-server.js';
+import { addressesIn, ReplyScript, ScriptedHttpServer, whenAnswered } from './scripted-http-server.js';
 import type { HttpReply, ReceivedRequest } from './scripted-http-server.js';
 
 /** A message the stand-in took, as Resend would have sent it. */
@@ -47,7 +47,7 @@ export const RESEND_ERRORS = {
  * on success, `{ statusCode, name, message }` on an error, and its idempotency as documented: a key seen before with
  * the same body answers the first id and stores nothing, with another body 409 `invalid_idempotent_request`, while
  * the first request with the key is unanswered 409 `concurrent_idempotent_requests`. `drop` takes the message
- * first, then drops the connection; `stall` never answers.
+ * first, then drops the connection, `{ afterStoring }` takes it, then answers that; `stall` never answers.
  */
 export class ResendTestApi {
   readonly script = new ReplyScript();
@@ -111,12 +111,13 @@ export class ResendTestApi {
     if (seen) return { status: 200, body: { id: seen.id } };
 
     const scripted = this.script.take();
+    const { instead, after: afterStoring } = whenAnswered(scripted);
     if (scripted === 'stall' && key !== null) {
       // The first request is in progress until its client gives up.
       this.keys.set(key, { body: request.body, id: null });
       void request.closed.then(() => this.keys.delete(key));
     }
-    if (scripted !== undefined && scripted !== 'drop') return scripted;
+    if (instead) return instead;
     const headers = (body.headers as Record<string, string> | undefined) ?? {};
     const message: ResendMessage = {
       id: randomUUID(),
@@ -128,6 +129,6 @@ export class ResendTestApi {
     };
     this.messages.push(message);
     if (key !== null) this.keys.set(key, { body: request.body, id: message.id });
-    return scripted === 'drop' ? 'drop' : { status: 200, body: { id: message.id } };
+    return afterStoring ?? { status: 200, body: { id: message.id } };
   }
 }

@@ -80,15 +80,31 @@ export class ScriptedHttpServer {
 }
 
 /**
+ * A stand-in's scripted answer to a send: given instead of taking the message, or after taking it (`drop`, and
+ * `{ afterStoring }`: a provider may store a message and then answer 500, or lose the answer).
+ */
+export type ScriptedReply = HttpReply | { afterStoring: HttpReply };
+
+/**
+ * A scripted reply split by when it is given: `instead` of taking the message, or `after` taking it; neither when
+ * the stand-in gives its own answer.
+ */
+export function whenAnswered(reply: ScriptedReply | undefined): { instead?: HttpReply; after?: HttpReply } {
+  if (reply === undefined) return {};
+  if (reply === 'drop') return { after: 'drop' };
+  return typeof reply === 'object' && 'afterStoring' in reply ? { after: reply.afterStoring } : { instead: reply };
+}
+
+/**
  * Replies scripted for the next requests of a stand-in, and one that holds until it is lifted (a suspension). `pass`
  * lets the stand-in give its own answer to that request.
  */
 export class ReplyScript {
-  private readonly queued: Array<HttpReply | 'pass'> = [];
+  private readonly queued: Array<ScriptedReply | 'pass'> = [];
   private held: HttpReply | null = null;
 
   /** Answers the next requests with these, in order. */
-  next(...replies: Array<HttpReply | 'pass'>): void {
+  next(...replies: Array<ScriptedReply | 'pass'>): void {
     this.queued.push(...replies);
   }
 
@@ -102,7 +118,7 @@ export class ReplyScript {
   }
 
   /** The scripted reply for this request, or undefined for the stand-in's own answer. */
-  take(): HttpReply | undefined {
+  take(): ScriptedReply | undefined {
     const reply = this.held ?? this.queued.shift();
     return reply === 'pass' ? undefined : reply;
   }
