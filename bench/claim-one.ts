@@ -1,13 +1,13 @@
 // npm run bench:claim-one: what the claim of one idle mail costs, the step that sets reliable-mail's idle latency
 // apart from graphile-worker's. On one client with the dispatcher's connection settings, BENCH_CLAIM_ONE_ROUNDS
-// rounds (3) of BENCH_CLAIM_ONE_N mails (300) for each way, each mail inserted after a pause and then taken at once,
-// as an idle mail is (the producer's commit wakes the worker, whose claim follows), one of four ways:
+// rounds (3) of BENCH_CLAIM_ONE_N mails (300) for each way, each mail inserted after a pause and then taken right
+// after, as an idle mail is (the producer's commit wakes the worker, whose claim follows), one of four ways:
 // - the library's claim (CLAIM, prepared, as the dispatcher runs it), its commit waiting for the WAL flush;
 // - the same claim with synchronous_commit off for it, to show what the flush costs;
 // - a plain UPDATE ... RETURNING that locks the due row and hands it back, as graphile-worker fetches a job;
 // - the same plain update with synchronous_commit off.
-// The ways take turns in a cycle of four mails, each mail of a cycle starting it with the next way: in a fixed
-// order, one way was always the first after the insert and another always after the first's commit.
+// Each of the four ways takes a mail in turn, each turn starting with the next way, so that no way is always the
+// first of a turn (in a first version the claim was, after a longer pause than the others had).
 // Prints each way's median round trip per round, then the median execution time of the claim from EXPLAIN ANALYZE.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -78,8 +78,9 @@ try {
     } finally {
       await client.query('reset synchronous_commit');
     }
-    if (taken.rowCount !== 1 || taken.rows[0].id !== row.id)
-      throw new Error(`${way.name} took ${taken.rowCount} mails, not the one inserted`);
+    const takenIds = taken.rows.map((takenRow: { id: string }) => takenRow.id);
+    if (takenIds.length !== 1 || takenIds[0] !== row.id)
+      throw new Error(`${way.name} took [${takenIds.join(', ')}], not the one mail inserted (${row.id})`);
     return ms;
   };
   for (const way of ways) await takeOne(way, 0); // prepares each statement and warms the caches

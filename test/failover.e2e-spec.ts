@@ -138,7 +138,7 @@ describe('a lane with SES, then Postmark (FailoverTransport)', () => {
   // A 500 may come after SES stored the message: read as an unknown outcome, its retry is pinned as a lost answer's.
   it.each([
     ['its answer lost', 'drop' as const],
-    ['answered 500 (InternalFailure)', SES_ERRORS.serverError],
+    ['answered 500 (InternalFailure)', { afterStoring: SES_ERRORS.serverError }],
   ])(
     'the retry of a mail SES may have taken (%s) stays on SES, even when SES then refuses every message',
     async (_case, first) => {

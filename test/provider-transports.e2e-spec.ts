@@ -78,7 +78,8 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
   it.each([
     { answer: 'throttled (429)', reply: 'throttled' as const, replyCode: 429, slowsDown: true, cause: 'deferred' },
     { answer: 'unavailable (503)', reply: 'unavailable' as const, replyCode: 503, slowsDown: false, cause: 'deferred' },
-    // The provider may have stored the message before its 500: the outcome is unknown, as a lost answer's.
+    // The provider may have stored the message before its 500: the outcome is unknown, as a lost answer's. This 500
+    // stored nothing (one copy); the case of one that did follows.
     {
       answer: 'a server error (500)',
       reply: 'serverError' as const,
@@ -138,6 +139,9 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
       const { app, outbox } = await start();
       provider.script.next(reply());
       const { id, messageId } = await outbox.enqueue(mail, { idempotencyKey: 'order-confirmation:1' });
+      await waitFor('the failed event', () => app.events.failed.length === 1);
+      // The provider holds the message by the time the first attempt is settled, before any retry.
+      expect((await provider.delivered()).length).toBeGreaterThanOrEqual(1);
       await waitFor('the sent event', () => app.events.sent.length === 1);
 
       expect(app.events.failed).toEqual([
@@ -152,6 +156,10 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
       if (name === 'resend') {
         const keys = provider.requests.map((request) => request.headers['idempotency-key']);
         expect(keys).toEqual(['order-confirmation:1', 'order-confirmation:1']);
+        // The same message again, answered with the first request's id: not a 409 for another body.
+        const messageIds = provider.requests.map((request) => JSON.parse(request.body).headers['Message-ID']);
+        expect(messageIds).toEqual([messageId, messageId]);
+        expect(row.attemptLog[1]).toMatchObject({ replyCode: 200 });
         expect(row.providerMessageId).toBe(row.attemptLog[1].providerMessageId);
       }
     },
@@ -199,7 +207,7 @@ describe.each<ProviderName>(['ses', 'postmark', 'resend'])('the %s transport', (
   });
 
   // A 500 may follow the request's storing: the attempt's outcome is then unknown (a retry may be a second copy, with
-  // the same Message-ID), where a 503's is partial. The stand-ins store nothing they answer 500.
+  // the same Message-ID), where a 503's is partial. The 500 here stores nothing (a plain scripted `serverError`).
   it.each([
     { answer: '503', reply: 'unavailable' as const, replyCode: 503, outcome: 'partial' },
     { answer: '500', reply: 'serverError' as const, replyCode: 500, outcome: 'unknown' },

@@ -96,7 +96,7 @@ export class PostmarkTestApi {
     // Postmark refuses a message to more recipients as an invalid request (ErrorCode 300); the wording is ours.
     if (recipients.length > POSTMARK_MAX_RECIPIENTS)
       return error(422, 300, `Invalid email request: ${recipients.length} recipients, the maximum is 50`);
-    const { instead, after: afterStoring } = whenAnswered(this.script.take());
+    const { instead, afterStoring } = whenAnswered(this.script.take());
     if (instead) return instead;
     const inactive = recipients.filter((address) => this.inactive.has(address));
     if (inactive.length === recipients.length && inactive.length > 0)

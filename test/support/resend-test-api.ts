@@ -111,7 +111,7 @@ export class ResendTestApi {
     if (seen) return { status: 200, body: { id: seen.id } };
 
     const scripted = this.script.take();
-    const { instead, after: afterStoring } = whenAnswered(scripted);
+    const { instead, afterStoring } = whenAnswered(scripted);
     if (scripted === 'stall' && key !== null) {
       // The first request is in progress until its client gives up.
       this.keys.set(key, { body: request.body, id: null });

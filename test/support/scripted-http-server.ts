@@ -86,13 +86,15 @@ export class ScriptedHttpServer {
 export type ScriptedReply = HttpReply | { afterStoring: HttpReply };
 
 /**
- * A scripted reply split by when it is given: `instead` of taking the message, or `after` taking it; neither when
+ * A scripted reply split by when it is given: `instead` of taking the message, or `afterStoring` it; neither when
  * the stand-in gives its own answer.
  */
-export function whenAnswered(reply: ScriptedReply | undefined): { instead?: HttpReply; after?: HttpReply } {
+export function whenAnswered(reply: ScriptedReply | undefined): { instead?: HttpReply; afterStoring?: HttpReply } {
   if (reply === undefined) return {};
-  if (reply === 'drop') return { after: 'drop' };
-  return typeof reply === 'object' && 'afterStoring' in reply ? { after: reply.afterStoring } : { instead: reply };
+  if (reply === 'drop') return { afterStoring: 'drop' };
+  return typeof reply === 'object' && 'afterStoring' in reply
+    ? { afterStoring: reply.afterStoring }
+    : { instead: reply };
 }
 
 /**

@@ -52,8 +52,8 @@ const startEmulator = sesLocal.default;
  * aws-ses-v2-local (a local SES v2 emulator) behind a front of the tests' own. The emulator stores parsed fields
  * only, under ids of its own, and has no fault switch; the front passes each request on, reads the Message-ID of
  * the raw MIME the SDK sent and the id the emulator answered, adds the request id SES gives
- * (`x-amzn-RequestId`), and answers what `script` says instead (`drop` and `{ afterStoring }`: after the emulator
- * took the message).
+ * (`x-amzn-RequestId`), and answers what `script` says instead (`drop` and `{ afterStoring }`: once the emulator
+ * has answered the request).
  */
 export class SesTestFront {
   readonly script = new ReplyScript();
@@ -115,7 +115,7 @@ export class SesTestFront {
       if (recipients.length > SES_MAX_RECIPIENTS)
         return sesError(400, 'BadRequestException', 'Recipient count exceeds 50.');
     }
-    const { instead, after: afterStoring } = whenAnswered(sending ? this.script.take() : undefined);
+    const { instead, afterStoring } = whenAnswered(sending ? this.script.take() : undefined);
     if (instead) return instead;
     const response = await fetch(`${this.emulatorUrl}${request.path}`, {
       method: request.method,
@@ -125,7 +125,7 @@ export class SesTestFront {
     const text = await response.text();
     const body: unknown = text ? JSON.parse(text) : undefined;
     if (sending && response.ok) this.record(request.body, (body as { MessageId: string }).MessageId);
-    if (sending && response.ok && afterStoring !== undefined) return afterStoring;
+    if (afterStoring !== undefined) return afterStoring;
     return { status: response.status, body, headers: { 'x-amzn-requestid': randomUUID() } };
   }
 
