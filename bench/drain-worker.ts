@@ -33,6 +33,8 @@ interface WorkerArguments {
   databaseUrl: string;
   smtpPort: number;
   n: number;
+  /** reliable-mail with BENCH_TRACE_IDLE: the lane whose mails are traced (`default`, or `critical` under bulk). */
+  tracedLane?: string;
 }
 
 interface SystemRunner {
@@ -102,7 +104,7 @@ class Timing {
   }
 }
 
-async function instrumentReliableMail(trace: IdleStageTrace | null) {
+async function instrumentReliableMail(trace: IdleStageTrace | null, lane: string) {
   const { OutboxDatabase } = await import('../libs/reliable-mail/src/database/outbox-database.js');
   const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp/smtp-mail.transport.js');
   if (trace) {
@@ -110,7 +112,7 @@ async function instrumentReliableMail(trace: IdleStageTrace | null) {
     const { Delivery } = await import('../libs/reliable-mail/src/dispatch/delivery.js');
     const wake = LaneLoop.prototype.wake;
     LaneLoop.prototype.wake = function (this: InstanceType<typeof LaneLoop>) {
-      trace.mark('wake');
+      if (this.lane.name === lane) trace.mark('wake');
       wake.apply(this);
     };
     const attempt = Delivery.prototype.attempt;
@@ -132,7 +134,8 @@ async function instrumentReliableMail(trace: IdleStageTrace | null) {
   OutboxDatabase.prototype.query = async function <R>(this: OutboxDatabase, ...params: Parameters<typeof query>) {
     const started = performance.now();
     const { name } = params[0].in(tablesIn(DEFAULT_SCHEMA));
-    const claim = name === 'reliable_mail_claim';
+    // The claim's first parameter is its lane.
+    const claim = name === 'reliable_mail_claim' && params[1][0] === lane;
     if (claim) trace?.mark('claim-start');
     const rows = await query.apply(this, params);
     if (claim) trace?.mark('claim-end', rows.length);
@@ -143,11 +146,12 @@ async function instrumentReliableMail(trace: IdleStageTrace | null) {
   const send = SmtpMailTransport.prototype.send;
   SmtpMailTransport.prototype.send = async function (this: SmtpMailTransport, ...params: Parameters<typeof send>) {
     const started = performance.now();
-    trace?.mark('send-start');
+    const traced = params[0].lane === lane;
+    if (traced) trace?.mark('send-start');
     try {
       return await send.apply(this, params);
     } finally {
-      trace?.mark('send-end');
+      if (traced) trace?.mark('send-end');
       timings.smtpSend.record(performance.now() - started, 1);
     }
   };
@@ -199,7 +203,7 @@ function reliableMail(): SystemRunner {
   return {
     async prepare() {
       await import('reflect-metadata');
-      timings = await instrumentReliableMail(trace);
+      timings = await instrumentReliableMail(trace, args.tracedLane ?? 'default');
       const { MikroOrmModule } = await import('@mikro-orm/nestjs');
       const { EventEmitterModule } = await import('@nestjs/event-emitter');
       const { ScheduleModule } = await import('@nestjs/schedule');

@@ -1,7 +1,8 @@
-// BENCH_TRACE_IDLE=1: where an idle mail's time goes in reliable-mail's worker process. The worker marks each lane
-// wake-up, the claim statement's start and end (with its rows), the delivery's start and the SMTP send's start and
-// end; an idle mail is a wake-up followed by a claim of one row and its send. The trace is cleared when the idle phase
-// begins, and kept only while BENCH_TRACE_IDLE is set.
+// BENCH_TRACE_IDLE=1: where a mail's time goes in reliable-mail's worker process, for the mails of one lane: the
+// default lane's idle mails, and the critical lane's under the bulk backlog. The worker marks that lane's wake-ups,
+// its claim statements' start and end (with their rows), the delivery's start and the SMTP send's start and end; a
+// traced mail is a wake-up followed by a claim of one row and its send. The idle phase's trace is cleared when the
+// phase begins; the critical one's runs from the worker's start. Kept only while BENCH_TRACE_IDLE is set.
 import { percentile } from './common.js';
 
 type Mark = 'wake' | 'claim-start' | 'claim-end' | 'attempt' | 'send-start' | 'send-end';

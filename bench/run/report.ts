@@ -1,7 +1,7 @@
 // The report printed at the end of a run: each repetition's tables, then the targets read in each.
 import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
-import type { StageFigure } from '../idle-stages.js';
+import type { IdleStages, StageFigure } from '../idle-stages.js';
 import type { LatencyFigure, SystemResult } from './types.js';
 import { fasterQueue, readClaimTargets, readTargets, type Repetition, shownFigure } from './targets.js';
 import { phases, runStartedAt } from './context.js';
@@ -165,18 +165,30 @@ function reportRepetition({ results, critical }: Repetition): string[] {
       lines.push(`  ${key}: ${JSON.stringify(stats[key])}`);
     lines.push('');
   }
-  const stages = results.find((result) => result.idleStages)?.idleStages;
-  if (stages) {
-    const ms = (figure: StageFigure) =>
-      (['p50', 'p90', 'p99'] as const).map((p) => `${p} ${figure[p]?.toFixed(2) ?? '-'}`).join(' / ') + ' ms';
-    lines.push(`reliable-mail's idle mails in the worker process (BENCH_TRACE_IDLE; ${stages.mails} traced):`);
-    lines.push(`  wake-up to the claim sent:  ${ms(stages.wakeToClaim)}`);
-    lines.push(`  the claim (one row):        ${ms(stages.claim)}`);
-    lines.push(`  claim to the send started:  ${ms(stages.claimToSend)}`);
-    lines.push(`  the SMTP send:              ${ms(stages.send)}`);
-    lines.push('');
-  }
+  const idleStages = results.find((result) => result.idleStages)?.idleStages;
+  if (idleStages) lines.push(...reportStages("reliable-mail's idle mails in the worker process", idleStages));
+  if (critical?.stages)
+    lines.push(
+      ...reportStages(
+        "the critical lane's mails under the bulk backlog, in the worker process from its start",
+        critical.stages,
+      ),
+    );
   return lines;
+}
+
+/** Where the traced mails' time went in reliable-mail's worker process (BENCH_TRACE_IDLE). */
+function reportStages(heading: string, stages: IdleStages): string[] {
+  const ms = (figure: StageFigure) =>
+    (['p50', 'p90', 'p99'] as const).map((p) => `${p} ${figure[p]?.toFixed(2) ?? '-'}`).join(' / ') + ' ms';
+  return [
+    `${heading} (BENCH_TRACE_IDLE; ${stages.mails} traced):`,
+    `  wake-up to the claim sent:  ${ms(stages.wakeToClaim)}`,
+    `  the claim (one row):        ${ms(stages.claim)}`,
+    `  claim to the send started:  ${ms(stages.claimToSend)}`,
+    `  the SMTP send:              ${ms(stages.send)}`,
+    '',
+  ];
 }
 
 /**

@@ -159,7 +159,7 @@ export async function benchCritical(
   const bulk = await enqueueBatched(producer, settings.bulk, 'bulk', 'bulk');
   log(`  enqueued ${bulk.ids.length.toLocaleString('en-US')} bulk emails in ${bulk.figure.seconds.toFixed(1)} s`);
   await sink.request('reset');
-  const { worker } = await startWorker('reliable-mail', url, port, settings.bulk);
+  const { worker } = await startWorker('reliable-mail', url, port, settings.bulk, 'critical');
   try {
     await worker.request('start', {}, 120_000);
     // One stream of critical emails from the start, measured in two parts: an instance that has just started is
@@ -183,6 +183,7 @@ export async function benchCritical(
       await sleep(50);
     }
     const pendingInDb = await producer.pending('bulk').catch(() => null);
+    const stages = process.env.BENCH_TRACE_IDLE ? await worker.request<IdleStages | null>('idleStages') : null;
     const lastCritical = Object.values(accepted).length ? Math.max(...Object.values(accepted)) : null;
     const all = (await sinkStats(sink, { withTimestamps: true })).perMessageId ?? {};
     const criticalSet = new Set(criticalIds);
@@ -204,6 +205,7 @@ export async function benchCritical(
       bulkPerSecond,
       bulkPendingWhenLastCriticalArrived: bulkBefore === null ? null : bulk.ids.length - bulkBefore,
       bulkPendingInDbAfterLastCritical: pendingInDb,
+      ...(stages ? { stages } : {}),
       timedOut,
     };
   } finally {

@@ -78,6 +78,8 @@ export interface CriticalResult {
   bulkPerSecond: number | null;
   bulkPendingWhenLastCriticalArrived: number | null;
   bulkPendingInDbAfterLastCritical: number | null;
+  /** With BENCH_TRACE_IDLE: where the critical mails' time went in the worker process, from its start. */
+  stages?: IdleStages;
   timedOut: boolean;
   error?: string;
 }
