@@ -1,5 +1,5 @@
 // One system's sending side in a process of its own, so that its memory can be measured:
-//   node --conditions=@reliable-mail/source --import @swc-node/register/esm-register bench/drain-worker.ts <system> '<json: { databaseUrl, smtpPort, n }>'
+//   node --conditions=@reliable-mail/source --import @swc-node/register/esm-register bench/drain-worker.ts <system> '<json: { databaseUrl, smtpPort, n, tracedLane? }>'
 // It pushes { type: 'ready' } once connected (nothing runs yet), { type: 'rss' } every 100 ms, and answers:
 //   start -> starts the dispatcher / workers (smtp-only: starts sending n emails) and returns when it started
 //   send  -> smtp-only: sends one email now (idle latency floor)
@@ -13,7 +13,7 @@ import type { Runner } from 'graphile-worker';
 import nodemailer from 'nodemailer';
 import type { PgBoss } from 'pg-boss';
 import { DEFAULT_SCHEMA, tablesIn } from '../libs/reliable-mail/src/schema/outbox-tables.js';
-import { type IdleStages, IdleStageTrace } from './idle-stages.js';
+import { StageTrace, type TracedStages } from './stage-trace.js';
 import {
   FROM,
   GRAPHILE_TASK,
@@ -42,9 +42,9 @@ interface SystemRunner {
   start(): Promise<void>;
   stop(): Promise<void>;
   stats?(): unknown;
-  /** reliable-mail with BENCH_TRACE_IDLE: the stages of the idle mails traced since `traceIdle`. */
-  idleStages?(): IdleStages | null;
-  traceIdle?(): void;
+  /** reliable-mail with BENCH_TRACE_IDLE: the stages of the traced lane's mails since `clearTrace`. */
+  tracedStages?(): TracedStages | null;
+  clearTrace?(): void;
   send?(request: { messageId: string; index: number }): Promise<void>;
 }
 
@@ -104,21 +104,15 @@ class Timing {
   }
 }
 
-async function instrumentReliableMail(trace: IdleStageTrace | null, lane: string) {
+async function instrumentReliableMail(trace: StageTrace | null, lane: string) {
   const { OutboxDatabase } = await import('../libs/reliable-mail/src/database/outbox-database.js');
   const { SmtpMailTransport } = await import('../libs/reliable-mail/src/transport/smtp/smtp-mail.transport.js');
   if (trace) {
     const { LaneLoop } = await import('../libs/reliable-mail/src/dispatch/lane-loop.js');
-    const { Delivery } = await import('../libs/reliable-mail/src/dispatch/delivery.js');
     const wake = LaneLoop.prototype.wake;
     LaneLoop.prototype.wake = function (this: InstanceType<typeof LaneLoop>) {
       if (this.lane.name === lane) trace.mark('wake');
       wake.apply(this);
-    };
-    const attempt = Delivery.prototype.attempt;
-    Delivery.prototype.attempt = function (this: InstanceType<typeof Delivery>, ...params: Parameters<typeof attempt>) {
-      trace.mark('attempt');
-      return attempt.apply(this, params);
     };
   }
   type OutboxDatabase = InstanceType<typeof OutboxDatabase>;
@@ -134,7 +128,7 @@ async function instrumentReliableMail(trace: IdleStageTrace | null, lane: string
   OutboxDatabase.prototype.query = async function <R>(this: OutboxDatabase, ...params: Parameters<typeof query>) {
     const started = performance.now();
     const { name } = params[0].in(tablesIn(DEFAULT_SCHEMA));
-    // The claim's first parameter is its lane.
+    // claimValues puts the lane first.
     const claim = name === 'reliable_mail_claim' && params[1][0] === lane;
     if (claim) trace?.mark('claim-start');
     const rows = await query.apply(this, params);
@@ -198,7 +192,7 @@ function smtpOnly(): SystemRunner {
 
 function reliableMail(): SystemRunner {
   let timings: Awaited<ReturnType<typeof instrumentReliableMail>> | null = null;
-  const trace = process.env.BENCH_TRACE_IDLE ? new IdleStageTrace() : null;
+  const trace = process.env.BENCH_TRACE_IDLE ? new StageTrace() : null;
   let moduleRef: TestingModule | null = null;
   return {
     async prepare() {
@@ -226,8 +220,8 @@ function reliableMail(): SystemRunner {
       await moduleRef!.init();
     },
     stats: () => timings,
-    idleStages: () => trace?.stages() ?? null,
-    traceIdle: () => trace?.clear(),
+    tracedStages: () => trace?.stages() ?? null,
+    clearTrace: () => trace?.clear(),
     async stop() {
       await moduleRef?.close();
     },
@@ -346,8 +340,8 @@ serveIpc({
     return true;
   },
   stats: () => ({ ...(runner.stats?.() as object), vmHwm: vmHwmBytes() }),
-  idleStages: () => runner.idleStages?.() ?? null,
-  traceIdle: () => runner.traceIdle?.() ?? null,
+  tracedStages: () => runner.tracedStages?.() ?? null,
+  clearTrace: () => runner.clearTrace?.() ?? null,
   async stop() {
     clearInterval(rssTimer);
     await runner.stop();

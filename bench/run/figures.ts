@@ -122,8 +122,10 @@ export function latencyFigure(committedAt: Map<string, number>, acceptedAt: Reco
   };
 }
 
-/** Starts bench/drain-worker.ts for a system and waits until it is connected (not yet sending). */
-/** `tracedLane`: the lane whose mails reliable-mail's worker traces with BENCH_TRACE_IDLE (`default` if absent). */
+/**
+ * Starts bench/drain-worker.ts for a system and waits until it is connected (not yet sending). `tracedLane`: the lane
+ * whose mails reliable-mail's worker traces with BENCH_TRACE_IDLE (`default` if absent).
+ */
 export async function startWorker(system: SystemName, url: string, smtpPort: number, n: number, tracedLane?: string) {
   const worker = spawn(`drain-worker ${system}`, './drain-worker.ts', [
     system,

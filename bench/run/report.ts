@@ -1,7 +1,7 @@
 // The report printed at the end of a run: each repetition's tables, then the targets read in each.
 import { type ClaimResult } from '../claim.js';
 import { now, settings, type SystemName } from '../common.js';
-import type { IdleStages, StageFigure } from '../idle-stages.js';
+import type { StageFigure, TracedStages } from '../stage-trace.js';
 import type { LatencyFigure, SystemResult } from './types.js';
 import { fasterQueue, readClaimTargets, readTargets, type Repetition, shownFigure } from './targets.js';
 import { phases, runStartedAt } from './context.js';
@@ -170,7 +170,7 @@ function reportRepetition({ results, critical }: Repetition): string[] {
   if (critical?.stages)
     lines.push(
       ...reportStages(
-        "the critical lane's mails under the bulk backlog, in the worker process from its start",
+        `the ${fmt(critical.critical.sent)} critical mails after the first second, under the bulk backlog, in the worker process`,
         critical.stages,
       ),
     );
@@ -178,7 +178,7 @@ function reportRepetition({ results, critical }: Repetition): string[] {
 }
 
 /** Where the traced mails' time went in reliable-mail's worker process (BENCH_TRACE_IDLE). */
-function reportStages(heading: string, stages: IdleStages): string[] {
+function reportStages(heading: string, stages: TracedStages): string[] {
   const ms = (figure: StageFigure) =>
     (['p50', 'p90', 'p99'] as const).map((p) => `${p} ${figure[p]?.toFixed(2) ?? '-'}`).join(' / ') + ' ms';
   return [

@@ -1,6 +1,6 @@
 // The shapes of what the benchmark measures, as bench/results/*.json stores them.
 import { type SystemName } from '../common.js';
-import type { IdleStages } from '../idle-stages.js';
+import type { TracedStages } from '../stage-trace.js';
 
 export interface SinkStats {
   received: number;
@@ -60,7 +60,7 @@ export interface SystemResult {
   };
   idle?: LatencyFigure;
   /** reliable-mail with BENCH_TRACE_IDLE: where the idle mails' time went in the worker process. */
-  idleStages?: IdleStages;
+  idleStages?: TracedStages;
   /** reliable-mail only: the drain again, with addresses on the suppression list (none of them a recipient). */
   drainWithSuppressions?: SystemResult['drain'];
   error?: string;
@@ -78,8 +78,8 @@ export interface CriticalResult {
   bulkPerSecond: number | null;
   bulkPendingWhenLastCriticalArrived: number | null;
   bulkPendingInDbAfterLastCritical: number | null;
-  /** With BENCH_TRACE_IDLE: where the critical mails' time went in the worker process, from its start. */
-  stages?: IdleStages;
+  /** With BENCH_TRACE_IDLE: where the time of the critical mails of `critical` went in the worker process. */
+  stages?: TracedStages;
   timedOut: boolean;
   error?: string;
 }
