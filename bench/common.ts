@@ -43,6 +43,8 @@ export const settings = {
    * measured once.
    */
   repetitions: intFromEnv('BENCH_REPS', null),
+  /** BENCH_TRACE_IDLE: reliable-mail's worker traces where its idle and critical mails' time goes (stage-trace.ts). */
+  traceStages: Boolean(process.env.BENCH_TRACE_IDLE),
   /** Sends in flight per system, producers of the one-per-transaction enqueue. */
   concurrency: 16,
   batchSize: 500,

@@ -192,7 +192,7 @@ function smtpOnly(): SystemRunner {
 
 function reliableMail(): SystemRunner {
   let timings: Awaited<ReturnType<typeof instrumentReliableMail>> | null = null;
-  const trace = process.env.BENCH_TRACE_IDLE ? new StageTrace() : null;
+  const trace = settings.traceStages ? new StageTrace() : null;
   let moduleRef: TestingModule | null = null;
   return {
     async prepare() {

@@ -29,7 +29,7 @@ export class StageTrace {
     this.marks.push({ mark, at: performance.now(), rows });
   }
 
-  /** Forgets what was traced so far: the drain's wake-ups are not idle mails, nor a starting instance's steady ones. */
+  /** Forgets what was traced so far: neither the drain's mails nor those of an instance still starting are idle. */
   clear(): void {
     this.marks.length = 0;
   }

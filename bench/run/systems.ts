@@ -97,12 +97,12 @@ export async function benchQueue(
     );
     try {
       result.drain = await phase(`${system}: drain N`, () => measureDrain(system, sink, worker, rss, batched.ids));
-      const tracing = system === 'reliable-mail' && Boolean(process.env.BENCH_TRACE_IDLE);
+      const tracing = system === 'reliable-mail' && settings.traceStages;
       if (tracing) await worker.request('clearTrace');
       result.idle = await phase(`${system}: idle latency`, () =>
         measureIdle(sink, (index) => producer.enqueueOne(index, 'idle')),
       );
-      if (tracing) result.idleStages = (await worker.request<TracedStages | null>('tracedStages')) ?? undefined;
+      if (tracing) result.idleStages = (await tracedStages(worker)) ?? undefined;
     } finally {
       await worker.stop();
     }
@@ -149,6 +149,15 @@ async function warmUp(producer: Producer, url: string): Promise<EnqueueFigure> {
   return cold;
 }
 
+/**
+ * What reliable-mail's worker traced (BENCH_TRACE_IDLE). The sink counts a mail before the worker marks its send's
+ * end: a moment for the last one's mark. A trace that cannot be read costs the trace, not the repetition's figures.
+ */
+async function tracedStages(worker: Child): Promise<TracedStages | null> {
+  await sleep(100);
+  return worker.request<TracedStages | null>('tracedStages').catch(() => null);
+}
+
 export async function benchCritical(
   producer: Producer,
   sink: Child,
@@ -166,8 +175,7 @@ export async function benchCritical(
     // still opening its connections, which a login code at a running instance finds open.
     const enqueueCritical = (index: number) => producer.enqueueOne(index, 'critical', 'critical');
     const startupAt = await enqueueSpaced(settings.criticalStartupEmails, settings.criticalSpacingMs, enqueueCritical);
-    const tracing = Boolean(process.env.BENCH_TRACE_IDLE);
-    if (tracing) await worker.request('clearTrace');
+    if (settings.traceStages) await worker.request('clearTrace');
     const committedAt = await enqueueSpaced(settings.criticalEmails, settings.criticalSpacingMs, (index) =>
       enqueueCritical(settings.criticalStartupEmails + index),
     );
@@ -185,11 +193,7 @@ export async function benchCritical(
       await sleep(50);
     }
     const pendingInDb = await producer.pending('bulk').catch(() => null);
-    // The sink counts a mail before the worker marks its send's end: a moment for the last one's mark. A trace that
-    // cannot be read costs the trace, not the repetition's figures.
-    const stages = tracing
-      ? await sleep(100).then(() => worker.request<TracedStages | null>('tracedStages').catch(() => null))
-      : null;
+    const stages = settings.traceStages ? await tracedStages(worker) : null;
     const lastCritical = Object.values(accepted).length ? Math.max(...Object.values(accepted)) : null;
     const all = (await sinkStats(sink, { withTimestamps: true })).perMessageId ?? {};
     const criticalSet = new Set(criticalIds);
