@@ -59,7 +59,7 @@ export const settings = {
    */
   criticalStartupEmails: 10,
   /** Critical emails after those, once the worker runs: the figure set against the idle latency. */
-  criticalEmails: 50,
+  criticalEmails: intFromEnv('BENCH_CRITICAL', 50),
   criticalSpacingMs: 100,
   /** Per-phase time limits: a phase that hits one stops and reports what it got. */
   enqueueTimeoutMs: intFromEnv('BENCH_ENQUEUE_TIMEOUT_S', 180) * 1000,
