@@ -235,6 +235,17 @@ describe('LaneLoop', () => {
     expect(lane.statements).not.toContain('reliable_mail_settle');
   });
 
+  it("a mail's wake-up claims before the event loop turns again, ahead of the I/O callbacks waiting in this turn", async () => {
+    const lane = started(laneWith(() => undefined));
+    const claims = () => lane.statements.filter((name) => name === 'reliable_mail_claim').length;
+    await waitFor('the first poll', () => claims() > 0);
+    const before = claims();
+    lane.loop.wake();
+    // Microtasks only: no timer, immediate or I/O callback runs until they are done.
+    for (let turn = 0; turn < 50; turn++) await Promise.resolve();
+    expect(claims()).toBe(before + 1);
+  });
+
   it('a quota settle that fails costs only its grants: the rows claimed are still handled', async () => {
     let claimed = false;
     // A row closed at its claim (all its recipients suppressed) sends nothing: its grant goes back.

@@ -149,7 +149,7 @@ export class LaneLoop {
     this.timerName = `${DISPATCHER_TIMEOUT_NAME}:${lane.name}`;
     deps.priorities.onResume(lane.name, () => {
       this.pump();
-      if (this.backlogSeen) this.wake();
+      if (this.backlogSeen) this.wakeForRoom();
     });
   }
 
@@ -224,15 +224,35 @@ export class LaneLoop {
     }
   }
 
-  /** Runs the loop now unless it is already running, in which case it runs again right after. */
+  /**
+   * A mail was committed to this lane (its NOTIFY): the loop claims at once unless it is already running, in which
+   * case it runs again right after. At once is in a microtask, ahead of the other I/O callbacks of this turn of the
+   * event loop: on the next turn, a login code's claim waited for the replies of the bulk lane's sends first, its
+   * wake-up to its claim taking 1.0-1.1 ms at p90 and 2.7-5.7 ms at p99 while a bulk backlog drained, against 0.04
+   * and 0.07-0.12 ms in a microtask (three alternated pairs of `BENCH_CRITICAL=200 BENCH_TRACE_IDLE=1 npm run bench`).
+   */
   wake(): void {
+    this.runAgain(true);
+  }
+
+  /**
+   * Slots or a hold were freed: the loop runs on the event loop's next turn, so that the sends finishing in this one
+   * share one claim rather than each making a claim of its own.
+   */
+  private wakeForRoom(): void {
+    this.runAgain(false);
+  }
+
+  private runAgain(atOnce: boolean): void {
     if (this.stopping) return;
     this.wokenUp = true;
     if (this.running) {
       this.rerunRequested = true;
       return;
     }
-    this.schedule(0);
+    if (!atOnce) return this.schedule(0);
+    this.clearTimer();
+    queueMicrotask(() => void this.tick());
   }
 
   private schedule(delayMs: number): void {
@@ -507,7 +527,7 @@ export class LaneLoop {
     void work.finally(() => {
       set.delete(work);
       this.pump();
-      if (this.backlogSeen) this.wake();
+      if (this.backlogSeen) this.wakeForRoom();
     });
   }
 
