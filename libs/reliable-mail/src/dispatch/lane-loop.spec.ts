@@ -240,7 +240,8 @@ describe('LaneLoop', () => {
     const claims = () => lane.statements.filter((name) => name === 'reliable_mail_claim').length;
     await waitFor('the first poll', () => claims() > 0);
     const before = claims();
-    lane.loop.wake();
+    // Three NOTIFYs read at once: one claim.
+    for (let notify = 0; notify < 3; notify++) lane.loop.wake();
     // Microtasks only: no timer, immediate or I/O callback runs until they are done.
     for (let turn = 0; turn < 50; turn++) await Promise.resolve();
     expect(claims()).toBe(before + 1);

@@ -225,14 +225,16 @@ export class LaneLoop {
   }
 
   /**
-   * A mail was committed to this lane (its NOTIFY): the loop claims at once unless it is already running, in which
-   * case it runs again right after. At once is in a microtask, ahead of the other I/O callbacks of this turn of the
-   * event loop: on the next turn, a login code's claim waited for the replies of the bulk lane's sends first, its
-   * wake-up to its claim taking 1.0-1.1 ms at p90 and 2.7-5.7 ms at p99 while a bulk backlog drained, against 0.04
-   * and 0.07-0.12 ms in a microtask (three alternated pairs of `BENCH_CRITICAL=200 BENCH_TRACE_IDLE=1 npm run bench`).
+   * A mail was committed to this lane (its NOTIFY). An idle lane claims at once, in a microtask ahead of the other I/O
+   * callbacks of this turn of the event loop: on the next turn, a login code's claim waited for the replies of the
+   * bulk lane's sends first, its wake-up to its claim taking 1.0-1.1 ms at p90 and 2.7-5.7 ms at p99 while a bulk
+   * backlog drained, against 0.04 and 0.07-0.12 ms in a microtask (docs/benchmarks.md, 2026-12-06). A lane that is
+   * claiming runs again once that claim is done; a draining lane (its last claim filled its limit) is woken by its
+   * freed slots already, and waits for the next turn as they do, since a claim at once would take only the room freed
+   * so far.
    */
   wake(): void {
-    this.runAgain(true);
+    this.runAgain(!this.backlogSeen);
   }
 
   /**
@@ -250,9 +252,8 @@ export class LaneLoop {
       this.rerunRequested = true;
       return;
     }
-    if (!atOnce) return this.schedule(0);
-    this.clearTimer();
-    queueMicrotask(() => void this.tick());
+    if (atOnce) queueMicrotask(() => void this.tick());
+    else this.schedule(0);
   }
 
   private schedule(delayMs: number): void {
