@@ -519,6 +519,21 @@ describe('LaneLoop', () => {
       expect(lane.delivered).toEqual(['first', 'second']);
     });
 
+    it("in a lane draining a backlog, a mail's wake-up waits for the next turn, where the slots freed in this one share its claim", async () => {
+      const lane = started(laneWith(twoRows(() => Promise.resolve([]))));
+      const claims = () => lane.statements.filter((name) => name === 'reliable_mail_claim').length;
+      await waitFor('the first send', () => lane.delivered.length === 1);
+      const before = claims();
+      // The first send ends: the second row takes its slot, and the row claimed ahead leaves room for one more.
+      lane.sends.shift()!();
+      for (let turn = 0; turn < 50; turn++) await Promise.resolve();
+      expect(lane.delivered).toEqual(['first', 'second']);
+      lane.loop.wake();
+      for (let turn = 0; turn < 50; turn++) await Promise.resolve();
+      expect(claims()).toBe(before);
+      await waitFor('the claim of the room freed', () => claims() > before);
+    });
+
     it('whose renewal fails is not sent when a whole send and its settle no longer fit in its lease', async () => {
       const lane = started(laneWith(twoRows(() => Promise.reject(new Error('Query read timeout')))));
       await waitFor('the first send', () => lane.delivered.length === 1);
