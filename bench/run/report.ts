@@ -183,10 +183,10 @@ function reportStages(heading: string, stages: TracedStages): string[] {
     (['p50', 'p90', 'p99'] as const).map((p) => `${p} ${figure[p]?.toFixed(2) ?? '-'}`).join(' / ') + ' ms';
   return [
     `${heading} (BENCH_TRACE_IDLE; ${stages.mails} traced):`,
-    `  wake-up to the claim sent:  ${ms(stages.wakeToClaim)}`,
-    `  the claim (one row):        ${ms(stages.claim)}`,
-    `  claim to the send started:  ${ms(stages.claimToSend)}`,
-    `  the SMTP send:              ${ms(stages.send)}`,
+    `  wake-up to the claim's call: ${ms(stages.wakeToClaim)}`,
+    `  the claim (one row):         ${ms(stages.claim)}`,
+    `  claim to the send started:   ${ms(stages.claimToSend)}`,
+    `  the SMTP send:               ${ms(stages.send)}`,
     '',
   ];
 }
